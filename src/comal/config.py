@@ -1,0 +1,260 @@
+"""Configuration: the only module that reads environment variables and config files.
+
+Sources, later wins: built-in defaults → `$XDG_CONFIG_HOME/comal/config.toml` →
+`<workspace>/.comal/config.toml` → environment variables → CLI flags (applied by the CLI with
+`dataclasses.replace`). API keys are never stored here: a provider names the environment
+variable that holds its key, and `api_key()` reads it at call time.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from comal.errors import ConfigError
+
+DEFAULT_WINDOW_TOKENS = 45_000
+"""Window used when neither the catalog, the server, nor the user says otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderConfig:
+    """One configured provider: a declared wire, never guessed."""
+
+    name: str
+    wire: str
+    """One of `openai-chat`, `openai-responses`, `anthropic-messages`."""
+    base_url: str
+    model: str = ""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the key (the key itself is never stored)."""
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    timeout_s: float = 600.0
+    max_retries: int = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ContextConfig:
+    """Budget settings of the context engine."""
+
+    context_window: int | None = None
+    """Explicit window (`--context-window`, `COMAL_CONTEXT_WINDOW`); the smaller one wins."""
+    threshold_ratio: float = 0.90
+    """Automatic pressure threshold as a share of the effective window."""
+    large_output_threshold_bytes: int = 20 * 1024
+    """Outputs larger than this enter active memory as preview + exact reference."""
+    output_reserve_tokens: int | None = None
+    """Fixed output reserve; None sizes it from the session's own outputs."""
+    margin_tokens: int | None = None
+    """Safety margin; None derives it from the window."""
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRule:
+    """Allow or deny a tool (optionally only when its main argument matches a glob)."""
+
+    action: str
+    """`allow` or `deny`."""
+    tool: str
+    pattern: str = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionsConfig:
+    """Permission mode and rules."""
+
+    mode: str = "workspace-write"
+    """`read-only`, `workspace-write` or `full-access`."""
+    rules: tuple[PermissionRule, ...] = ()
+    extra_roots: tuple[str, ...] = ()
+    """Directories outside the workspace that are allowed anyway."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything Comal reads from files and the environment, resolved once."""
+
+    home: Path
+    """Where the ledger lives (`COMAL_HOME`, else `$XDG_DATA_HOME/comal`)."""
+    config_dir: Path
+    workspace: Path
+    providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
+    default_provider: str | None = None
+    context: ContextConfig = ContextConfig()
+    permissions: PermissionsConfig = PermissionsConfig()
+    checks: tuple[str, ...] = ()
+    """Commands `finish_call` runs before a session may close."""
+    max_turns: int = 50
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The environment this config was resolved from (for keys and local-server discovery)."""
+
+    @property
+    def ledger_path(self) -> Path:
+        """The ledger database file."""
+        return self.home / "ledger.db"
+
+    def api_key(self, provider: ProviderConfig) -> str | None:
+        """The provider's API key, read from its environment variable at call time."""
+        if provider.api_key_env is None:
+            return None
+        return self.env.get(provider.api_key_env)
+
+
+def _xdg(env: Mapping[str, str], var: str, fallback: str) -> Path:
+    value = env.get(var)
+    if value:
+        return Path(value)
+    return Path(env.get("HOME", str(Path.home()))) / fallback
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _int_env(env: Mapping[str, str], name: str) -> int | None:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw.replace("_", "").replace(",", ""))
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {value}")
+    return value
+
+
+def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
+    wire = raw.get("wire")
+    if wire not in ("openai-chat", "openai-responses", "anthropic-messages"):
+        raise ConfigError(
+            f"providers.{name}.wire must be openai-chat, openai-responses or anthropic-messages"
+            f" (got {wire!r}); the wire is declared, never guessed"
+        )
+    base_url = raw.get("base_url")
+    if not isinstance(base_url, str) or not base_url:
+        raise ConfigError(f"providers.{name}.base_url is required")
+    headers = raw.get("headers", {})
+    return ProviderConfig(
+        name=name,
+        wire=wire,
+        base_url=base_url.rstrip("/"),
+        model=str(raw.get("model", "")),
+        api_key_env=raw.get("api_key_env"),
+        context_window=raw.get("context_window"),
+        max_output_tokens=raw.get("max_output_tokens"),
+        headers=tuple(sorted((str(k), str(v)) for k, v in dict(headers).items())),
+        timeout_s=float(raw.get("timeout_s", 600.0)),
+        max_retries=int(raw.get("max_retries", 4)),
+    )
+
+
+def _env_providers(env: Mapping[str, str]) -> dict[str, ProviderConfig]:
+    """Providers implied by the conventional environment variables."""
+    found: dict[str, ProviderConfig] = {}
+    if env.get("ANTHROPIC_API_KEY"):
+        found["anthropic"] = ProviderConfig(
+            name="anthropic",
+            wire="anthropic-messages",
+            base_url=env.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com").rstrip("/"),
+            model=env.get("ANTHROPIC_MODEL", "claude-sonnet-4-5"),
+            api_key_env="ANTHROPIC_API_KEY",
+        )
+    if env.get("OPENAI_API_KEY"):
+        found["openai"] = ProviderConfig(
+            name="openai",
+            wire="openai-chat",
+            base_url=env.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/"),
+            model=env.get("OPENAI_MODEL", "gpt-5"),
+            api_key_env="OPENAI_API_KEY",
+        )
+    return found
+
+
+def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
+    """Resolve the configuration from files and the environment.
+
+    Args:
+        env: the environment (defaults to `os.environ`).
+        cwd: the workspace (defaults to the current directory).
+
+    Raises:
+        ConfigError: a file or variable is invalid.
+    """
+    env = dict(os.environ if env is None else env)
+    workspace = (cwd or Path.cwd()).resolve()
+    config_dir = _xdg(env, "XDG_CONFIG_HOME", ".config") / "comal"
+    home = (
+        Path(env["COMAL_HOME"])
+        if env.get("COMAL_HOME")
+        else _xdg(env, "XDG_DATA_HOME", ".local/share") / "comal"
+    )
+    raw = _merge(
+        _read_toml(config_dir / "config.toml"), _read_toml(workspace / ".comal" / "config.toml")
+    )
+
+    providers = _env_providers(env)
+    for name, praw in dict(raw.get("providers", {})).items():
+        providers[name] = _provider(name, praw)
+
+    craw = dict(raw.get("context", {}))
+    threshold = float(craw.get("threshold_ratio", 0.90))
+    if not 0.1 <= threshold <= 1.0:
+        raise ConfigError(f"context.threshold_ratio must be between 0.1 and 1.0, got {threshold}")
+    context = ContextConfig(
+        context_window=_int_env(env, "COMAL_CONTEXT_WINDOW") or craw.get("context_window"),
+        threshold_ratio=threshold,
+        large_output_threshold_bytes=_int_env(env, "COMAL_LARGE_OUTPUT_THRESHOLD_BYTES")
+        or int(craw.get("large_output_threshold_bytes", 20 * 1024)),
+        output_reserve_tokens=craw.get("output_reserve_tokens"),
+        margin_tokens=craw.get("margin_tokens"),
+    )
+
+    praw = dict(raw.get("permissions", {}))
+    mode = str(praw.get("mode", "workspace-write"))
+    if mode not in ("read-only", "workspace-write", "full-access"):
+        raise ConfigError(
+            f"permissions.mode must be read-only, workspace-write or full-access, got {mode!r}"
+        )
+    rules = tuple(
+        PermissionRule(action, str(r.get("tool", "*")), str(r.get("pattern", "*")))
+        for action in ("allow", "deny")
+        for r in praw.get(action, [])
+    )
+    permissions = PermissionsConfig(
+        mode=mode, rules=rules, extra_roots=tuple(str(p) for p in praw.get("extra_roots", []))
+    )
+    return Config(
+        home=home,
+        config_dir=config_dir,
+        workspace=workspace,
+        providers=providers,
+        default_provider=raw.get("default_provider"),
+        context=context,
+        permissions=permissions,
+        checks=tuple(str(c) for c in raw.get("checks", [])),
+        max_turns=int(raw.get("max_turns", 50)),
+        env=env,
+    )

@@ -1,0 +1,231 @@
+"""The ComalError tree: every failure a user can meet has a type, a stable code and a clear message.
+
+Codes are the vocabulary of the spec (CONTEXT_LENGTH, OUTPUT_LENGTH, CONTEXT_OVERHEAD, …) and
+appear in JSON output and in ledger entries. Messages never contain secrets.
+"""
+
+from __future__ import annotations
+
+
+class ComalError(Exception):
+    """Base of every error Comal raises on purpose."""
+
+    code: str = "ERROR"
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+# --- provider errors -------------------------------------------------------------------------
+
+
+class ProviderError(ComalError):
+    """A provider call failed. `retryable` tells the transport wrapper whether to retry."""
+
+    code = "PROVIDER_ERROR"
+    exit_code = 4
+    retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        raw: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+        self.raw = raw
+
+
+class ContextLengthError(ProviderError):
+    """The provider rejected the input as too long for its context window."""
+
+    code = "CONTEXT_LENGTH"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        raw: str | None = None,
+        reported_tokens: int | None = None,
+        limit_tokens: int | None = None,
+        fixable_by_output_reserve: bool = False,
+        requested_output_tokens: int | None = None,
+    ) -> None:
+        super().__init__(message, status=status, raw=raw)
+        self.reported_tokens = reported_tokens
+        self.limit_tokens = limit_tokens
+        self.fixable_by_output_reserve = fixable_by_output_reserve
+        self.requested_output_tokens = requested_output_tokens
+
+
+class OutputLengthError(ProviderError):
+    """The response stopped at the output limit before finishing."""
+
+    code = "OUTPUT_LENGTH"
+
+
+class ContextWindowExceededError(ProviderError):
+    """Anthropic `model_context_window_exceeded`: generation stopped because the window filled."""
+
+    code = "CONTEXT_WINDOW_EXCEEDED"
+
+
+class RateLimitError(ProviderError):
+    """HTTP 429 or an equivalent; honours retry-after."""
+
+    code = "RATE_LIMIT"
+    retryable = True
+
+
+class OverloadedError(ProviderError):
+    """The provider is overloaded or failing (529, 500, 502, 503, 504)."""
+
+    code = "OVERLOADED"
+    retryable = True
+
+
+class AuthError(ProviderError):
+    """Missing or rejected credentials (401, 403)."""
+
+    code = "AUTH"
+
+
+class NetworkError(ProviderError):
+    """Connection failed, timed out, or the stream was cut mid-event."""
+
+    code = "NETWORK"
+    retryable = True
+
+
+class InvalidRequestError(ProviderError):
+    """The provider rejected the request for another reason (400, 404, 422, malformed replies)."""
+
+    code = "INVALID_REQUEST"
+
+
+# --- context errors --------------------------------------------------------------------------
+
+
+class ContextOverheadError(ComalError):
+    """Instructions + schemas + output reserve + margin do not fit even before the conversation."""
+
+    code = "CONTEXT_OVERHEAD"
+    exit_code = 5
+
+
+class ContextPressureLoopError(ComalError):
+    """Repeated fill/derive cycles without enough saving: stopped, everything resumable."""
+
+    code = "CONTEXT_PRESSURE_LOOP"
+    exit_code = 5
+
+
+class InvariantError(ComalError):
+    """A view broke an invariant (orphan call or result, dangling ref, over budget)."""
+
+    code = "INVARIANT"
+    exit_code = 70
+
+
+# --- ledger and session errors ---------------------------------------------------------------
+
+
+class LedgerError(ComalError):
+    """The ledger cannot be used as asked."""
+
+    code = "LEDGER"
+    exit_code = 3
+
+
+class SchemaTooNewError(LedgerError):
+    """The ledger was written by a newer Comal; it is refused and never written."""
+
+    code = "LEDGER_SCHEMA_TOO_NEW"
+
+
+class UnknownSessionError(LedgerError):
+    """No session matches the given id or prefix."""
+
+    code = "UNKNOWN_SESSION"
+
+
+class AmbiguousSessionError(LedgerError):
+    """Several sessions match the given prefix."""
+
+    code = "AMBIGUOUS_SESSION"
+
+
+class SessionLockedError(LedgerError):
+    """Another live process holds the session."""
+
+    code = "SESSION_LOCKED"
+
+
+# --- tools, permissions, evidence ------------------------------------------------------------
+
+
+class ToolError(ComalError):
+    """A tool could not run as asked; becomes an error result for the model."""
+
+    code = "TOOL_ERROR"
+
+
+class PermissionDeniedError(ToolError):
+    """The permission policy denied the call."""
+
+    code = "PERMISSION_DENIED"
+
+
+class PathOutsideWorkspaceError(PermissionDeniedError):
+    """A path resolves (symlinks and `..` included) outside the workspace."""
+
+    code = "PATH_OUTSIDE_WORKSPACE"
+
+
+class EvidenceError(ComalError):
+    """An evidence read failed (unknown ref, access refused, digest mismatch, bad range)."""
+
+    code = "EVIDENCE"
+
+
+class DigestMismatchError(EvidenceError):
+    """`expected_digest` does not match the stored evidence."""
+
+    code = "DIGEST_MISMATCH"
+
+
+class EvidenceAccessError(EvidenceError):
+    """The evidence belongs to a session that is neither this one nor a direct child."""
+
+    code = "EVIDENCE_ACCESS_DENIED"
+
+
+class ConfigError(ComalError):
+    """The configuration is invalid or incomplete."""
+
+    code = "CONFIG"
+    exit_code = 2
+
+
+class ImportFormatError(ComalError):
+    """A recorded session cannot be imported; names the file and line."""
+
+    code = "IMPORT_FORMAT"
+    exit_code = 2
+
+
+class StepLimitError(ComalError):
+    """The turn used all of `max_turns` model calls."""
+
+    code = "MAX_TURNS"
+    exit_code = 6

@@ -1,0 +1,1 @@
+"""The ledger: the durable, append-only SQLite book every view is derived from."""

@@ -1,0 +1,29 @@
+"""Shared fixtures. The only autouse fixture isolates the environment: every test gets its own
+COMAL_HOME and XDG directories, and no provider keys leak in from the machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+_LEAKY = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "COMAL_CONTEXT_WINDOW",
+    "COMAL_LARGE_OUTPUT_THRESHOLD_BYTES",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path_factory.mktemp("env")
+    for var in _LEAKY:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("COMAL_HOME", str(root / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(root / "data"))
+    monkeypatch.setenv("HOME", str(root))
+    return root

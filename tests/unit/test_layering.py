@@ -1,0 +1,109 @@
+"""Lower layers never import higher ones (STYLE.md §3.2), and no module exceeds 800 lines."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "comal"
+
+BASE = {"comal", "comal.messages", "comal.ids", "comal.errors", "comal.usage", "comal.config"}
+ALLOWED: dict[str, set[str]] = {
+    "base": set(),
+    "ledger": {"base"},
+    "providers": {"base"},
+    "tools": {"base"},
+    "context": {"base", "ledger"},
+    "agent": {"base", "ledger", "providers", "tools", "context"},
+    "importers": {"base", "ledger", "context"},
+    "bench": {"base", "ledger", "providers", "tools", "context", "importers"},
+    "testing": {"base", "ledger", "providers", "tools", "context", "agent"},
+    "tui": {"base", "ledger", "providers", "tools", "context", "agent"},
+    "cli": {
+        "base",
+        "ledger",
+        "providers",
+        "tools",
+        "context",
+        "agent",
+        "importers",
+        "bench",
+        "testing",
+        "tui",
+    },
+    "main": {"cli"},
+}
+
+
+def layer_of_module(module: str) -> str:
+    if module in BASE:
+        return "base"
+    if module == "comal.__main__":
+        return "main"
+    parts = module.split(".")
+    return parts[1]
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(tree: ast.AST) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append(node.module)
+    # importlib.import_module("comal.x") counts too: dynamic imports may not hide a layer breach.
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.append(node.args[0].value)
+    return [m for m in found if m == "comal" or m.startswith("comal.")]
+
+
+def all_modules() -> list[Path]:
+    return sorted(SRC.rglob("*.py"))
+
+
+def test_every_package_has_a_layer() -> None:
+    for path in all_modules():
+        layer = layer_of_module(module_name(path))
+        assert layer in ALLOWED, f"{path} is in no known layer ({layer})"
+
+
+@pytest.mark.parametrize("path", all_modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_respect_layers(path: Path) -> None:
+    own = layer_of_module(module_name(path))
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for target in imported_modules(tree):
+        other = layer_of_module(target)
+        if other in (own, "base"):
+            continue
+        assert other in ALLOWED[own], f"{module_name(path)} ({own}) imports {target} ({other})"
+
+
+def test_the_checker_catches_a_breach(tmp_path: Path) -> None:
+    tree = ast.parse("from comal.agent.loop import run_turn\nimport comal.cli.main\n")
+    layers = {layer_of_module(m) for m in imported_modules(tree)}
+    assert layers == {"agent", "cli"}
+    assert "agent" not in ALLOWED["ledger"]
+
+
+@pytest.mark.parametrize("path", all_modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_module_size(path: Path) -> None:
+    lines = path.read_text(encoding="utf-8").count("\n")
+    assert lines <= 800, f"{path.relative_to(SRC)} has {lines} lines (hard cap 800)"
