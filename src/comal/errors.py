@@ -113,6 +113,12 @@ class InvalidRequestError(ProviderError):
     code = "INVALID_REQUEST"
 
 
+class ScriptExhaustedError(ProviderError):
+    """A scripted provider or fake server was asked for more turns than it was given."""
+
+    code = "SCRIPT_EXHAUSTED"
+
+
 # --- context errors --------------------------------------------------------------------------
 
 
@@ -169,6 +175,12 @@ class SessionLockedError(LedgerError):
     """Another live process holds the session."""
 
     code = "SESSION_LOCKED"
+
+
+class UnknownEntryError(LedgerError):
+    """No entry has the given id."""
+
+    code = "UNKNOWN_ENTRY"
 
 
 # --- tools, permissions, evidence ------------------------------------------------------------

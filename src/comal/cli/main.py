@@ -18,7 +18,13 @@ from typing import Any, cast
 from comal import __version__
 from comal.errors import ComalError
 
-COMMAND_MODULES: tuple[str, ...] = ("comal.cli.cmd_sessions",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "comal.cli.cmd_sessions",
+    "comal.cli.cmd_demo",
+    "comal.cli.cmd_import",
+    "comal.cli.cmd_bench",
+    "comal.cli.cmd_models",
+)
 """Subcommand modules, in the order `--help` lists them."""
 
 RUNNER_MODULE = "comal.cli.cmd_run"
@@ -32,12 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal coding agent with memory to the limit.",
     )
     parser.add_argument("--version", action="version", version=f"comal {__version__}")
-    try:
-        runner = importlib.import_module(RUNNER_MODULE)
-    except ModuleNotFoundError:
-        runner = None
-    if runner is not None:
-        runner.register_top_level(parser)
+    importlib.import_module(RUNNER_MODULE).register_top_level(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)

@@ -1,0 +1,180 @@
+"""A live session: the ledger, the provider, the tools and the context engine wired together.
+
+`Session` holds no conversation state of its own: everything it knows about the conversation
+is read back from the ledger by the context engine. Opening a session (new or resumed) takes
+its lock first, so two live processes never write one session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from comal.agent.events import AgentEvent, SessionOpened
+from comal.agent.instructions import load_instructions
+from comal.agent.prompt import SYSTEM_PROMPT
+from comal.agent.tool_runner import ToolRunner
+from comal.config import Config
+from comal.context.engine import ContextEngine, EngineSettings, FixedParts
+from comal.ledger.entry import Entry
+from comal.ledger.store import Ledger
+from comal.messages import JSONObject, ToolSpec, canonical_json
+from comal.providers.base import Provider
+from comal.tools.base import Tool, ToolContext, ToolRegistry
+from comal.tools.permissions import PermissionPolicy
+
+EmitFn = Callable[[AgentEvent], None]
+
+
+def _ignore(_: AgentEvent) -> None:
+    return None
+
+
+@dataclass(slots=True)
+class SessionOptions:
+    """How to run: limits and front-end facts that are not configuration files."""
+
+    max_turns: int = 50
+    interactive: bool = False
+    reasoning_effort: str | None = None
+    max_output_tokens: int | None = None
+    """Explicit output reserve (`--max-output-tokens`); None lets the engine size it."""
+    emit: EmitFn = field(default=_ignore)
+
+
+@dataclass(slots=True)
+class Session:
+    """Everything one run of the loop needs."""
+
+    id: str
+    ledger: Ledger
+    provider: Provider
+    runner: ToolRunner
+    engine: ContextEngine
+    options: SessionOptions
+    tools_digest: str
+    config_digest: str
+
+    def record(self, kind: str, payload: JSONObject, body: bytes | None = None) -> Entry:
+        """Append one entry to this session's ledger."""
+        return self.ledger.append(self.id, kind, payload, body=body)
+
+    def emit(self, event: AgentEvent) -> None:
+        """Send an event to the front end."""
+        self.options.emit(event)
+
+
+def tools_digest(specs: tuple[ToolSpec, ...]) -> str:
+    """Digest of the tool catalog (part of the anchor fingerprint)."""
+    blob = canonical_json([{"name": s.name, "d": s.description, "p": s.parameters} for s in specs])
+    return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
+
+
+def engine_settings(config: Config, provider: Provider, options: SessionOptions) -> EngineSettings:
+    """Context-engine settings from the provider's capabilities and the configuration."""
+    caps = provider.capabilities
+    return EngineSettings(
+        window_tokens=caps.context_window,
+        window_source=caps.window_source,
+        max_output_tokens=caps.max_output_tokens,
+        threshold_ratio=config.context.threshold_ratio,
+        large_output_threshold_bytes=config.context.large_output_threshold_bytes,
+        output_reserve_tokens=options.max_output_tokens or config.context.output_reserve_tokens,
+        margin_tokens=config.context.margin_tokens,
+    )
+
+
+def open_session(
+    ledger: Ledger,
+    config: Config,
+    provider: Provider,
+    tools: list[Tool],
+    options: SessionOptions,
+    *,
+    session_id: str | None = None,
+    workspace: Path | None = None,
+) -> Session:
+    """Create a new session (or reopen `session_id`), take its lock and wire its parts.
+
+    Raises:
+        SessionLockedError: another live process holds the session.
+        UnknownSessionError: `session_id` does not exist.
+    """
+    workspace = workspace or config.workspace
+    resumed = session_id is not None
+    if session_id is None:
+        session_id = ledger.create_session(cwd=str(workspace), model=provider.model)
+        ledger.acquire_lock(session_id)
+        ledger.append(
+            session_id,
+            "session.started",
+            {
+                "cwd": str(workspace),
+                "provider": provider.name,
+                "wire": str(provider.wire),
+                "model": provider.model,
+                "window": {
+                    "tokens": provider.capabilities.context_window,
+                    "source": provider.capabilities.window_source,
+                },
+                "source": "comal",
+            },
+        )
+    else:
+        ledger.session(session_id)
+        ledger.acquire_lock(session_id)
+    permissions = PermissionPolicy(config.permissions, workspace)
+    context = ToolContext(
+        workspace=workspace,
+        permissions=permissions,
+        env=dict(config.env),
+        interactive=options.interactive,
+    )
+    registry = ToolRegistry(tools)
+    sid = session_id
+
+    def record(kind: str, payload: JSONObject, body: bytes | None) -> None:
+        ledger.append(sid, kind, payload, body=body)
+
+    runner = ToolRunner(registry, permissions, context, record)
+    instructions = load_instructions(workspace, config.config_dir)
+    fixed = FixedParts(system=SYSTEM_PROMPT, instructions=instructions.text, tools=registry.specs())
+    engine = ContextEngine(
+        ledger,
+        session_id,
+        engine_settings(config, provider, options),
+        fixed,
+        model=provider.model,
+    )
+    config_digest = "sha256:" + hashlib.sha256(
+        canonical_json(
+            {
+                "threshold": config.context.threshold_ratio,
+                "large": config.context.large_output_threshold_bytes,
+                "instructions": instructions.text,
+            }
+        ).encode()
+    ).hexdigest()
+    session = Session(
+        id=session_id,
+        ledger=ledger,
+        provider=provider,
+        runner=runner,
+        engine=engine,
+        options=options,
+        tools_digest=tools_digest(registry.specs()),
+        config_digest=config_digest,
+    )
+    session.emit(
+        SessionOpened(
+            session_id=session_id,
+            model=provider.model,
+            provider=provider.name,
+            window_tokens=provider.capabilities.context_window,
+            window_source=provider.capabilities.window_source,
+            resumed=resumed,
+        )
+    )
+    return session

@@ -1,0 +1,190 @@
+"""Pricing a sequence of requests, and aggregating rows.
+
+Per request (summary calls included, in the order they are sent):
+- `cached` = the longest common prefix, in o200k tokens, with the previous request;
+- cost = new + 0.1 × cached, plus 5 × the output tokens of summary calls; the Anthropic-like
+  variant bills new tokens at 1.25 × (cache writes);
+- under an *ideal* prefix cache, cached = the longest common prefix with any earlier request;
+  `cost_vs_own_ideal` = cost / the cost of the same requests priced that way.
+The physical limit bills every content token once at full price: the tokens of the full history
+at the last call. Fractions are numbers between 0 and 1.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from comal.bench.rendering import PrefixTrie, Segment, common_prefix_tokens, request_tokens
+from comal.messages import JSONObject, JSONValue
+
+CACHED_RATE = 0.1
+SUMMARY_OUTPUT_RATE = 5.0
+ANTHROPIC_NEW_RATE = 1.25
+
+
+@dataclass(slots=True)
+class Totals:
+    """Running totals for one (session, policy, window)."""
+
+    previous: tuple[Segment, ...] = ()
+    trie: PrefixTrie = field(default_factory=PrefixTrie)
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    ideal_cached_tokens: int = 0
+    summary_output: int = 0
+    summary_input: int = 0
+    overflows: int = 0
+    calls: int = 0
+    sizes: list[int] = field(default_factory=list)
+    decision_ms: list[float] = field(default_factory=list)
+    facts_total: int = 0
+    facts_in_view: int = 0
+    facts_reachable: int = 0
+
+    def send(self, request: Sequence[Segment], *, overflow: bool) -> int:
+        """Price one request (agent call or summary call); returns its tokens."""
+        tokens = request_tokens(request)
+        cached = common_prefix_tokens(self.previous, request) if self.previous else 0
+        ideal = max(cached, self.trie.cached(request))
+        self.trie.add(request)
+        self.previous = tuple(request)
+        self.input_tokens += tokens
+        self.cached_tokens += cached
+        self.ideal_cached_tokens += ideal
+        self.overflows += int(overflow)
+        return tokens
+
+    def cost(self, *, ideal: bool = False, new_rate: float = 1.0) -> float:
+        """Weighted cost in input-token units."""
+        cached = self.ideal_cached_tokens if ideal else self.cached_tokens
+        new = self.input_tokens - cached
+        return new_rate * new + CACHED_RATE * cached + SUMMARY_OUTPUT_RATE * self.summary_output
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-quantile (0..1) by linear interpolation; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else 0.0
+
+
+def row(
+    totals: Totals,
+    *,
+    session: str,
+    source: str,
+    policy: str,
+    window: int,
+    raw_cost: float,
+    physical: int,
+) -> JSONObject:
+    """One JSON row for a (session, policy, window)."""
+    cost = totals.cost()
+    return {
+        "session": session,
+        "source": source,
+        "policy": policy,
+        "window": window,
+        "calls": totals.calls,
+        "input_tokens": totals.input_tokens,
+        "cached_tokens": totals.cached_tokens,
+        "cost_weighted": round(cost, 1),
+        "cost_weighted_anthropic": round(totals.cost(new_rate=ANTHROPIC_NEW_RATE), 1),
+        "ideal_cost_weighted": round(totals.cost(ideal=True), 1),
+        "raw_cost_weighted": round(raw_cost, 1),
+        "physical_tokens": physical,
+        "ratio_raw": round(_ratio(cost, raw_cost), 4),
+        "ratio_physical": round(_ratio(cost, physical), 4),
+        "cost_vs_own_ideal": round(_ratio(cost, totals.cost(ideal=True)), 4),
+        "overflows": totals.overflows,
+        "peak_tokens": max(totals.sizes, default=0),
+        "mean_tokens": round(statistics.fmean(totals.sizes), 1) if totals.sizes else 0.0,
+        "cache_hit_share": round(_ratio(totals.cached_tokens, totals.input_tokens), 4),
+        "facts_total": totals.facts_total,
+        "facts_in_view": round(_ratio(totals.facts_in_view, totals.facts_total), 4)
+        if totals.facts_total
+        else 1.0,
+        "facts_reachable": round(_ratio(totals.facts_reachable, totals.facts_total), 4)
+        if totals.facts_total
+        else 1.0,
+        "facts_in_view_count": totals.facts_in_view,
+        "facts_reachable_count": totals.facts_reachable,
+        "summary_tokens": totals.summary_output,
+        "summary_input_tokens": totals.summary_input,
+        "decision_ms_p50": round(percentile(totals.decision_ms, 0.5), 3),
+        "decision_ms_p99": round(percentile(totals.decision_ms, 0.99), 3),
+        "decision_ms": [round(v, 3) for v in totals.decision_ms],
+    }
+
+
+def _num(row_: JSONObject, key: str) -> float:
+    value = row_.get(key)
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def aggregate(rows: Sequence[JSONObject]) -> list[JSONObject]:
+    """One aggregate per (policy, window) over all sessions, in first-seen order."""
+    groups: dict[tuple[str, int], list[JSONObject]] = {}
+    for r in rows:
+        groups.setdefault((str(r["policy"]), int(_num(r, "window"))), []).append(r)
+    out: list[JSONObject] = []
+    for (policy, window), members in groups.items():
+
+        def total(key: str, members: list[JSONObject] = members) -> float:
+            return sum(_num(m, key) for m in members)
+
+        cost = total("cost_weighted")
+        facts = total("facts_total")
+        timings: list[float] = []
+        for m in members:
+            values = m.get("decision_ms")
+            if isinstance(values, list):
+                timings.extend(float(v) for v in values if isinstance(v, int | float))
+        calls = total("calls")
+        mean_tokens = _ratio(sum(_num(m, "mean_tokens") * _num(m, "calls") for m in members), calls)
+        item: dict[str, JSONValue] = {
+            "policy": policy,
+            "window": window,
+            "sessions": len(members),
+            "calls": int(calls),
+            "cost_weighted": round(cost, 1),
+            "cost_weighted_anthropic": round(total("cost_weighted_anthropic"), 1),
+            "ratio_raw": round(_ratio(cost, total("raw_cost_weighted")), 4),
+            "ratio_raw_anthropic": None,
+            "ratio_physical": round(_ratio(cost, total("physical_tokens")), 4),
+            "cost_vs_own_ideal": round(_ratio(cost, total("ideal_cost_weighted")), 4),
+            "overflows": int(total("overflows")),
+            "peak_tokens": int(max(_num(m, "peak_tokens") for m in members)),
+            "mean_tokens": round(mean_tokens, 1),
+            "cache_hit_share": round(_ratio(total("cached_tokens"), total("input_tokens")), 4),
+            "facts_total": int(facts),
+            "facts_in_view": round(_ratio(total("facts_in_view_count"), facts), 4) if facts else 1.0,
+            "facts_reachable": round(_ratio(total("facts_reachable_count"), facts), 4)
+            if facts
+            else 1.0,
+            "summary_tokens": int(total("summary_tokens")),
+            "decision_ms_p50": round(percentile(timings, 0.5), 3),
+            "decision_ms_p99": round(percentile(timings, 0.99), 3),
+        }
+        out.append(item)
+    raw_anthropic = {
+        int(_num(a, "window")): _num(a, "cost_weighted_anthropic")
+        for a in out
+        if a["policy"] == "raw"
+    }
+    for a in out:
+        base = raw_anthropic.get(int(_num(a, "window")))
+        a["ratio_raw_anthropic"] = (
+            round(_ratio(_num(a, "cost_weighted_anthropic"), base), 4) if base else None
+        )
+    return out

@@ -1,0 +1,211 @@
+"""One canonical text rendering of a request, tokenized once per distinct piece.
+
+Every policy's request (system + messages) is rendered the same way, part by part:
+`<system>…</system>`, `<user>…</user>`, `<assistant>…</assistant>`, `<call id name>args</call>`,
+`<result id name>text</result>`, `<media …/>`. Reasoning parts are not rendered (providers strip
+or do not bill earlier reasoning; it is identical under every policy anyway).
+
+Each piece (a *segment*) starts with `<` and ends with `>\\n`. o200k's pre-tokenizer always
+splits between `>\\n` and `<` (`>\\n` is one pre-token, `<` starts the next), so the token list of a
+whole request is exactly the concatenation of its segments' token lists. That lets the harness
+tokenize each distinct segment once (o200k, exact, via toktok) and compute the common prefix of
+two requests *in tokens* by walking segments and comparing token arrays only where they differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import toktok
+
+from comal.messages import (
+    MediaPart,
+    Message,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    canonical_json,
+)
+
+ENCODING = "o200k_base"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Segment:
+    """One rendered piece of a request and its tokens (compared by identity, then text)."""
+
+    uid: int
+    text: str
+    tokens: np.ndarray
+
+    @property
+    def size(self) -> int:
+        """Token count."""
+        return int(self.tokens.shape[0])
+
+
+def render_part(role: str, part: Part) -> str | None:
+    """The canonical text of one part (None for parts that are not rendered)."""
+    if isinstance(part, TextPart):
+        return f"<{role}>\n{part.text}\n</{role}>\n"
+    if isinstance(part, ToolCallPart):
+        return f"<call id={part.call_id} name={part.name}>\n{canonical_json(part.arguments)}\n</call>\n"
+    if isinstance(part, ToolResultPart):
+        flag = " error" if part.is_error else ""
+        media = "".join(f"\n<media type={m.media_type} b64={len(m.data_b64)}/>" for m in part.media)
+        return f"<result id={part.call_id} name={part.name}{flag}>\n{part.content}{media}\n</result>\n"
+    if isinstance(part, MediaPart):
+        return f"<media type={part.media_type} b64={len(part.data_b64)}/>\n"
+    assert isinstance(part, ReasoningPart)
+    return None
+
+
+def render_system(system: str) -> str:
+    """The canonical text of the system prompt."""
+    return f"<system>\n{system}\n</system>\n"
+
+
+@dataclass(slots=True)
+class SegmentCache:
+    """Memoized segments: by part identity (parts are immutable) and by text."""
+
+    _by_text: dict[str, Segment] = field(default_factory=dict)
+    _by_part: dict[int, tuple[Part, Segment | None]] = field(default_factory=dict)
+    # toktok's full encode surface is private API; counts alone cannot give a token prefix.
+    _encoder: object = field(default_factory=lambda: toktok._encoding(ENCODING))
+
+    def segment(self, text: str) -> Segment:
+        """The segment for `text`, tokenized once."""
+        hit = self._by_text.get(text)
+        if hit is None:
+            # Lone surrogates (kept exactly in the ledger) cannot be encoded; count them as U+FFFD.
+            safe = text.encode("utf-8", "replace").decode("utf-8")
+            tokens = self._encoder.encode_to_numpy(safe, disallowed_special=())  # type: ignore[attr-defined]
+            hit = Segment(len(self._by_text), text, tokens)
+            self._by_text[text] = hit
+        return hit
+
+    def count(self, text: str) -> int:
+        """Exact o200k tokens of `text` (memoized)."""
+        return self.segment(text).size
+
+    def part(self, role: str, part: Part) -> Segment | None:
+        """The segment of one part of a message with `role`."""
+        key = id(part)
+        hit = self._by_part.get(key)
+        if hit is not None and hit[0] is part:
+            return hit[1]
+        text = render_part(role, part)
+        segment = None if text is None else self.segment(text)
+        self._by_part[key] = (part, segment)
+        return segment
+
+    def request(self, system: str, messages: Sequence[Message]) -> tuple[Segment, ...]:
+        """The segments of a whole request."""
+        out = [self.segment(render_system(system))]
+        for message in messages:
+            for part in message.parts:
+                segment = self.part(message.role, part)
+                if segment is not None:
+                    out.append(segment)
+        return tuple(out)
+
+    def message_tokens(self, messages: Sequence[Message]) -> int:
+        """Tokens of some messages (without the system prompt)."""
+        total = 0
+        for message in messages:
+            for part in message.parts:
+                segment = self.part(message.role, part)
+                if segment is not None:
+                    total += segment.size
+        return total
+
+
+def request_tokens(segments: Sequence[Segment]) -> int:
+    """Tokens of a rendered request."""
+    return sum(s.size for s in segments)
+
+
+def request_text(segments: Sequence[Segment]) -> str:
+    """The full canonical text of a rendered request."""
+    return "".join(s.text for s in segments)
+
+
+def _stream_prefix(a: Sequence[Segment], b: Sequence[Segment], i: int, j: int) -> int:
+    """Common prefix, in tokens, of the token streams a[i:] and b[j:]."""
+    total = 0
+    ta, tb = a[i].tokens if i < len(a) else None, b[j].tokens if j < len(b) else None
+    oa = ob = 0
+    while ta is not None and tb is not None:
+        n = min(ta.shape[0] - oa, tb.shape[0] - ob)
+        diff = np.flatnonzero(ta[oa : oa + n] != tb[ob : ob + n])
+        if diff.size:
+            return total + int(diff[0])
+        total += n
+        oa += n
+        ob += n
+        if oa == ta.shape[0]:
+            i, oa = i + 1, 0
+            ta = a[i].tokens if i < len(a) else None
+        if ob == tb.shape[0]:
+            j, ob = j + 1, 0
+            tb = b[j].tokens if j < len(b) else None
+    return total
+
+
+def common_prefix_tokens(a: Sequence[Segment], b: Sequence[Segment]) -> int:
+    """Longest common prefix of two requests, in tokens (exact)."""
+    total = 0
+    i = 0
+    while i < len(a) and i < len(b) and (a[i] is b[i] or a[i].text == b[i].text):
+        total += a[i].size
+        i += 1
+    if i == len(a) or i == len(b):
+        return total
+    return total + _stream_prefix(a, b, i, i)
+
+
+@dataclass(slots=True)
+class _Node:
+    children: dict[int, tuple[Segment, _Node]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class PrefixTrie:
+    """Every request sent so far, to price a request under an ideal prefix cache.
+
+    An ideal cache remembers every prefix ever sent: a request's cached part is its longest
+    common prefix with *any* earlier request (whole segments through the trie, then the best
+    token-level match inside the first diverging segment).
+    """
+
+    _root: _Node = field(default_factory=_Node)
+
+    def cached(self, request: Sequence[Segment]) -> int:
+        """Tokens of `request` an ideal prefix cache would already hold."""
+        node = self._root
+        total = 0
+        for index, segment in enumerate(request):
+            hit = node.children.get(segment.uid)
+            if hit is None:
+                best = 0
+                for other, _ in node.children.values():
+                    best = max(best, _stream_prefix(request, (other,), index, 0))
+                return total + best
+            total += segment.size
+            node = hit[1]
+        return total
+
+    def add(self, request: Sequence[Segment]) -> None:
+        """Remember `request`."""
+        node = self._root
+        for segment in request:
+            hit = node.children.get(segment.uid)
+            if hit is None:
+                hit = (segment, _Node())
+                node.children[segment.uid] = hit
+            node = hit[1]

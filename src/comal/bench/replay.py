@@ -1,0 +1,238 @@
+"""The replay benchmark: recorded sessions, call by call, through context policies, no model.
+
+For each transcript, window and policy, every model call's request is rendered canonically
+(`rendering.py`), checked (every tool call paired with its result in the next message — a
+policy that splits a pair fails the replay loudly), priced (`metrics.py`) and searched for the
+facts the assistant uses at that call (`facts.py`).
+
+Fairness: every policy leaves the same output reserve and margin free. They are Comal's
+defaults for the session: the reserve sized from the outputs the recording reports
+(`context.budget.size_output_reserve`, no OUTPUT_LENGTH events), the margin
+`context.budget.default_margin(window)`. Comal's engine receives that reserve as a fixed one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from comal.bench.facts import FactUse, fact_uses
+from comal.bench.metrics import Totals, row
+from comal.bench.policies import (
+    Budget,
+    LastObservationsPolicy,
+    LlmCompactionPolicy,
+    ObservationMaskingPolicy,
+    OpencodePrunePolicy,
+    Policy,
+    RawPolicy,
+    summary_stand_in,
+)
+from comal.bench.rendering import SegmentCache, request_text, request_tokens
+from comal.bench.transcript import Transcript, transcripts_from
+from comal.context.budget import default_margin, size_output_reserve
+from comal.errors import InvariantError
+from comal.importers import parse_file
+from comal.messages import JSONObject, Message
+
+POLICIES = (
+    "raw",
+    "swe-agent-last5",
+    "masking-m10",
+    "opencode-prune",
+    "llm-compaction-80",
+    "llm-compaction-90",
+    "comal",
+)
+"""Policy names, in report order."""
+MAX_OUTPUT_TOKENS = 32_000
+"""The engine's default maximum output (the cap of the sized reserve)."""
+
+
+def shared_budget(transcript: Transcript, window: int) -> Budget:
+    """The reserve and margin every policy leaves free for this session and window."""
+    outputs = []
+    for call in transcript.calls:
+        planned = transcript.entries[call.entries_end]
+        usage = planned.payload.get("usage")
+        value = usage.get("output") if isinstance(usage, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            outputs.append(value)
+    reserve = size_output_reserve(outputs, [], max_output=MAX_OUTPUT_TOKENS)
+    return Budget(window, reserve, default_margin(window))
+
+
+def make_policy(name: str, transcript: Transcript, budget: Budget, cache: SegmentCache) -> Policy:
+    """A fresh policy instance for one (session, window) replay.
+
+    Raises:
+        ValueError: unknown policy name.
+    """
+    system = transcript.system
+    if name == "raw":
+        return RawPolicy(system)
+    if name == "swe-agent-last5":
+        return LastObservationsPolicy(system)
+    if name == "masking-m10":
+        return ObservationMaskingPolicy(system)
+    if name == "opencode-prune":
+        return OpencodePrunePolicy(system, cache.message_tokens)
+    if name in ("llm-compaction-80", "llm-compaction-90"):
+        ratio = 0.8 if name.endswith("80") else 0.9
+        stand_in = summary_stand_in(cache.count)
+        return LlmCompactionPolicy(system, cache.message_tokens, budget, ratio, name, stand_in)
+    if name == "comal":
+        from comal.bench.comal_policy import ComalPolicy  # the engine is only needed here
+
+        return ComalPolicy(transcript, budget, cache)
+    raise ValueError(f"unknown policy {name!r}; one of {', '.join(POLICIES)}")
+
+
+def check_pairs(messages: Sequence[Message], *, policy: str, label: str, call: int) -> None:
+    """Every tool call answered in the next message, every result answering the previous one.
+
+    Raises:
+        InvariantError: a policy split a tool pair.
+    """
+    for index, message in enumerate(messages):
+        if message.role != "assistant":
+            continue
+        wanted = [c.call_id for c in message.tool_calls]
+        following = messages[index + 1] if index + 1 < len(messages) else None
+        got = [r.call_id for r in following.tool_results] if following is not None else []
+        if wanted and sorted(wanted) != sorted(got):
+            raise InvariantError(
+                f"policy {policy} split a tool pair in {label} at call {call}: "
+                f"calls {wanted} answered by {got}"
+            )
+    for index, message in enumerate(messages):
+        if message.role == "user" and message.tool_results:
+            previous = messages[index - 1] if index else None
+            calls = {c.call_id for c in previous.tool_calls} if previous is not None else set()
+            orphans = [r.call_id for r in message.tool_results if r.call_id not in calls]
+            if orphans:
+                raise InvariantError(
+                    f"policy {policy} sent results {orphans} without their calls "
+                    f"in {label} at call {call}"
+                )
+
+
+def replay_policy(
+    transcript: Transcript,
+    policy: Policy,
+    budget: Budget,
+    cache: SegmentCache,
+    uses: dict[int, list[FactUse]] | None = None,
+) -> Totals:
+    """Replay one policy over one transcript and return its running totals.
+
+    Args:
+        transcript: the recorded session.
+        policy: a fresh policy instance.
+        budget: reserve and margin shared by every policy.
+        cache: the transcript's segment cache.
+        uses: facts by the call that first uses them (computed when None).
+
+    Raises:
+        InvariantError: the policy split a tool pair.
+    """
+    if uses is None:
+        uses = {}
+        for use in fact_uses(transcript):
+            uses.setdefault(use.call_index, []).append(use)
+    totals = Totals()
+    feed = getattr(policy, "feed", None)
+    for call in transcript.calls:
+        history = transcript.history(call)
+        if feed is not None:
+            feed(call.entries_end)
+        started = time.perf_counter()
+        decision = policy.decide(history, call.index)
+        totals.decision_ms.append((time.perf_counter() - started) * 1000)
+        check_pairs(decision.messages, policy=policy.name, label=transcript.label, call=call.index)
+        if decision.summary_request is not None:
+            summary = cache.request(decision.system, decision.summary_request)
+            size = request_tokens(summary)
+            totals.summary_input += totals.send(summary, overflow=budget.overflows(size))
+            totals.summary_output += decision.summary_output_tokens
+        request = cache.request(decision.system, decision.messages)
+        size = request_tokens(request)
+        totals.send(request, overflow=budget.overflows(size))
+        totals.sizes.append(size)
+        totals.calls += 1
+        here = uses.get(call.index)
+        if here:
+            text = request_text(request)
+            for use in here:
+                in_view = use.fact in text
+                totals.facts_total += 1
+                totals.facts_in_view += int(in_view)
+                reachable = in_view or any(s in decision.reachable_refs for s in use.sources)
+                totals.facts_reachable += int(reachable)
+    return totals
+
+
+def replay_transcript(
+    transcript: Transcript, windows: Sequence[int], policies: Sequence[str]
+) -> list[JSONObject]:
+    """Rows for every (window, policy) of one transcript; `raw` is always replayed (baseline)."""
+    cache = SegmentCache()
+    uses: dict[int, list[FactUse]] = {}
+    for use in fact_uses(transcript):
+        uses.setdefault(use.call_index, []).append(use)
+    last = transcript.calls[-1]
+    physical = request_tokens(cache.request(transcript.system, transcript.history(last)))
+    rows: list[JSONObject] = []
+    names = ["raw", *[p for p in policies if p != "raw"]]
+    for window in windows:
+        budget = shared_budget(transcript, window)
+        raw_cost = 0.0
+        for name in names:
+            policy = make_policy(name, transcript, budget, cache)
+            try:
+                totals = replay_policy(transcript, policy, budget, cache, uses)
+            finally:
+                close = getattr(policy, "close", None)
+                if close is not None:
+                    close()
+            if name == "raw":
+                raw_cost = totals.cost()
+                if "raw" not in policies:
+                    continue
+            rows.append(
+                row(
+                    totals,
+                    session=transcript.label,
+                    source=transcript.source,
+                    policy=name,
+                    window=window,
+                    raw_cost=raw_cost,
+                    physical=physical,
+                )
+            )
+    return rows
+
+
+def replay_file(path: str, windows: Sequence[int], policies: Sequence[str]) -> list[JSONObject]:
+    """Rows for every transcript in one recorded file (a worker's unit of work)."""
+    rows: list[JSONObject] = []
+    for transcript in transcripts_from(parse_file(Path(path))):
+        rows.extend(replay_transcript(transcript, windows, policies))
+    return rows
+
+
+def session_files(paths: Sequence[Path]) -> list[Path]:
+    """Recorded session files under `paths` (directories are searched recursively)."""
+    found: list[Path] = []
+    suffixes = (".jsonl", ".traj", ".json")
+    for path in paths:
+        if path.is_dir():
+            for child in sorted(path.rglob("*")):
+                if child.is_file() and child.name.endswith(suffixes):
+                    if child.name in ("manifest.jsonl",):
+                        continue
+                    found.append(child)
+        else:
+            found.append(path)
+    return found

@@ -1,0 +1,99 @@
+"""Running the replay over many files: one file per worker, results in a stable order.
+
+Files are replayed in worker processes (`jobs`, default 1 = a thread of this process); each
+worker parses its file and replays every transcript in it. Rows come back in file order
+whatever order workers finish in, so the report is deterministic apart from timings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from comal.bench.metrics import aggregate
+from comal.bench.replay import POLICIES, replay_file, session_files
+from comal.messages import JSONObject
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """Rows per (session, policy, window) and aggregates per (policy, window)."""
+
+    rows: tuple[JSONObject, ...]
+    aggregate: tuple[JSONObject, ...]
+    files: int
+
+
+def parse_windows(text: str) -> list[int]:
+    """Window sizes from `32k,64k,128000` (k = 1,000).
+
+    Raises:
+        ValueError: a size that is not a positive integer (optionally with `k`).
+    """
+    out = []
+    for item in text.split(","):
+        item = item.strip().lower()
+        if not item:
+            continue
+        scale = 1000 if item.endswith("k") else 1
+        number = item.removesuffix("k")
+        if not number.isdigit() or int(number) <= 0:
+            raise ValueError(f"bad window size {item!r}: use e.g. 64k or 64000")
+        out.append(int(number) * scale)
+    if not out:
+        raise ValueError("no window sizes given")
+    return out
+
+
+def parse_policies(text: str | None) -> list[str]:
+    """Policy names from a comma list (all of them when None).
+
+    Raises:
+        ValueError: an unknown policy name.
+    """
+    if not text:
+        return list(POLICIES)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in POLICIES]
+    if unknown:
+        raise ValueError(f"unknown policy {unknown[0]!r}; one of {', '.join(POLICIES)}")
+    return names
+
+
+async def run_replay(
+    paths: Sequence[Path],
+    windows: Sequence[int],
+    policies: Sequence[str],
+    *,
+    jobs: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> ReplayResult:
+    """Replay every session file under `paths`."""
+    files = session_files(paths)
+    loop = asyncio.get_running_loop()
+    work = partial(replay_file, windows=list(windows), policies=list(policies))
+    results: list[list[JSONObject]] = [[] for _ in files]
+
+    async def one(index: int, pool: ProcessPoolExecutor | None) -> None:
+        if pool is None:
+            rows = await asyncio.to_thread(work, str(files[index]))
+        else:
+            rows = await loop.run_in_executor(pool, work, str(files[index]))
+        results[index] = rows
+        if progress is not None:
+            progress(f"replayed {files[index].name} ({len(rows)} rows)")
+
+    if jobs > 1:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            await asyncio.gather(*(one(i, pool) for i in range(len(files))))
+    else:
+        for index in range(len(files)):
+            await one(index, None)
+    rows = [r for chunk in results for r in chunk]
+    return ReplayResult(tuple(rows), tuple(aggregate(rows)), len(files))

@@ -1,0 +1,140 @@
+"""The offline scripted model behind `comal demo` — clearly a script, not a language model.
+
+It follows a fixed plan for the sample project (look around, read, run the failing tests,
+produce a large report, search it through EvidenceRead, fix the bug, re-run, answer). Its only
+"intelligence" is reading the request it receives: how many steps it has taken since the last
+user message, and the `evt_…` reference the context engine put in a large result. It reports
+no token usage (unknown), so every figure the demo shows is Comal's own estimate, marked `~`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+
+from comal.messages import JSONObject, Message, ToolCallPart, message_to_json
+from comal.providers.base import (
+    Capabilities,
+    Completed,
+    ModelRequest,
+    ProviderEvent,
+    TextDelta,
+    ToolCallDone,
+    WireApi,
+)
+
+DEMO_MODEL = "comal-demo-script"
+_REF = re.compile(r"\bevt_[0-9a-f]{32}\b")
+
+FIX_OLD = "    return ordered[middle]\n"
+FIX_NEW = (
+    "    if len(ordered) % 2 == 0:\n"
+    "        return (ordered[middle - 1] + ordered[middle]) / 2\n"
+    "    return ordered[middle]\n"
+)
+
+
+def _steps_since_user(messages: tuple[Message, ...]) -> tuple[int, Message | None]:
+    """Assistant turns since the last plain user message, and the latest tool-result message."""
+    steps = 0
+    last_results: Message | None = None
+    for message in messages:
+        if message.role == "user" and not message.tool_results:
+            steps = 0
+            last_results = None
+        elif message.role == "assistant":
+            steps += 1
+        elif message.tool_results:
+            last_results = message
+    return steps, last_results
+
+
+def _call(step: int, index: int, name: str, arguments: JSONObject) -> ToolCallPart:
+    return ToolCallPart(f"demo_{step}_{index}", name, arguments)
+
+
+class DemoModel:
+    """A `Provider` that plays the demo plan against whatever request it receives."""
+
+    name = "demo"
+    wire = WireApi.OPENAI_CHAT
+    model = DEMO_MODEL
+
+    def __init__(self, context_window: int) -> None:
+        self.capabilities = Capabilities(
+            context_window=context_window,
+            max_output_tokens=4_096,
+            window_source="explicit",
+            window_note="demo: deliberately small window",
+        )
+
+    def encode(self, request: ModelRequest) -> bytes:
+        """A stable JSON rendering of the request (the demo has no wire to speak)."""
+        body = {
+            "model": request.model,
+            "system": request.system,
+            "messages": [message_to_json(m) for m in request.messages],
+            "tools": [t.name for t in request.tools],
+            "max_output_tokens": request.max_output_tokens,
+        }
+        return json.dumps(body, sort_keys=True).encode()
+
+    def _plan(self, request: ModelRequest) -> tuple[str, tuple[ToolCallPart, ...]]:
+        step, results = _steps_since_user(request.messages)
+        previous = "" if results is None else "\n".join(r.content for r in results.tool_results)
+        if step == 0:
+            return "Let me look at the project layout and its README first.", (
+                _call(step, 0, "Glob", {"pattern": "**/*.py"}),
+                _call(step, 1, "Read", {"path": "README.md"}),
+            )
+        if step == 1:
+            return "Reading the statistics module.", (
+                _call(step, 0, "Read", {"path": "inventory/stats.py"}),
+            )
+        if step == 2:
+            return "Running the test suite to see what fails.", (
+                _call(step, 0, "Bash", {"command": "python -m unittest -v 2>&1"}),
+            )
+        if step == 3:
+            return "The even-length median is wrong. Checking the stock report too.", (
+                _call(step, 0, "Bash", {"command": "python tools/report.py"}),
+            )
+        if step == 4:
+            match = _REF.search(previous)
+            if match is not None:
+                return "The report is large; searching it by reference instead of re-running.", (
+                    _call(step, 0, "EvidenceRead", {"ref": match.group(0), "search": "TOTAL"}),
+                )
+            step = 5
+        if step == 5:
+            return "Fixing median for even-length lists.", (
+                _call(
+                    step,
+                    0,
+                    "Edit",
+                    {
+                        "path": "inventory/stats.py",
+                        "edits": [{"old_string": FIX_OLD, "new_string": FIX_NEW}],
+                    },
+                ),
+            )
+        if step == 6:
+            return "Re-running the tests.", (
+                _call(step, 0, "Bash", {"command": "python -m unittest -v 2>&1"}),
+            )
+        return (
+            "Fixed `median` in inventory/stats.py: an even-length list now returns the mean of "
+            "the two middle values. All 4 tests pass. The stock report's low-stock item is "
+            "item-0113.",
+            (),
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Yield the next planned step as streamed text plus complete tool calls."""
+        text, calls = self._plan(request)
+        for word in re.findall(r"\S+\s*", text):
+            yield TextDelta(word)
+        for call in calls:
+            yield ToolCallDone(call)
+        yield Completed("tool_calls" if calls else "stop", "scripted")

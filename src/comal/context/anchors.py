@@ -1,0 +1,143 @@
+"""Anchors and calibration: measured input tokens tied to one request, and how far to trust them.
+
+An *anchor* is the input a provider measured (`usage.new_input + cache_read + cache_write`) for
+the request recorded in a `provider.request` entry. While nothing earlier in the view changed,
+the current input is that measurement plus an estimate of what was appended after the request.
+The anchor is invalid when the request's fingerprint (model, effort, tool catalog digest,
+configuration digest, checkpoint) differs from the current one, or when a pressure event
+(projection, checkpoint) or a recalibration from a CONTEXT_LENGTH error came after it.
+
+Calibration is the ratio measured/counted for one model, recorded as `context.calibrated`
+entries; the latest one for the model applies. Both are read from entries only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from comal.ledger.entry import Entry
+from comal.messages import JSONObject, JSONValue, ToolSpec, canonical_json
+
+PRESSURE_KINDS = frozenset({"projection", "checkpoint"})
+
+
+def tools_digest(specs: Sequence[ToolSpec]) -> str:
+    """Digest of a tool catalog (same formula the agent records in request fingerprints)."""
+    blob = canonical_json([{"name": s.name, "d": s.description, "p": s.parameters} for s in specs])
+    return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """What a measured input depends on. A None digest or effort means "not known here"."""
+
+    model: str
+    effort: str | None = None
+    tools_digest: str | None = None
+    config_digest: str | None = None
+    checkpoint: int | None = None
+    compare_effort: bool = False
+    """Whether `effort` was given by the caller (None is then a real value, not unknown)."""
+
+    def with_checkpoint(self, number: int | None) -> Fingerprint:
+        """The same fingerprint for a view under checkpoint `number`."""
+        return replace(self, checkpoint=number)
+
+    def to_json(self) -> JSONObject:
+        """The `provider.request` payload form."""
+        return {
+            "model": self.model,
+            "effort": self.effort,
+            "tools_digest": self.tools_digest,
+            "config_digest": self.config_digest,
+            "checkpoint": self.checkpoint,
+        }
+
+    def matches(self, recorded: JSONValue) -> bool:
+        """Whether a recorded fingerprint describes a request made under this one."""
+        if not isinstance(recorded, dict):
+            return False
+        if recorded.get("model") != self.model or recorded.get("checkpoint") != self.checkpoint:
+            return False
+        if self.compare_effort and recorded.get("effort") != self.effort:
+            return False
+        for key, mine in (
+            ("tools_digest", self.tools_digest),
+            ("config_digest", self.config_digest),
+        ):
+            if mine is not None and recorded.get(key) != mine:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A provider-measured input size for one recorded request."""
+
+    request_id: str
+    request_seq: int
+    assistant_id: str
+    measured_tokens: int
+
+
+def _int(value: JSONValue) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def measured_input(payload: JSONObject) -> int | None:
+    """new_input + cache_read + cache_write of a recorded usage, or None when unknown."""
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    new = _int(usage.get("new_input"))
+    if new is None:
+        return None
+    return new + (_int(usage.get("cache_read")) or 0) + (_int(usage.get("cache_write")) or 0)
+
+
+def invalidating_seq(entries: Sequence[Entry]) -> int:
+    """Seq of the latest entry after which earlier measurements no longer describe the view."""
+    latest = 0
+    for entry in entries:
+        if entry.kind in PRESSURE_KINDS or (
+            entry.kind == "context.calibrated" and entry.payload.get("source") == "context_length"
+        ):
+            latest = entry.seq
+    return latest
+
+
+def find_anchor(entries: Sequence[Entry], current: Fingerprint) -> Anchor | None:
+    """The newest valid anchor, or None.
+
+    Args:
+        entries: the session's entries in ledger order.
+        current: the fingerprint the next request will carry.
+    """
+    floor = invalidating_seq(entries)
+    requests = {e.id: e for e in entries if e.kind == "provider.request" and e.seq > floor}
+    for entry in reversed(entries):
+        if entry.seq <= floor:
+            break
+        if entry.kind != "message.assistant":
+            continue
+        measured = measured_input(entry.payload)
+        request = requests.get(str(entry.payload.get("request_entry")))
+        if measured is None or request is None:
+            continue
+        if not current.matches(request.payload.get("fingerprint")):
+            # A mismatch on the newest measured request means the conditions changed since.
+            return None
+        return Anchor(request.id, request.seq, entry.id, measured)
+    return None
+
+
+def calibration_ratio(entries: Sequence[Entry], model: str) -> float:
+    """The latest measured/counted ratio recorded for `model` (1.0 when none)."""
+    for entry in reversed(entries):
+        if entry.kind == "context.calibrated" and entry.payload.get("model") == model:
+            ratio = entry.payload.get("ratio")
+            if isinstance(ratio, int | float) and not isinstance(ratio, bool) and ratio > 0:
+                return float(ratio)
+    return 1.0

@@ -1,0 +1,119 @@
+"""The budget: window, output reserve, margin, usable room, threshold and the pressure target.
+
+    usable    = window − output reserve − margin
+    threshold = threshold_ratio × usable           (automatic pressure, default 90 %)
+    target    = threshold − usable / 5             (where a pressure event lands: hysteresis)
+
+The output reserve is sized from the outputs the session actually produced (twice their 95th
+percentile, at least ~4k, at most the model's maximum) and grows after every OUTPUT_LENGTH
+(at least twice the reserve that was too small). Both come from ledger entries only, so a
+resumed session computes the same numbers. A fixed reserve can be configured instead; it still
+grows on OUTPUT_LENGTH.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from comal.ledger.entry import Entry
+from comal.messages import JSONValue
+
+RESERVE_FLOOR = 4_096
+TARGET_DEPTH = 0.20
+"""How far below the threshold a pressure event lands, as a share of the usable room."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Token budget of one request."""
+
+    window: int
+    output_reserve: int
+    margin: int
+    threshold_ratio: float
+
+    @property
+    def usable(self) -> int:
+        """Room for the whole input: fixed parts and conversation."""
+        return self.window - self.output_reserve - self.margin
+
+    @property
+    def threshold(self) -> int:
+        """Input size above which pressure is relieved automatically."""
+        return int(self.usable * self.threshold_ratio)
+
+    @property
+    def target(self) -> int:
+        """Input size a pressure event aims for (well under the threshold)."""
+        return max(self.threshold - int(self.usable * TARGET_DEPTH), self.threshold // 2)
+
+
+def default_margin(window: int) -> int:
+    """Safety margin for estimate error: 1/16 of the window, between 256 and 16,384."""
+    return min(max(window // 16, 256), 16_384)
+
+
+def percentile(values: Sequence[int], share: float) -> int:
+    """Nearest-rank percentile (deterministic, no interpolation)."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(share * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _int(value: JSONValue) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def session_outputs(entries: Sequence[Entry]) -> list[int]:
+    """Output token counts the session's model calls reported (unknown ones left out)."""
+    out = []
+    for entry in entries:
+        if entry.kind != "message.assistant":
+            continue
+        usage = entry.payload.get("usage")
+        if isinstance(usage, dict):
+            value = _int(usage.get("output"))
+            if value is not None:
+                out.append(value)
+    return out
+
+
+def truncated_reserves(entries: Sequence[Entry]) -> list[int]:
+    """Output reserves that proved too small (`response.discarded` for OUTPUT_LENGTH)."""
+    out = []
+    for entry in entries:
+        if entry.kind == "response.discarded" and entry.payload.get("reason") == "OUTPUT_LENGTH":
+            value = _int(entry.payload.get("output_reserve"))
+            if value is not None:
+                out.append(value)
+    return out
+
+
+def size_output_reserve(
+    outputs: Sequence[int],
+    truncated: Sequence[int],
+    *,
+    max_output: int,
+    fixed: int | None = None,
+) -> int:
+    """The output reserve for the next request.
+
+    Args:
+        outputs: output tokens of the session's finished responses.
+        truncated: reserves that a response overflowed (each at least doubles the next one).
+        max_output: the model's maximum output tokens (the cap).
+        fixed: a configured reserve, used instead of the measured size.
+    """
+    cap = max(1, max_output)
+    floor = min(RESERVE_FLOOR, cap)
+    if fixed is not None:
+        base = min(max(fixed, 1), cap)
+    elif outputs:
+        base = min(max(2 * percentile(outputs, 0.95), floor), cap)
+    else:
+        base = floor
+    for reserve in truncated:
+        base = max(base, min(2 * reserve, cap))
+    return base

@@ -1,0 +1,277 @@
+"""Stage 2 — deterministic derivation: a numbered, titled checkpoint plus a verbatim tail.
+
+The checkpoint text holds the **request** (the user's messages verbatim; very long ones, or too
+many, by reference), the **work state** (board, files with digests, recent commands with exit
+codes, open errors, pending/uncertain calls, the last assistant statement) and bounded
+**evidence references** (the newest covered results plus the id range of the older ones).
+Active memory becomes that text followed by the most recent complete blocks that fit in about a
+sixth of the usable room (the newest block always, its own large outputs by reference if
+needed). A block is never split, so tool pairs (and Anthropic thinking + tool_use turns) stay
+whole.
+
+No model is called: derivation works even when the history is far over the window, and the same
+ledger always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from comal.context.budget import Budget
+from comal.context.conversation import Block, ResultEntry
+from comal.context.rendering import evidence_call
+from comal.context.tokens import TokenCounter
+from comal.context.view import ResultTexts, ViewState, block_tokens
+from comal.context.workstate import WorkState, clip, collect_calls, describe_call, work_state
+from comal.ledger.entry import Entry
+
+LONG_ASK_CHARS = 2_000
+"""User messages longer than this appear by head + reference."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Section bounds of a checkpoint; tightened when the checkpoint must shrink."""
+
+    request_tokens: int
+    evidence_items: int = 20
+    statement_chars: int = 1_500
+    work_state: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A derived checkpoint, ready to append."""
+
+    number: int
+    title: str
+    text: str
+    covers_through_seq: int
+    tail_from_seq: int
+    projected: tuple[str, ...]
+    tail_tokens: int
+
+
+def _user_texts(blocks: Sequence[Block]) -> list[tuple[Entry, str]]:
+    return [
+        (b.entry, b.message.text)
+        for b in blocks
+        if b.role == "user" and b.entry.kind == "message.user" and b.message.text.strip()
+    ]
+
+
+def _ask(entry: Entry, text: str) -> str:
+    if len(text) <= LONG_ASK_CHARS:
+        return f"({entry.id})\n{text}"
+    head = text[: LONG_ASK_CHARS // 3]
+    call = evidence_call(entry.id, field="text")
+    return f"({entry.id}, {len(text):,} characters; the rest with {call})\n{head}…"
+
+
+def _request_section(asks: list[tuple[Entry, str]], counter: TokenCounter, limit: int) -> list[str]:
+    rendered = [_ask(entry, text) for entry, text in asks]
+    if not rendered:
+        return ["(no user message recorded)"]
+    if sum(counter.count(r) for r in rendered) <= limit:
+        return rendered
+    # First ask (the task) and the newest ones verbatim; the middle by one-line reference.
+    keep_first = rendered[0]
+    budget = limit - counter.count(keep_first)
+    newest: list[str] = []
+    for r in reversed(rendered[1:]):
+        cost = counter.count(r)
+        if cost > budget:
+            break
+        newest.insert(0, r)
+        budget -= cost
+    middle = asks[1 : len(asks) - len(newest)]
+    refs = [f"({e.id}, by reference) {clip(t, 100)}" for e, t in middle]
+    return [keep_first, *refs, *newest]
+
+
+def _last_statement(blocks: Sequence[Block], size: int) -> str | None:
+    for block in reversed(blocks):
+        if block.role != "assistant" or not block.message.text.strip():
+            continue
+        text = block.message.text.strip()
+        if len(text) > size:
+            call = evidence_call(block.entry.id, field="text")
+            text = f"{text[:size]}… (the rest with {call})"
+        return f"({block.entry.id})\n{text}"
+    return None
+
+
+def _evidence_section(
+    covered: list[ResultEntry], entries: Sequence[Entry], limit: int
+) -> list[str]:
+    calls = collect_calls(entries)
+    newest = covered[-limit:] if limit else []
+    lines = []
+    for item in reversed(newest):
+        call = calls.get(item.call_id)
+        what = describe_call(call.name, call.arguments, 90) if call else item.facts.name
+        exit_note = f" · exit {item.facts.exit_code}" if item.facts.exit_code is not None else ""
+        quiet = ("ok", "error") if item.facts.exit_code is not None else ("ok",)
+        status = "" if item.facts.status in quiet else f" · {item.facts.status}"
+        lines.append(
+            f"{item.facts.ref} · {what} · {item.facts.size_bytes:,} bytes{exit_note}{status}"
+            f" · {item.facts.digest[:19]}"
+        )
+    older = covered[: len(covered) - len(newest)]
+    if older:
+        lines.append(
+            f"older: {len(older)} results from {older[0].facts.ref} to {older[-1].facts.ref}"
+            f" (ledger seq {older[0].seq}–{older[-1].seq}); EvidenceRead reads any of them by id"
+        )
+    return lines
+
+
+def _section(title: str, lines: Sequence[str]) -> list[str]:
+    return [f"{title}:", *(f"- {line}" for line in lines)] if lines else []
+
+
+def title_for(number: int, state: WorkState, asks: list[tuple[Entry, str]]) -> str:
+    """A short deterministic title: the board item in progress, else the newest ask."""
+    doing = next((line for line in state.board if line.startswith("[in_progress]")), None)
+    if doing is not None:
+        return clip(doing.split(":", 1)[-1], 72)
+    if asks:
+        first_line = asks[-1][1].strip().splitlines()[0]
+        return clip(first_line, 72)
+    return f"checkpoint {number}"
+
+
+def checkpoint_text(
+    number: int,
+    entries: Sequence[Entry],
+    blocks: Sequence[Block],
+    covered: int,
+    blobs_texts: ResultTexts,
+    counter: TokenCounter,
+    limits: Limits,
+) -> tuple[str, str]:
+    """The checkpoint as the model sees it, and its title.
+
+    Args:
+        number: the checkpoint number.
+        entries: every entry of the session.
+        blocks: the conversation blocks.
+        covered: how many leading blocks the checkpoint replaces (the tail starts there).
+        blobs_texts: result renderings (for bodies of open errors).
+        counter: token counter.
+        limits: section bounds.
+    """
+    state = work_state(entries, blobs_texts.blobs)
+    asks = _user_texts(blocks)
+    title = title_for(number, state, asks)
+    last_seq = blocks[covered - 1].last_seq if covered else 0
+    lines = [
+        f"[checkpoint {number} · {title}]",
+        "Earlier conversation is replaced by this checkpoint, derived deterministically from the"
+        f" session ledger (entries through seq {last_seq}); no model summarized it. More recent"
+        " turns follow verbatim. Every output stays exactly readable with EvidenceRead and the"
+        " ref shown.",
+        "",
+        "## Request (the user's messages, verbatim)",
+        *_request_section(asks, counter, limits.request_tokens),
+    ]
+    if limits.work_state:
+        lines += ["", "## Work state"]
+        lines += _section("Board", state.board) or ["Board: (none recorded)"]
+        lines += _section("Files", state.files)
+        lines += _section("Recent commands", state.commands)
+        lines += _section("Open errors", state.errors)
+        lines += _section("Pending or uncertain calls (not re-run)", state.pending)
+        statement = _last_statement(blocks[:covered], limits.statement_chars)
+        if statement is not None:
+            lines += ["Last assistant statement " + statement]
+    results = [item for block in blocks[:covered] for item in block.results]
+    evidence = _evidence_section(results, entries, limits.evidence_items)
+    if evidence:
+        lines += ["", "## Evidence (newest first)", *(f"- {e}" for e in evidence)]
+    return "\n".join(lines), title
+
+
+def _tail(
+    blocks: Sequence[Block],
+    state: ViewState,
+    texts: ResultTexts,
+    counter: TokenCounter,
+    *,
+    vision: bool,
+    tail_budget: int,
+    room: int,
+) -> tuple[int, frozenset[str], int]:
+    """(first tail block index, extra projected result ids, tail tokens)."""
+    start = len(blocks)
+    projected = set(state.projected)
+    used = 0
+    while start > 0:
+        block = blocks[start - 1]
+        newest = start == len(blocks)
+        limit = room if newest else tail_budget
+        trial = ViewState(frozenset(projected), None)
+        cost = block_tokens(block, trial, texts, counter, vision=vision)
+        extra: set[str] = set()
+        if used + cost > limit:
+            # Reference the block's own large outputs (errors stay whole).
+            extra = {r.entry.id for r in block.results if r.projectable}
+            trial = ViewState(frozenset(projected | extra), None)
+            cost = block_tokens(block, trial, texts, counter, vision=vision)
+        if used + cost > limit:
+            break
+        projected |= extra
+        used += cost
+        start -= 1
+    return start, frozenset(projected - state.projected), used
+
+
+def derive(
+    number: int,
+    entries: Sequence[Entry],
+    blocks: Sequence[Block],
+    state: ViewState,
+    texts: ResultTexts,
+    counter: TokenCounter,
+    budget: Budget,
+    fixed_tokens: int,
+    *,
+    vision: bool = False,
+) -> Draft:
+    """Derive checkpoint `number`; the smallest form is used when the normal one cannot fit.
+
+    The tail gets about a sixth of the usable room (the newest block may use all the room
+    left under the target). Returns the draft even when it does not fit: the caller checks.
+    """
+    last_seq = entries[-1].seq if entries else 0
+    usable = budget.usable
+    forms = (
+        Limits(request_tokens=max(usable // 10, 400)),
+        Limits(request_tokens=max(usable // 20, 200), evidence_items=6, statement_chars=400),
+        Limits(request_tokens=max(usable // 40, 100), evidence_items=0, work_state=False),
+    )
+    draft: Draft | None = None
+    for limits in forms:
+        # The text depends on where the tail starts and vice versa: size the tail against a
+        # checkpoint covering everything (the largest it can be), then write the final text.
+        probe, _ = checkpoint_text(number, entries, blocks, len(blocks), texts, counter, limits)
+        probe_tokens = counter.count(probe)
+        room = budget.target - fixed_tokens - probe_tokens
+        start, extra, tail_tokens = _tail(
+            blocks,
+            state,
+            texts,
+            counter,
+            vision=vision,
+            tail_budget=min(usable // 6, max(room, 0)),
+            room=max(room, 0),
+        )
+        text, title = checkpoint_text(number, entries, blocks, start, texts, counter, limits)
+        tail_from = blocks[start].seq if start < len(blocks) else last_seq + 1
+        covers = blocks[start - 1].last_seq if start else 0
+        draft = Draft(number, title, text, covers, tail_from, tuple(sorted(extra)), tail_tokens)
+        if fixed_tokens + counter.count(text) + tail_tokens <= budget.target:
+            return draft
+    assert draft is not None
+    return draft

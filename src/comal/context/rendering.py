@@ -1,0 +1,187 @@
+"""How a tool result reads in active memory: in full, as a large-output preview, or as a reference.
+
+One rule, used everywhere: the text of a result is `render_output_text(body)` (or `(no output)`),
+followed by `[exit code: N]` when a command exited non-zero and `[status: S]` when the receipt's
+status is neither `ok` nor `error` (denied, uncertain, postcondition_observed).
+
+A reference starts with a header the model learns to recognise,
+`[ref evt_… · Bash · 14,882 bytes · exit 1 · sha256:0123456789ab]`, keeps a little of the text
+(head, tail and *salient* lines: paths with line numbers, error/exception/FAILED lines, test
+ids — what agents look for later) and ends with the exact `EvidenceRead` call that returns the
+full text. Offsets in those calls are UTF-16 code units of the evidence text (the body decoded
+as UTF-8 with U+FFFD replacements), the unit `EvidenceRead` pages in.
+
+Everything here is a pure function of its arguments.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from comal.context.units import utf16_len
+from comal.messages import canonical_json, render_output_text
+
+PLAIN_STATUSES = frozenset({"ok", "error"})
+_LINE_CLIP = 160
+_SALIENT_MAX = 8
+_EDGE_LINES = 3
+
+_SALIENT = re.compile(
+    r"""(?x)
+    [\w./\\-]+\.\w{1,8}:\d+            # path.ext:123
+  | File\ "[^"]+",\ line\ \d+          # Python tracebacks
+  | \b\S+::\S+                          # test ids (pytest, cargo, go)
+  | \b(?:Error|Exception|Traceback|FAILED|FAIL|PANIC|panic|fatal|Fatal|FATAL|ERROR|error)\b
+  | \bassert(?:ion)?\b
+    """
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ResultFacts:
+    """What a reference header says about one tool result."""
+
+    ref: str
+    """The `tool.result` entry id (`evt_…`)."""
+    name: str
+    size_bytes: int
+    exit_code: int | None
+    status: str
+    digest: str
+
+
+def evidence_text(body: bytes) -> str:
+    """The text `EvidenceRead` pages through: UTF-8 with U+FFFD for undecodable bytes."""
+    return body.decode("utf-8", errors="replace")
+
+
+def trailer(status: str, exit_code: int | None) -> str:
+    """The status lines appended to a result's text (empty for a plain success)."""
+    lines = []
+    if exit_code not in (None, 0):
+        lines.append(f"[exit code: {exit_code}]")
+    if status not in PLAIN_STATUSES:
+        lines.append(f"[status: {status}]")
+    return "\n".join(lines)
+
+
+def _join(text: str, tail: str) -> str:
+    if not tail:
+        return text
+    sep = "" if not text or text.endswith("\n") else "\n"
+    return f"{text}{sep}{tail}"
+
+
+def full_text(body: bytes, status: str, exit_code: int | None) -> str:
+    """A result as the model sees it when nothing is elided."""
+    text = render_output_text(body) if body else "(no output)"
+    return _join(text, trailer(status, exit_code))
+
+
+def evidence_call(ref: str, **extra: int | str) -> str:
+    """The exact EvidenceRead call, e.g. `EvidenceRead {"offset":12288,"ref":"evt_…"}`."""
+    args: dict[str, int | str] = {"ref": ref, **extra}
+    return "EvidenceRead " + canonical_json(dict(args.items()))
+
+
+def header(facts: ResultFacts, note: str = "") -> str:
+    """The `[ref …]` header line."""
+    items = [f"ref {facts.ref}", facts.name, f"{facts.size_bytes:,} bytes"]
+    if facts.exit_code is not None:
+        items.append(f"exit {facts.exit_code}")
+    if facts.status not in PLAIN_STATUSES:
+        items.append(facts.status)
+    items.append(facts.digest[:19])
+    if note:
+        items.append(note)
+    return "[" + " · ".join(items) + "]"
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= _LINE_CLIP else line[: _LINE_CLIP - 1] + "…"
+
+
+def salient_lines(lines: list[str], skip: set[int]) -> list[tuple[int, str]]:
+    """Lines worth keeping in a reference, as (1-based line number, text); bounded, in order."""
+    found: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    for number, line in enumerate(lines, start=1):
+        if number - 1 in skip:
+            continue
+        stripped = line.strip()
+        if not stripped or stripped in seen or not _SALIENT.search(line):
+            continue
+        seen.add(stripped)
+        found.append((number, _clip(line.rstrip())))
+    if len(found) > _SALIENT_MAX:
+        # The first few say where it started going wrong, the last few how it ended.
+        found = found[:3] + found[-(_SALIENT_MAX - 3) :]
+    return found
+
+
+def reference_text(facts: ResultFacts, body: bytes) -> str:
+    """A projected result: header, a few head/tail/salient lines, and the EvidenceRead call."""
+    text = evidence_text(body)
+    lines = text.splitlines()
+    head = list(range(min(_EDGE_LINES, len(lines))))
+    tail = list(range(max(len(head), len(lines) - _EDGE_LINES), len(lines)))
+    out = [header(facts, "projected")]
+    out.extend(f"{i + 1}| {_clip(lines[i])}" for i in head)
+    marks = salient_lines(lines, set(head) | set(tail))
+    if marks or len(lines) > len(head) + len(tail):
+        out.append(f"… {len(lines) - len(head) - len(tail):,} more lines; salient ones:")
+        out.extend(f"{n}| {line}" for n, line in marks)
+    out.extend(f"{i + 1}| {_clip(lines[i])}" for i in tail)
+    units = utf16_len(text)
+    out.append(f"[full text, {units:,} UTF-16 units: {evidence_call(facts.ref)}]")
+    return _join("\n".join(out), trailer(facts.status, facts.exit_code))
+
+
+def preview_chars(usable_tokens: int) -> int:
+    """Preview size for large outputs: 16 KiB at big windows, about 1/16 of the budget below.
+
+    A 12 KiB head + 4 KiB tail keeps facts a tiny stub loses at big windows, but at a small
+    window one preview must not take a large share of the room.
+    """
+    return max(2_048, min(16_384, usable_tokens * 3 // 16))
+
+
+def _cut_head(text: str, size: int) -> str:
+    if len(text) <= size:
+        return text
+    cut = text.rfind("\n", size * 3 // 4, size)
+    return text[: cut + 1 if cut != -1 else size]
+
+
+def _cut_tail(text: str, size: int) -> str:
+    if len(text) <= size:
+        return text
+    start = len(text) - size
+    cut = text.find("\n", start, start + size // 4)
+    return text[cut + 1 if cut != -1 else start :]
+
+
+def preview_text(facts: ResultFacts, body: bytes, chars: int) -> str:
+    """A large output as it enters active memory: header, head, elision note, tail, calls."""
+    text = evidence_text(body)
+    head = _cut_head(text, chars * 3 // 4)
+    tail = _cut_tail(text[len(head) :], chars // 4)
+    hidden_from = utf16_len(head)
+    hidden = text[len(head) : len(text) - len(tail)]
+    hidden_units = utf16_len(hidden)
+    note = "large output, preview"
+    parts = [header(facts, note)]
+    if body and text != render_output_text(body):
+        parts.append("[output is not valid UTF-8; undecodable bytes shown as \ufffd]")
+    parts.append(head.rstrip("\n"))
+    if hidden_units:
+        call = evidence_call(facts.ref, offset=hidden_from)
+        parts.append(
+            f"[… {hidden_units:,} UTF-16 units not shown (units {hidden_from:,}–"
+            f"{hidden_from + hidden_units:,}); read them with {call}, "
+            f"or find text with {evidence_call(facts.ref, search='<text>')}]"
+        )
+    if tail:
+        parts.append(tail.rstrip("\n"))
+    return _join("\n".join(parts), trailer(facts.status, facts.exit_code))

@@ -1,0 +1,168 @@
+"""`/context` and `comal context`: where the window goes, row by row.
+
+Rows: system prompt, custom instructions, native tools, MCP tools, media, checkpoint,
+conversation, free space, and the buffer (output reserve + margin), each with its share of the
+window. The total used is *measured* when a valid anchor exists (provider-measured input of a
+recent request plus an estimate of what came after), otherwise `~` estimated; component rows are
+local counts (exact tokenizer or calibrated estimate) and say so. Unknown is never shown as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from comal.context.anchors import find_anchor
+from comal.context.state import checkpoints
+from comal.context.tokens import calibrated
+from comal.messages import JSONObject
+
+if TYPE_CHECKING:
+    from comal.context.engine import ContextEngine
+
+
+@dataclass(frozen=True, slots=True)
+class ReportRow:
+    """One line of the report."""
+
+    name: str
+    tokens: int
+    percent: float
+    measured: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ContextReport:
+    """The budget of a session's next request."""
+
+    session: str
+    model: str
+    counter: str
+    counter_exact: bool
+    window_tokens: int
+    window_source: str
+    used_tokens: int
+    used_measured: bool
+    threshold_tokens: int
+    usable_tokens: int
+    output_reserve: int
+    margin: int
+    rows: tuple[ReportRow, ...]
+    anchor: str
+    projected_items: int
+    checkpoint_count: int
+    latest_checkpoint: str | None
+    pending_compaction: bool
+
+    def to_json(self) -> JSONObject:
+        """The `--json` object."""
+        return {
+            "session": self.session,
+            "model": self.model,
+            "counter": {"name": self.counter, "exact": self.counter_exact},
+            "window": {"tokens": self.window_tokens, "source": self.window_source},
+            "used": {"tokens": self.used_tokens, "measured": self.used_measured},
+            "threshold_tokens": self.threshold_tokens,
+            "usable_tokens": self.usable_tokens,
+            "output_reserve": self.output_reserve,
+            "margin": self.margin,
+            "rows": [
+                {"name": r.name, "tokens": r.tokens, "percent": r.percent, "measured": r.measured}
+                for r in self.rows
+            ],
+            "anchor": self.anchor,
+            "projected_items": self.projected_items,
+            "checkpoints": self.checkpoint_count,
+            "latest_checkpoint": self.latest_checkpoint,
+            "pending_compaction": self.pending_compaction,
+        }
+
+    def render(self) -> str:
+        """Plain-text form."""
+        used = f"{self.used_tokens:,}" if self.used_measured else f"~{self.used_tokens:,}"
+        base = "measured base" if self.used_measured else "estimated"
+        kind = "exact" if self.counter_exact else "estimate, calibrated"
+        lines = [
+            f"Context of session {self.session}",
+            f"Model {self.model} · counting {self.counter} ({kind})",
+            f"Window {self.window_tokens:,} tokens ({self.window_source}) · used {used} ({base})"
+            f" · automatic threshold {self.threshold_tokens:,}",
+        ]
+        width = max(len(r.name) for r in self.rows)
+        for r in self.rows:
+            mark = "" if r.measured else "~"
+            amount = f"{mark}{r.tokens:,}"
+            lines.append(f"  {r.name:<{width}}  {amount:>10}  {r.percent:5.1f}%")
+        lines.append(f"Anchor: {self.anchor}")
+        cp = f", latest: {self.latest_checkpoint}" if self.latest_checkpoint else ""
+        lines.append(
+            f"Projected results: {self.projected_items} · checkpoints: {self.checkpoint_count}{cp}"
+        )
+        if self.pending_compaction:
+            lines.append("A compaction was requested; it runs at the next turn boundary.")
+        return "\n".join(lines)
+
+
+def context_report(engine: ContextEngine) -> ContextReport:
+    """The report for the engine's next request (appends nothing)."""
+    budget = engine.budget()
+    state = engine.state()
+    asm = engine.assemble(state)
+    used, measured = engine.estimate(asm, state)
+    ratio = engine.ratio()
+    exact = engine.counter.exact
+    window = budget.window
+
+    def row(name: str, tokens: int, is_measured: bool = False) -> ReportRow:
+        return ReportRow(name, tokens, round(100 * tokens / window, 1), is_measured)
+
+    def scaled(tokens: int) -> int:
+        return calibrated(tokens, ratio, exact=exact)
+
+    media = asm.tokens_of("media")
+    checkpoint = asm.tokens_of("checkpoint")
+    conversation = scaled(asm.conversation_tokens) - scaled(media) - scaled(checkpoint)
+    buffer = budget.output_reserve + budget.margin
+    rows = (
+        row("System prompt", scaled(asm.system_tokens)),
+        row("Custom instructions", scaled(asm.instructions_tokens)),
+        row("Native tools", scaled(asm.tools_tokens)),
+        row("MCP tools", scaled(asm.mcp_tokens)),
+        row("Media", scaled(media)),
+        row("Checkpoint", scaled(checkpoint)),
+        row("Conversation", max(conversation, 0)),
+        row("Free space", max(window - used - buffer, 0)),
+        row("Buffer (output reserve + margin)", buffer, True),
+    )
+    entries = engine.entries()
+    number = state.checkpoint.number if state.checkpoint else None
+    anchor = find_anchor(entries, engine.fingerprint.with_checkpoint(number))
+    if anchor is not None:
+        anchor_text = (
+            f"measured {anchor.measured_tokens:,} input tokens for request {anchor.request_id};"
+            f" ~{used - anchor.measured_tokens:,} estimated since"
+        )
+    else:
+        anchor_text = "none valid (no measured request under the current fingerprint)"
+    cps = checkpoints(entries)
+    latest = f"#{cps[-1].number} {cps[-1].title}" if cps else None
+    return ContextReport(
+        session=engine.session_id,
+        model=engine.model,
+        counter=engine.counter.name,
+        counter_exact=exact,
+        window_tokens=window,
+        window_source=engine.settings.window_source,
+        used_tokens=used,
+        used_measured=measured,
+        threshold_tokens=budget.threshold,
+        usable_tokens=budget.usable,
+        output_reserve=budget.output_reserve,
+        margin=budget.margin,
+        rows=rows,
+        anchor=anchor_text,
+        projected_items=len(state.projected),
+        checkpoint_count=len(cps),
+        latest_checkpoint=latest,
+        pending_compaction=engine.pending_compaction() is not None,
+    )

@@ -1,0 +1,345 @@
+"""Active memory as a pure function of the ledger: `build_view(blocks, state, fixed, …)`.
+
+The request is: system instructions and custom instructions (as one system text), the tool
+schemas, then the last checkpoint (if any) as the first user text, then every conversation block
+from the checkpoint's tail on. Results of one assistant message travel, in call order, at the
+head of the next user message (the Anthropic shape; other wires split them when encoding), and
+consecutive user content merges into one message, so roles alternate.
+
+Invariants:
+- Same blocks, state and settings ⇒ byte-identical messages: no clock, no randomness, no set
+  iteration order; every choice is made from ledger order.
+- A result is shown in full, as a large-output preview (over the large-output threshold, from
+  the start), or as a reference (once projected, forever); the choice depends only on the
+  result itself and the recorded projection/checkpoint entries, so appending entries never
+  changes how an earlier block reads — the request only grows by appending between pressure
+  events.
+- Token costs are counted per part with a memoized counter, so preparing a view does not
+  re-tokenize history.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from comal.context.conversation import Block, MediaRef, ResultEntry
+from comal.context.rendering import full_text, preview_text, reference_text
+from comal.context.tokens import TokenCounter
+from comal.ledger.entry import Entry
+from comal.messages import (
+    MediaPart,
+    Message,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    canonical_json,
+)
+
+Mode = Literal["full", "preview", "ref"]
+MESSAGE_OVERHEAD = 3
+PART_OVERHEAD = 4
+IMAGE_TOKENS = 1_600
+"""Tokens charged per image: the provider-side cost of an image near the usual size cap."""
+
+
+class BlobSource(Protocol):
+    """Where result bodies and media come from (the `Ledger` is one)."""
+
+    def body(self, entry: Entry) -> bytes | None:
+        """The entry's body bytes, or None."""
+        ...
+
+    def blob(self, digest: str) -> bytes:
+        """Bytes of one blob."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FixedParts:
+    """What every request carries before the conversation."""
+
+    system: str
+    instructions: str
+    """Custom instructions (AGENTS.md and similar), sent after the system prompt."""
+    tools: tuple[ToolSpec, ...]
+    mcp_tools: tuple[ToolSpec, ...] = ()
+
+    @property
+    def system_text(self) -> str:
+        """System prompt and custom instructions as sent."""
+        if not self.instructions:
+            return self.system
+        return f"{self.system.rstrip()}\n\n{self.instructions}"
+
+    @property
+    def all_tools(self) -> tuple[ToolSpec, ...]:
+        """Native tools then MCP tools, in a stable order."""
+        return self.tools + self.mcp_tools
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointState:
+    """The latest checkpoint as recorded."""
+
+    entry_id: str
+    seq: int
+    number: int
+    title: str
+    text: str
+    tail_from_seq: int
+    projected: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class ViewState:
+    """The pressure decisions recorded so far: what is projected, which checkpoint applies."""
+
+    projected: frozenset[str] = frozenset()
+    """`tool.result` entry ids shown as references."""
+    checkpoint: CheckpointState | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartCost:
+    """The token cost of one part of the conversation, tied to its ledger position."""
+
+    seq: int
+    tokens: int
+    kind: str
+    """`text`, `call`, `reasoning`, `media`, `checkpoint`, or a result mode."""
+    result: ResultEntry | None = None
+    role: str = "user"
+    """`user`, `assistant`, `result` or `checkpoint`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Assembly:
+    """A built view with its accounting, before budget decisions."""
+
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+    parts: tuple[PartCost, ...]
+    system_tokens: int
+    instructions_tokens: int
+    tools_tokens: int
+    mcp_tokens: int
+    message_count: int
+    missing: tuple[str, ...] = ()
+
+    @property
+    def fixed_tokens(self) -> int:
+        """System, instructions and schemas."""
+        return self.system_tokens + self.instructions_tokens + self.tools_tokens + self.mcp_tokens
+
+    @property
+    def conversation_tokens(self) -> int:
+        """Everything after the fixed parts, message framing included."""
+        return sum(p.tokens for p in self.parts) + MESSAGE_OVERHEAD * self.message_count
+
+    @property
+    def total_tokens(self) -> int:
+        """The whole request as counted locally (uncalibrated)."""
+        return self.fixed_tokens + self.conversation_tokens
+
+    def tokens_of(self, kind: str) -> int:
+        """Sum of parts of one kind."""
+        return sum(p.tokens for p in self.parts if p.kind == kind)
+
+
+@dataclass(slots=True)
+class ResultTexts:
+    """Memoized result renderings (by entry id and mode), read from a blob source."""
+
+    blobs: BlobSource
+    large_output_bytes: int
+    preview_chars: int
+    _memo: dict[tuple[str, Mode], str] = field(default_factory=dict)
+
+    def natural_mode(self, item: ResultEntry) -> Mode:
+        """How a result enters active memory before any projection."""
+        return "preview" if item.facts.size_bytes > self.large_output_bytes else "full"
+
+    def text(self, item: ResultEntry, mode: Mode) -> str:
+        """The result's content in `mode`."""
+        key = (item.entry.id, mode)
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        body = self.blobs.body(item.entry) or b""
+        if mode == "ref":
+            value = reference_text(item.facts, body)
+        elif mode == "preview":
+            value = preview_text(item.facts, body, self.preview_chars)
+        else:
+            value = full_text(body, item.facts.status, item.facts.exit_code)
+        self._memo[key] = value
+        return value
+
+
+def tool_schema_text(spec: ToolSpec) -> str:
+    """The text a tool schema is counted as."""
+    return canonical_json(
+        {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+    )
+
+
+def _media_stand_in(item: ResultEntry, media: MediaRef, vision: bool, mode: Mode) -> str:
+    what = (
+        f"[{media.media_type} · {media.size_bytes:,} bytes · kept by reference in {item.facts.ref}"
+    )
+    if not vision:
+        return what + "; this model has no vision input, so its pixels were not seen]"
+    if mode == "ref":
+        return what + "; not shown any more (projected), so its pixels are not in view]"
+    return what + "]"
+
+
+def _result_part(
+    item: ResultEntry, mode: Mode, texts: ResultTexts, vision: bool
+) -> tuple[ToolResultPart, int]:
+    content = texts.text(item, mode)
+    media: list[MediaPart] = []
+    notes: list[str] = []
+    for m in item.media:
+        if vision and mode != "ref" and (m.data_b64 is not None or m.blob is not None):
+            data = m.data_b64 or _b64(texts.blobs.blob(m.blob or ""))
+            media.append(MediaPart(m.media_type, data, item.facts.ref))
+        else:
+            notes.append(_media_stand_in(item, m, vision, mode))
+    if notes:
+        content = content + "\n" + "\n".join(notes)
+    part = ToolResultPart(item.call_id, item.facts.name, content, item.is_error, tuple(media))
+    return part, len(media)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _part_tokens(part: Part, counter: TokenCounter) -> tuple[int, str]:
+    if isinstance(part, TextPart):
+        return counter.count(part.text) + PART_OVERHEAD, "text"
+    if isinstance(part, ToolCallPart):
+        return counter.count(part.name + canonical_json(part.arguments)) + PART_OVERHEAD, "call"
+    if isinstance(part, ReasoningPart):
+        opaque = part.encrypted_content or part.redacted_data or ""
+        return counter.count(part.text) + len(opaque) // 4 + PART_OVERHEAD, "reasoning"
+    if isinstance(part, MediaPart):
+        return IMAGE_TOKENS, "media"
+    return counter.count(part.content) + PART_OVERHEAD, "result"
+
+
+def result_mode(item: ResultEntry, state: ViewState, texts: ResultTexts) -> Mode:
+    """The mode a result is shown in under `state`."""
+    if item.entry.id in state.projected:
+        return "ref"
+    return texts.natural_mode(item)
+
+
+def block_parts(
+    block: Block,
+    state: ViewState,
+    texts: ResultTexts,
+    counter: TokenCounter,
+    *,
+    vision: bool = False,
+) -> tuple[tuple[Part, ...], tuple[Part, ...], tuple[PartCost, ...]]:
+    """One block as (its own message parts, result parts for the next user message, costs)."""
+    costs: list[PartCost] = []
+    for part in block.message.parts:
+        tokens, kind = _part_tokens(part, counter)
+        costs.append(PartCost(block.seq, tokens, kind, role=block.role))
+    results: list[Part] = []
+    for item in block.results:
+        mode = result_mode(item, state, texts)
+        result, images = _result_part(item, mode, texts, vision)
+        results.append(result)
+        tokens = counter.count(result.content) + PART_OVERHEAD
+        costs.append(PartCost(item.seq, tokens, mode, item, role="result"))
+        if images:
+            costs.append(PartCost(item.seq, IMAGE_TOKENS * images, "media", item, role="result"))
+    return block.message.parts, tuple(results), tuple(costs)
+
+
+def block_tokens(
+    block: Block, state: ViewState, texts: ResultTexts, counter: TokenCounter, *, vision: bool
+) -> int:
+    """Tokens one block adds to a view (framing included)."""
+    _, _, costs = block_parts(block, state, texts, counter, vision=vision)
+    framing = MESSAGE_OVERHEAD * (2 if block.results else 1)
+    return sum(c.tokens for c in costs) + framing
+
+
+def start_index(blocks: Sequence[Block], state: ViewState) -> int:
+    """Index of the first block a view under `state` includes."""
+    checkpoint = state.checkpoint
+    if checkpoint is None:
+        return 0
+    return next((i for i, b in enumerate(blocks) if b.seq >= checkpoint.tail_from_seq), len(blocks))
+
+
+def build_view(
+    blocks: Sequence[Block],
+    state: ViewState,
+    fixed: FixedParts,
+    texts: ResultTexts,
+    counter: TokenCounter,
+    *,
+    vision: bool = False,
+) -> Assembly:
+    """Build active memory from conversation blocks and recorded decisions.
+
+    Args:
+        blocks: the session's conversation blocks (`conversation_blocks`).
+        state: projections and the checkpoint in force.
+        fixed: system, instructions and tool schemas.
+        texts: result renderings (memoized).
+        counter: token counter (memoized).
+        vision: whether the model takes images; without it, media become text stand-ins.
+
+    Returns:
+        The messages and their accounting. Calls without a result are listed in `missing`.
+    """
+    checkpoint = state.checkpoint
+    messages: list[Message] = []
+    parts: list[PartCost] = []
+    pending: list[Part] = []
+    missing: list[str] = []
+    if checkpoint is not None:
+        pending.append(TextPart(checkpoint.text))
+        tokens = counter.count(checkpoint.text) + PART_OVERHEAD
+        parts.append(PartCost(checkpoint.seq, tokens, "checkpoint", role="checkpoint"))
+    for block in blocks[start_index(blocks, state) :]:
+        own, results, costs = block_parts(block, state, texts, counter, vision=vision)
+        parts.extend(costs)
+        if block.role == "user":
+            pending.extend(own)
+            continue
+        if pending:
+            messages.append(Message("user", tuple(pending)))
+        messages.append(block.message)
+        pending = list(results)
+        missing.extend(block.missing)
+    if pending:
+        messages.append(Message("user", tuple(pending)))
+    tools_tokens = sum(counter.count(tool_schema_text(s)) for s in fixed.tools)
+    mcp_tokens = sum(counter.count(tool_schema_text(s)) for s in fixed.mcp_tools)
+    return Assembly(
+        system=fixed.system_text,
+        messages=tuple(messages),
+        tools=fixed.all_tools,
+        parts=tuple(parts),
+        system_tokens=counter.count(fixed.system),
+        instructions_tokens=counter.count(fixed.instructions),
+        tools_tokens=tools_tokens,
+        mcp_tokens=mcp_tokens,
+        message_count=len(messages),
+        missing=tuple(missing),
+    )

@@ -1,0 +1,256 @@
+"""Claude Code transcripts (`~/.claude/projects/<proj>/<uuid>.jsonl`) as Comal sessions.
+
+One JSON record per line: `user`, `assistant`, `system` and `summary`. Mapping:
+- one API response is split over several `assistant` records sharing `message.id`; they are
+  grouped back into one `message.assistant` (text, thinking, tool_use blocks in order), with the
+  usage of the group's last record;
+- `tool_result` blocks become `tool.result` entries with the exact text as body; image blocks
+  become media (of the user message, or of the result they belong to);
+- `isSidechain` records (Task sub-agents) form separate conversations, one child session per
+  chain root (`parentUuid` null);
+- `isCompactSummary` user records (the peer's auto-compaction) and `summary` records (its
+  session titles) are kept as `message.summary`; `system` notices become `warning` entries.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from pathlib import Path
+from typing import Any
+
+from comal.importers.plan import (
+    ParsedSession,
+    SessionPlan,
+    as_json,
+    format_error,
+    read_jsonl,
+    usage_anthropic,
+)
+from comal.messages import (
+    JSONObject,
+    MediaPart,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+)
+
+FORMAT = "claude-code"
+_WIRE = "anthropic-messages"
+_FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+_TITLE_CHARS = 80
+
+
+def _media(block: dict[str, Any], path: Path, line: int) -> MediaPart:
+    source = block.get("source")
+    if not isinstance(source, dict) or not isinstance(source.get("data"), str):
+        raise format_error(path, line, "image block without base64 source data")
+    data = source["data"]
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise format_error(path, line, "image block with invalid base64 data") from exc
+    return MediaPart(str(source.get("media_type") or "application/octet-stream"), data)
+
+
+def _result_content(content: object, path: Path, line: int) -> tuple[str, tuple[MediaPart, ...]]:
+    if content is None:
+        return "", ()
+    if isinstance(content, str):
+        return content, ()
+    if not isinstance(content, list):
+        raise format_error(path, line, "tool_result content must be a string or a list")
+    texts: list[str] = []
+    media: list[MediaPart] = []
+    for block in content:
+        if not isinstance(block, dict):
+            raise format_error(path, line, "tool_result content block must be an object")
+        if block.get("type") == "image":
+            media.append(_media(block, path, line))
+        else:
+            texts.append(str(block.get("text", "")))
+    return "\n".join(texts), tuple(media)
+
+
+class _Conversation:
+    """Feeds one chain of records into a `SessionPlan`, grouping responses by `message.id`."""
+
+    def __init__(self, path: Path) -> None:
+        self.plan = SessionPlan(path, _WIRE)
+        self.path = path
+        self.model = ""
+        self.first_text = ""
+        self._group: list[tuple[int, dict[str, Any]]] = []
+
+    def _flush(self) -> None:
+        if not self._group:
+            return
+        parts: list[Part] = []
+        last = self._group[-1][1]["message"]
+        model = str(last.get("model") or "")
+        for line, record in self._group:
+            for block in record["message"].get("content") or []:
+                if not isinstance(block, dict):
+                    raise format_error(self.path, line, "content block must be an object")
+                parts.extend(self._assistant_part(block, model, line))
+        self._group = []
+        self.model = self.model or model
+        calls = any(isinstance(p, ToolCallPart) for p in parts)
+        raw_stop = last.get("stop_reason")
+        finish = _FINISH.get(str(raw_stop), "tool_calls" if calls else "stop")
+        usage_raw = last.get("usage")
+        self.plan.assistant(
+            tuple(parts),
+            model=model,
+            finish=finish,
+            usage=usage_anthropic(usage_raw),
+            usage_raw=as_json(usage_raw) if usage_raw is not None else None,
+        )
+
+    def _assistant_part(self, block: dict[str, Any], model: str, line: int) -> list[Part]:
+        kind = block.get("type")
+        if kind == "text":
+            return [TextPart(str(block.get("text", "")))]
+        if kind == "thinking":
+            return [
+                ReasoningPart(
+                    _WIRE, model, str(block.get("thinking", "")), signature=block.get("signature")
+                )
+            ]
+        if kind == "redacted_thinking":
+            return [ReasoningPart(_WIRE, model, redacted_data=str(block.get("data", "")))]
+        if kind in ("tool_use", "server_tool_use"):
+            call_id, name = block.get("id"), block.get("name")
+            if not isinstance(call_id, str) or not isinstance(name, str):
+                raise format_error(self.path, line, "tool_use block without id or name")
+            arguments = block.get("input")
+            args: JSONObject = arguments if isinstance(arguments, dict) else {}
+            return [ToolCallPart(call_id, name, args)]
+        return []
+
+    def feed(self, line: int, record: dict[str, Any]) -> None:
+        kind = record.get("type")
+        message = record.get("message")
+        if kind == "assistant":
+            if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+                raise format_error(self.path, line, "assistant record without message.id")
+            if self._group and self._group[-1][1]["message"]["id"] != message["id"]:
+                self._flush()
+            self._group.append((line, record))
+            return
+        self._flush()
+        if kind == "summary":
+            self.plan.summary(str(record.get("summary", "")), "claude-code:summary")
+        elif kind == "system":
+            self.plan.warning("IMPORTED_NOTICE", str(record.get("content", "")))
+        elif kind == "user":
+            if not isinstance(message, dict):
+                raise format_error(self.path, line, "user record without message")
+            self._user(line, record, message.get("content"))
+
+    def _user(self, line: int, record: dict[str, Any], content: object) -> None:
+        if record.get("isCompactSummary"):
+            text = content if isinstance(content, str) else json.dumps(content)
+            self.plan.summary(text, "claude-code:compact")
+            return
+        if isinstance(content, str):
+            self.first_text = self.first_text or content
+            self.plan.user_text(content)
+            return
+        if not isinstance(content, list):
+            raise format_error(self.path, line, "user content must be a string or a list")
+        parts: list[Part] = []
+        for block in content:
+            if not isinstance(block, dict):
+                raise format_error(self.path, line, "content block must be an object")
+            if block.get("type") == "tool_result":
+                text, media = _result_content(block.get("content"), self.path, line)
+                self.plan.tool_result(
+                    str(block.get("tool_use_id")),
+                    text.encode("utf-8", "surrogateescape"),
+                    line=line,
+                    is_error=bool(block.get("is_error")),
+                    media=media,
+                )
+            elif block.get("type") == "image":
+                parts.append(_media(block, self.path, line))
+            elif block.get("type") == "text":
+                parts.append(TextPart(str(block.get("text", ""))))
+        if parts:
+            self.first_text = self.first_text or "".join(
+                p.text for p in parts if isinstance(p, TextPart)
+            )
+            self.plan.user(tuple(parts))
+
+    def finish(self) -> None:
+        self._flush()
+
+
+def _root(record: dict[str, Any], by_uuid: dict[str, dict[str, Any]]) -> str:
+    seen: set[str] = set()
+    node = record
+    while True:
+        parent = node.get("parentUuid")
+        if not isinstance(parent, str) or parent not in by_uuid or parent in seen:
+            return str(node.get("uuid", ""))
+        seen.add(parent)
+        node = by_uuid[parent]
+
+
+def parse(path: Path) -> ParsedSession:
+    """Parse one Claude Code transcript.
+
+    Raises:
+        ImportFormatError: a line that is not a JSON object, a record missing required fields,
+            or a tool result for an unknown call (names the file and line).
+    """
+    records = read_jsonl(path)
+    for line, record in records:
+        if not isinstance(record.get("type"), str):
+            raise format_error(path, line, "record without a 'type'")
+    by_uuid = {str(r["uuid"]): r for _, r in records if isinstance(r.get("uuid"), str)}
+    main = _Conversation(path)
+    chains: dict[str, _Conversation] = {}
+    titles: list[str] = []
+    cwd = ""
+    origin = None
+    for line, record in records:
+        cwd = cwd or str(record.get("cwd") or "")
+        origin = origin or record.get("sessionId")
+        if record["type"] == "summary":
+            titles.append(str(record.get("summary", "")))
+        if record.get("isSidechain"):
+            root = _root(record, by_uuid)
+            chains.setdefault(root, _Conversation(path)).feed(line, record)
+        else:
+            main.feed(line, record)
+    main.finish()
+    children = []
+    for number, chain in enumerate(chains.values(), start=1):
+        chain.finish()
+        children.append(
+            ParsedSession(
+                format=FORMAT,
+                path=str(path),
+                label=f"{path.stem}#sidechain-{number}",
+                title=chain.first_text[:_TITLE_CHARS],
+                cwd=cwd,
+                model=chain.model,
+                system="",
+                entries=chain.plan.done(),
+            )
+        )
+    return ParsedSession(
+        format=FORMAT,
+        path=str(path),
+        label=path.stem,
+        title=(titles[-1] if titles else main.first_text)[:_TITLE_CHARS],
+        cwd=cwd,
+        model=main.model,
+        system="",
+        entries=main.plan.done(),
+        children=tuple(children),
+        origin_id=str(origin) if origin else None,
+    )

@@ -1,0 +1,331 @@
+"""A parsed peer session as planned ledger entries, before anything is written.
+
+Every importer turns a file into a `ParsedSession`: the exact entries (kind, payload, body
+bytes) an ordinary Comal session would hold, in order, plus its child sessions. Nothing touches
+the ledger while parsing, so a malformed file fails before any write ("nothing half-imported"),
+and the replay benchmark can read the same plan without a ledger.
+
+Invariants kept by `SessionPlan` (the builder every importer uses):
+- every tool call gets exactly one `tool.result`, placed right after its assistant turn's
+  results; a call with no recorded result is closed with status `uncertain` and an explicit
+  interrupted text, never left an orphan;
+- a result whose call is unknown is a format error, not silently dropped;
+- usage is normalized to `comal.usage.Usage` JSON and the recorded usage is kept as `usage_raw`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from comal.errors import ImportFormatError
+from comal.messages import (
+    JSONObject,
+    JSONValue,
+    MediaPart,
+    Message,
+    Part,
+    TextPart,
+    ToolCallPart,
+    digest_bytes,
+    message_to_json,
+)
+from comal.usage import Usage
+
+INTERRUPTED_TEXT = "[interrupted: the recorded session holds no result for this call]"
+"""Body of the synthetic result given to a call the peer never answered."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEntry:
+    """One ledger entry to append: kind, payload and optional exact body bytes."""
+
+    kind: str
+    payload: JSONObject
+    body: bytes | None = None
+    media: tuple[tuple[str, bytes], ...] = ()
+    """Media of a `tool.result` as (media type, bytes); written as blobs under `media`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSession:
+    """A peer session ready to be written as a Comal session (children are sub-agents)."""
+
+    format: str
+    """Importer name, e.g. `claude-code`; the session source is `import:<format>`."""
+    path: str
+    label: str
+    """Short human name: file stem, plus `#sidechain-N` for children."""
+    title: str
+    cwd: str
+    model: str
+    system: str
+    """The recorded system prompt ("" when the peer did not record it)."""
+    entries: tuple[PlannedEntry, ...]
+    """Entries after `session.started`, in order."""
+    children: tuple[ParsedSession, ...] = ()
+    origin_id: str | None = None
+
+    @property
+    def source(self) -> str:
+        """The ledger `source` of the session."""
+        return f"import:{self.format}"
+
+    def started_payload(self) -> JSONObject:
+        """The `session.started` payload of the imported session."""
+        return {
+            "cwd": self.cwd,
+            "provider": "",
+            "wire": "",
+            "model": self.model,
+            "window": {"tokens": None, "source": "unknown"},
+            "source": self.source,
+            "system": self.system,
+            "origin": {"file": self.path, "id": self.origin_id},
+        }
+
+
+def format_error(path: Path | str, line: int | None, reason: str) -> ImportFormatError:
+    """An `ImportFormatError` naming the file and (when known) the line."""
+    where = f"{path}:{line}" if line is not None else str(path)
+    return ImportFormatError(f"{where}: {reason}")
+
+
+def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """Every non-blank line of a JSONL file as (line number, object).
+
+    Raises:
+        ImportFormatError: unreadable file, a line that is not JSON or not an object.
+    """
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise format_error(path, None, f"cannot read: {exc}") from exc
+    records: list[tuple[int, dict[str, Any]]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise format_error(path, number, f"not JSON ({exc.msg})") from exc
+        if not isinstance(value, dict):
+            raise format_error(path, number, "a record must be a JSON object")
+        records.append((number, value))
+    return records
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A whole-file JSON object.
+
+    Raises:
+        ImportFormatError: unreadable, not JSON (names the line), or not an object.
+    """
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise format_error(path, None, f"cannot read: {exc}") from exc
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise format_error(path, exc.lineno, f"not JSON ({exc.msg})") from exc
+    if not isinstance(value, dict):
+        raise format_error(path, 1, "the document must be a JSON object")
+    return value
+
+
+def _int(obj: object, *keys: str) -> int | None:
+    node = obj
+    for key in keys:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node if isinstance(node, int) and not isinstance(node, bool) else None
+
+
+def usage_openai_chat(raw: object) -> Usage:
+    """Chat-completions usage: `prompt_tokens` includes cached tokens, output includes reasoning."""
+    total = _int(raw, "prompt_tokens")
+    cached = _int(raw, "prompt_tokens_details", "cached_tokens")
+    return Usage(
+        new_input=None if total is None else total - (cached or 0),
+        cache_read=cached,
+        cache_write=None,
+        output=_int(raw, "completion_tokens"),
+        reasoning=_int(raw, "completion_tokens_details", "reasoning_tokens"),
+    )
+
+
+def usage_anthropic(raw: object) -> Usage:
+    """Anthropic usage: `input_tokens` excludes cache reads and writes."""
+    return Usage(
+        new_input=_int(raw, "input_tokens"),
+        cache_read=_int(raw, "cache_read_input_tokens"),
+        cache_write=_int(raw, "cache_creation_input_tokens"),
+        output=_int(raw, "output_tokens"),
+        reasoning=None,
+    )
+
+
+def usage_codex(raw: object) -> Usage:
+    """Codex `token_count` usage: `input_tokens` includes `cached_input_tokens`."""
+    total = _int(raw, "input_tokens")
+    cached = _int(raw, "cached_input_tokens")
+    return Usage(
+        new_input=None if total is None else total - (cached or 0),
+        cache_read=cached,
+        cache_write=None,
+        output=_int(raw, "output_tokens"),
+        reasoning=_int(raw, "reasoning_output_tokens"),
+    )
+
+
+def as_json(value: object) -> JSONValue:
+    """A recorded JSON value, checked to be plain JSON (it came from `json.loads`)."""
+    return json.loads(json.dumps(value))  # type: ignore[no-any-return]
+
+
+@dataclass(slots=True)
+class _Pending:
+    call: ToolCallPart
+    answered: bool = False
+
+
+@dataclass(slots=True)
+class SessionPlan:
+    """Builds the entries of one session in order, keeping call/result pairing exact."""
+
+    path: Path
+    wire: str
+    entries: list[PlannedEntry] = field(default_factory=list)
+    _pending: dict[str, _Pending] = field(default_factory=dict)
+    _calls: int = 0
+
+    @property
+    def calls(self) -> int:
+        """Model calls (assistant messages) planned so far."""
+        return self._calls
+
+    def _close_pending(self) -> None:
+        """Give every unanswered call of the last assistant turn an explicit uncertain result."""
+        for pending in self._pending.values():
+            if not pending.answered:
+                self._result_entry(
+                    pending.call, INTERRUPTED_TEXT.encode(), status="uncertain", is_error=True
+                )
+        self._pending.clear()
+
+    def user(self, parts: tuple[Part, ...]) -> None:
+        """A user message (text and media)."""
+        if not parts:
+            return
+        self._close_pending()
+        message = Message("user", parts)
+        self.entries.append(PlannedEntry("message.user", {"message": message_to_json(message)}))
+
+    def user_text(self, text: str) -> None:
+        """A user message holding one text part."""
+        self.user((TextPart(text),))
+
+    def assistant(
+        self,
+        parts: tuple[Part, ...],
+        *,
+        model: str,
+        finish: str,
+        usage: Usage,
+        usage_raw: JSONValue,
+    ) -> None:
+        """One model response; its tool calls become pending until answered."""
+        self._close_pending()
+        message = Message("assistant", parts)
+        self.entries.append(
+            PlannedEntry(
+                "message.assistant",
+                {
+                    "message": message_to_json(message),
+                    "wire": self.wire,
+                    "model": model,
+                    "finish": finish,
+                    "usage": usage.to_json(),
+                    "usage_raw": usage_raw,
+                    "request_entry": None,
+                },
+            )
+        )
+        self._calls += 1
+        for call in message.tool_calls:
+            self._pending[call.call_id] = _Pending(call)
+
+    def has_pending(self, call_id: str) -> bool:
+        """Whether `call_id` is an unanswered call of the last assistant turn."""
+        pending = self._pending.get(call_id)
+        return pending is not None and not pending.answered
+
+    def tool_result(
+        self,
+        call_id: str,
+        output: bytes,
+        *,
+        line: int | None,
+        is_error: bool = False,
+        exit_code: int | None = None,
+        media: tuple[MediaPart, ...] = (),
+    ) -> None:
+        """The recorded result of a pending call.
+
+        Raises:
+            ImportFormatError: no pending call has this id (an orphan result).
+        """
+        pending = self._pending.get(call_id)
+        if pending is None or pending.answered:
+            raise format_error(self.path, line, f"tool result for unknown call {call_id!r}")
+        pending.answered = True
+        status = "error" if is_error else "ok"
+        self._result_entry(
+            pending.call, output, status=status, is_error=is_error, exit_code=exit_code, media=media
+        )
+
+    def _result_entry(
+        self,
+        call: ToolCallPart,
+        output: bytes,
+        *,
+        status: str,
+        is_error: bool,
+        exit_code: int | None = None,
+        media: tuple[MediaPart, ...] = (),
+    ) -> None:
+        payload: JSONObject = {
+            "call_id": call.call_id,
+            "name": call.name,
+            "status": status,
+            "is_error": is_error,
+            "exit_code": exit_code,
+            "size_bytes": len(output),
+            "digest": digest_bytes(output),
+        }
+        stored = tuple((m.media_type, base64.b64decode(m.data_b64)) for m in media)
+        self.entries.append(PlannedEntry("tool.result", payload, output, stored))
+
+    def summary(self, text: str, origin: str) -> None:
+        """A peer's own compaction summary (or title record), kept as a marked entry."""
+        self._close_pending()
+        self.entries.append(PlannedEntry("message.summary", {"text": text, "origin": origin}))
+
+    def warning(self, code: str, message: str) -> None:
+        """A peer notice kept as a `warning` entry."""
+        self.entries.append(PlannedEntry("warning", {"code": code, "message": message}))
+
+    def finished(self, answer: str) -> None:
+        """The peer's recorded final answer (a submission)."""
+        self._close_pending()
+        self.entries.append(PlannedEntry("session.finished", {"answer": answer, "checks": []}))
+
+    def done(self) -> tuple[PlannedEntry, ...]:
+        """Close pending calls and return the entries."""
+        self._close_pending()
+        return tuple(self.entries)

@@ -1,0 +1,495 @@
+"""The Ledger: Comal's durable, append-only book in one SQLite file.
+
+Invariants:
+- Every append is one `BEGIN IMMEDIATE` transaction (autocommit connection, explicit
+  transactions); with `durable=True` the WAL is synced on every commit (`synchronous=FULL`), so
+  an entry whose append returned survives a crash of the process or the machine.
+- Entries and blobs are never updated or deleted (triggers in `schema.py`); only a session's
+  status and title and the locks table change.
+- Blobs are content-addressed (`sha256:<hex>`) and stored once.
+- The database file and its WAL/SHM companions are created 0600 (SQLite gives the companions
+  the main file's mode). A ledger written by a newer schema is refused before any write.
+- All SQL lives in this package; callers see only `Entry`, `SessionInfo`, `LockInfo` and
+  `VerifyReport` values, so another backend can stand behind the same methods later.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import uuid
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+from comal.errors import (
+    AmbiguousSessionError,
+    LedgerError,
+    SessionLockedError,
+    UnknownEntryError,
+    UnknownSessionError,
+)
+from comal.ids import new_id, new_session_id, now_ms
+from comal.ledger.blobs import has_blob, insert_blob, read_blob
+from comal.ledger.canonical import check_kind, content_hash, decode_payload, encode_payload
+from comal.ledger.entry import Entry, SessionInfo
+from comal.ledger.locks import (
+    LockInfo,
+    current_process,
+    delete_lock,
+    held_by,
+    holder_alive,
+    lock_payload,
+    read_lock,
+    write_lock,
+)
+from comal.ledger.schema import connect
+from comal.ledger.verify import VerifyReport, verify_ledger
+from comal.messages import JSONObject, JSONValue, digest_bytes
+
+STATUSES = ("active", "finished", "failed", "interrupted")
+"""The statuses a session can have."""
+
+_ENTRY_COLUMNS = "seq, id, session_id, kind, payload, content_hash, created_at"
+_SESSION_COLUMNS = (
+    "id, parent_id, created_at, cwd, model, status, title, source, entry_count, last_activity_at"
+)
+_CANDIDATES_SHOWN = 10
+
+
+def _entry(row: tuple[int, str, str, str, str, str, int]) -> Entry:
+    seq, entry_id, session_id, kind, payload, digest, created_at = row
+    return Entry(seq, entry_id, session_id, kind, decode_payload(payload), digest, created_at)
+
+
+def _session(row: tuple[str, str | None, int, str, str, str, str, str, int, int]) -> SessionInfo:
+    return SessionInfo(*row)
+
+
+def _utc(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Ledger:
+    """An open ledger file. Use as a context manager, or call `close()`.
+
+    Methods are synchronous and fast (one local transaction each); a lock serialises callers
+    from several threads of one process, and SQLite's own locking serialises processes.
+    """
+
+    path: Path
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        """Wrap an open, migrated connection; use `Ledger.open` instead."""
+        self.path = path
+        self._conn = conn
+        self._mutex = threading.RLock()
+        self._me = current_process()
+        self._held: set[str] = set()
+        self._closed = False
+
+    # --- opening and closing ----------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path, *, durable: bool = True) -> Ledger:
+        """Open (creating and migrating as needed) the ledger at `path`.
+
+        Args:
+            path: the database file.
+            durable: sync the WAL on every commit. `False` (synchronous=OFF) is only for bulk
+                imports and benchmarks, where a machine crash may lose the latest entries.
+
+        Raises:
+            SchemaTooNewError: the ledger was written by a newer Comal (it is not modified).
+            LedgerError: the file is not a Comal ledger or cannot be opened.
+        """
+        path = Path(path)
+        conn = connect(path, durable=durable)
+        return cls(path, conn)
+
+    def close(self) -> None:
+        """Release the locks this ledger object took, and close the connection."""
+        with self._mutex:
+            if self._closed:
+                return
+            try:
+                for session_id in sorted(self._held):
+                    self.release_lock(session_id)
+            finally:
+                self._closed = True
+                self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction: committed when the block ends, rolled back on error."""
+        with self._mutex:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot write ledger {self.path}: {exc}") from exc
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise LedgerError(f"cannot commit to ledger {self.path}: {exc}") from exc
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        cwd: str,
+        model: str = "",
+        title: str = "",
+        source: str = "comal",
+        parent_id: str | None = None,
+        session_id: str | None = None,
+    ) -> str:
+        """Record a new session and return its id.
+
+        Args:
+            cwd: the workspace the session works in.
+            model: the model it talks to (may change later; this is the starting one).
+            title: a short human title.
+            source: `comal`, or `import:<format>` for imported sessions.
+            parent_id: the coordinating session, for a child (sub-agent) session.
+            session_id: a given UUID (importers keep the peer's id); default a new UUIDv7.
+
+        Raises:
+            UnknownSessionError: `parent_id` names no session.
+            LedgerError: `session_id` is not a UUID or already exists.
+        """
+        if session_id is None:
+            session_id = new_session_id()
+        else:
+            try:
+                session_id = str(uuid.UUID(session_id))
+            except ValueError as exc:
+                raise LedgerError(f"session id must be a UUID, got {session_id!r}") from exc
+        created = now_ms()
+        with self._write() as conn:
+            if parent_id is not None:
+                self._require_session(parent_id)
+            if self._session_row(session_id) is not None:
+                raise LedgerError(f"session {session_id} already exists")
+            conn.execute(
+                "INSERT INTO sessions (id, parent_id, cwd, model, title, source, status,"
+                " created_at, last_activity_at) VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)",
+                (session_id, parent_id, cwd, model, title, source, created, created),
+            )
+        return session_id
+
+    def _session_row(self, session_id: str) -> SessionInfo | None:
+        row = self._conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        return None if row is None else _session(row)
+
+    def _require_session(self, session_id: str) -> SessionInfo:
+        info = self._session_row(session_id)
+        if info is None:
+            raise UnknownSessionError(f"no session {session_id!r} in {self.path}")
+        return info
+
+    def session(self, session_id: str) -> SessionInfo:
+        """The session row with its entry count and last activity.
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
+        with self._mutex:
+            return self._require_session(session_id)
+
+    def sessions(self) -> list[SessionInfo]:
+        """Every session, newest first."""
+        with self._mutex:
+            rows = self._conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at DESC, rowid DESC"
+            ).fetchall()
+        return [_session(row) for row in rows]
+
+    def children(self, session_id: str) -> list[str]:
+        """Ids of the sessions whose parent is `session_id`, oldest first."""
+        with self._mutex:
+            rows = self._conn.execute(
+                "SELECT id FROM sessions WHERE parent_id = ? ORDER BY created_at, rowid",
+                (session_id,),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def resolve(self, prefix: str) -> str:
+        """The full session id that `prefix` (git-like, case-insensitive) uniquely starts.
+
+        Raises:
+            UnknownSessionError: no session starts with `prefix`.
+            AmbiguousSessionError: several do; the message lists them.
+        """
+        wanted = prefix.strip().lower()
+        if not wanted or any(c not in "0123456789abcdef-" for c in wanted):
+            raise UnknownSessionError(f"{prefix!r} is not a session id or id prefix")
+        with self._mutex:
+            # A range scan on the primary key: ids are lowercase hex and dashes.
+            rows = self._conn.execute(
+                "SELECT id, created_at, cwd FROM sessions WHERE id >= ? AND id < ?"
+                " ORDER BY created_at DESC LIMIT ?",
+                (wanted, wanted + "\x7f", _CANDIDATES_SHOWN + 1),
+            ).fetchall()
+        exact = [row for row in rows if row[0] == wanted]
+        if exact or len(rows) == 1:
+            return str((exact or rows)[0][0])
+        if not rows:
+            raise UnknownSessionError(f"no session id starts with {prefix!r} in {self.path}")
+        listed = "\n".join(f"  {row[0]}  {row[2]}" for row in rows[:_CANDIDATES_SHOWN])
+        more = "\n  …" if len(rows) > _CANDIDATES_SHOWN else ""
+        raise AmbiguousSessionError(
+            f"{prefix!r} matches several sessions; give more characters:\n{listed}{more}"
+        )
+
+    def latest_session(self, cwd: str) -> str | None:
+        """The top-level session in `cwd` with the most recent activity, if any."""
+        with self._mutex:
+            row = self._conn.execute(
+                "SELECT id FROM sessions WHERE cwd = ? AND parent_id IS NULL"
+                " ORDER BY last_activity_at DESC, last_seq DESC, rowid DESC LIMIT 1",
+                (cwd,),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_status(self, session_id: str, status: str) -> None:
+        """Set the session's status (`active`, `finished`, `failed` or `interrupted`).
+
+        Raises:
+            LedgerError: unknown status.
+            UnknownSessionError: no such session.
+        """
+        if status not in STATUSES:
+            raise LedgerError(f"unknown session status {status!r}; one of {', '.join(STATUSES)}")
+        with self._write() as conn:
+            self._require_session(session_id)
+            conn.execute("UPDATE sessions SET status = ? WHERE id = ?", (status, session_id))
+
+    def set_title(self, session_id: str, title: str) -> None:
+        """Set the session's human title.
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
+        with self._write() as conn:
+            self._require_session(session_id)
+            conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+
+    # --- entries and blobs ------------------------------------------------------------------
+
+    def append(
+        self, session_id: str, kind: str, payload: JSONObject, *, body: bytes | None = None
+    ) -> Entry:
+        """Append one entry in its own transaction and return it as stored.
+
+        Args:
+            session_id: the session it belongs to.
+            kind: dotted lowercase kind, e.g. `tool.result` (see docs/ledger.md).
+            payload: a JSON object; stored as canonical JSON.
+            body: exact bytes to keep as a blob; the payload then gains
+                `"body": {"blob": "sha256:<hex>", "size_bytes": n}`.
+
+        Raises:
+            UnknownSessionError: no such session.
+            LedgerError: bad kind, a payload that is not JSON, `body` given while the payload
+                already has one, or a payload `body` naming a blob the ledger does not hold.
+        """
+        check_kind(kind)
+        if not isinstance(payload, dict):
+            raise LedgerError(f"entry payload must be a JSON object, got {type(payload).__name__}")
+        digest: str | None = None
+        if body is not None:
+            if "body" in payload:
+                raise LedgerError("payload already has a 'body'; pass the bytes or the ref")
+            digest = digest_bytes(body)
+            payload = {**payload, "body": {"blob": digest, "size_bytes": len(body)}}
+        text, decoded = encode_payload(payload)
+        entry_id = new_id("evt")
+        with self._write() as conn:
+            # Stamped under the write lock, so created_at never decreases along seq.
+            created = now_ms()
+            self._require_session(session_id)
+            if body is not None:
+                insert_blob(conn, body, digest)
+            else:
+                self._require_body_blob(decoded.get("body"))
+            seq = self._insert_entry(conn, session_id, kind, text, entry_id, created)
+        return Entry(seq, entry_id, session_id, kind, decoded, content_hash(kind, text), created)
+
+    @staticmethod
+    def _insert_entry(
+        conn: sqlite3.Connection,
+        session_id: str,
+        kind: str,
+        text: str,
+        entry_id: str | None = None,
+        created_at: int | None = None,
+    ) -> int:
+        """Insert one entry row inside the caller's transaction and return its seq."""
+        cursor = conn.execute(
+            "INSERT INTO entries (id, session_id, kind, payload, content_hash, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                entry_id or new_id("evt"),
+                session_id,
+                kind,
+                text,
+                content_hash(kind, text),
+                now_ms() if created_at is None else created_at,
+            ),
+        )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def _require_body_blob(self, body: JSONValue) -> None:
+        if body is None:
+            return
+        digest = body.get("blob") if isinstance(body, dict) else None
+        if not isinstance(digest, str):
+            raise LedgerError("payload 'body' must be {'blob': 'sha256:…', 'size_bytes': n}")
+        if not has_blob(self._conn, digest):
+            raise LedgerError(f"payload 'body' names blob {digest}, which the ledger lacks")
+
+    def put_blob(self, data: bytes) -> str:
+        """Store `data` once (content-addressed) and return its digest `sha256:<hex>`."""
+        with self._write() as conn:
+            return insert_blob(conn, bytes(data))
+
+    def blob(self, digest: str) -> bytes:
+        """The exact bytes stored under `digest`.
+
+        Raises:
+            LedgerError: no blob has that digest.
+        """
+        with self._mutex:
+            data = read_blob(self._conn, digest)
+        if data is None:
+            raise LedgerError(f"no blob {digest} in {self.path}")
+        return data
+
+    def body(self, entry: Entry) -> bytes | None:
+        """The bytes of the entry's `body` blob, or None when it has none."""
+        digest = entry.body_hash
+        return None if digest is None else self.blob(digest)
+
+    def entries(
+        self,
+        session_id: str,
+        *,
+        after_seq: int = 0,
+        kinds: Collection[str] | None = None,
+    ) -> list[Entry]:
+        """The session's entries with `seq > after_seq`, in seq order, optionally of some kinds.
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
+        sql = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE session_id = ? AND seq > ?"
+        params: list[str | int] = [session_id, after_seq]
+        if kinds is not None:
+            wanted = sorted(set(kinds))
+            if not wanted:
+                return []
+            sql += f" AND kind IN ({', '.join('?' * len(wanted))})"
+            params.extend(wanted)
+        with self._mutex:
+            self._require_session(session_id)
+            rows = self._conn.execute(sql + " ORDER BY seq", params).fetchall()
+        return [_entry(row) for row in rows]
+
+    def entry(self, entry_id: str) -> Entry:
+        """One entry by its `evt_` id.
+
+        Raises:
+            UnknownEntryError: no entry has that id.
+        """
+        with self._mutex:
+            row = self._conn.execute(
+                f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,)
+            ).fetchone()
+        if row is None:
+            raise UnknownEntryError(f"no entry {entry_id!r} in {self.path}")
+        return _entry(row)
+
+    def verify(self, session_id: str | None = None) -> VerifyReport:
+        """Re-hash the entries of one session (or of the whole ledger) and their blobs.
+
+        Raises:
+            UnknownSessionError: `session_id` names no session.
+        """
+        with self._mutex:
+            if session_id is not None:
+                self._require_session(session_id)
+            return verify_ledger(self._conn, session_id)
+
+    # --- locks ------------------------------------------------------------------------------
+
+    def acquire_lock(self, session_id: str) -> LockInfo:
+        """Hold the session for this process.
+
+        Appends `lock.acquired`, or `lock.reclaimed` (with the `previous` holder) when the
+        recorded holder's process is dead. Re-acquiring a lock this process holds is a no-op.
+
+        Raises:
+            SessionLockedError: a live process (named in the message) holds it.
+            UnknownSessionError: no such session.
+        """
+        me = self._me
+        with self._write() as conn:
+            self._require_session(session_id)
+            current = read_lock(conn, session_id)
+            if current is not None and held_by(current, me):
+                self._held.add(session_id)
+                return current
+            if current is not None and holder_alive(current, me):
+                raise SessionLockedError(
+                    f"session {session_id} is held by pid {current.pid} on {current.host}"
+                    f" since {_utc(current.acquired_at)}; stop that process first"
+                )
+            lock = LockInfo(session_id, me.pid, me.host, me.start_id, me.started_at, now_ms())
+            write_lock(conn, lock)
+            payload = lock_payload(lock)
+            kind = "lock.acquired"
+            if current is not None:
+                kind = "lock.reclaimed"
+                payload["previous"] = lock_payload(current)
+            self._insert_entry(conn, session_id, kind, encode_payload(payload)[0])
+        self._held.add(session_id)
+        return lock
+
+    def release_lock(self, session_id: str) -> None:
+        """Release the session if this process holds it; otherwise do nothing."""
+        me = self._me
+        with self._write() as conn:
+            delete_lock(conn, session_id, me)
+        self._held.discard(session_id)
+
+    def lock_holder(self, session_id: str) -> LockInfo | None:
+        """The live process holding the session, or None (a dead holder's lock counts as free)."""
+        with self._mutex:
+            current = read_lock(self._conn, session_id)
+        if current is None or not holder_alive(current, self._me):
+            return None
+        return current

@@ -1,0 +1,324 @@
+"""Anthropic Messages adapter.
+
+- `encode_request` is pure: `system` as a cached text block, tool results first in the user
+  turn that follows the calls (Anthropic requires them immediately after), `thinking` /
+  `redacted_thinking` blocks replayed with their signatures only to the same model, and
+  `cache_control` breakpoints on the last tool, the system block and the last message, so the
+  stable prefix is cached. Empty text blocks are omitted (the API rejects them).
+- `decode_stream` is pure: content blocks by index; `message_start` usage overlaid by the
+  cumulative `message_delta` usage (latest wins, never summed); `message_stop` → usage and
+  `Completed`. `max_tokens` is `length`; `model_context_window_exceeded` stays distinct.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from comal.messages import (
+    JSONObject,
+    JSONValue,
+    MediaPart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from comal.providers.base import (
+    Completed,
+    ModelRequest,
+    ProviderEvent,
+    ReasoningDelta,
+    TextDelta,
+    UsageReport,
+    WireApi,
+)
+from comal.providers.error_mapping import classify_error_object
+from comal.providers.http_stream import WireProvider
+from comal.providers.reasoning import is_replayable
+from comal.providers.sse import SseEvent, StreamDecoder, drive, parse_json_object
+from comal.providers.tool_calls import decode_tool_call
+from comal.providers.usage_mapping import merge_anthropic_usage, usage_from_anthropic
+
+WIRE = WireApi.ANTHROPIC_MESSAGES
+API_VERSION = "2023-06-01"
+
+_STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "context_window_exceeded",
+    "refusal": "refusal",
+    "pause_turn": "pause",
+}
+_THINKING_BUDGET = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
+_CACHE: JSONObject = {"type": "ephemeral"}
+
+
+def _image(media: MediaPart) -> JSONObject:
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": media.media_type, "data": media.data_b64},
+    }
+
+
+def _user_blocks(message: Message) -> list[JSONObject]:
+    results: list[JSONObject] = []
+    rest: list[JSONObject] = []
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            block: JSONObject = {"type": "tool_result", "tool_use_id": part.call_id}
+            if part.media:
+                content: list[JSONValue] = [{"type": "text", "text": part.content or "(no text)"}]
+                content.extend(_image(m) for m in part.media)
+                block["content"] = content
+            else:
+                block["content"] = part.content
+            if part.is_error:
+                block["is_error"] = True
+            results.append(block)
+        elif isinstance(part, TextPart):
+            if part.text:
+                rest.append({"type": "text", "text": part.text})
+        elif isinstance(part, MediaPart):
+            rest.append(_image(part))
+    return results + rest
+
+
+def _assistant_blocks(message: Message, model: str) -> list[JSONObject]:
+    blocks: list[JSONObject] = []
+    for part in message.parts:
+        if isinstance(part, ReasoningPart):
+            if not is_replayable(part, WIRE, model):
+                continue
+            if part.redacted_data:
+                blocks.append({"type": "redacted_thinking", "data": part.redacted_data})
+            else:
+                blocks.append(
+                    {"type": "thinking", "thinking": part.text, "signature": part.signature}
+                )
+        elif isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ToolCallPart):
+            blocks.append(
+                {"type": "tool_use", "id": part.call_id, "name": part.name, "input": part.arguments}
+            )
+    return blocks
+
+
+def encode_request(request: ModelRequest) -> JSONObject:
+    """The Messages request JSON (pure)."""
+    messages: list[tuple[str, list[JSONObject]]] = []
+    for message in request.messages:
+        if message.role == "assistant":
+            blocks = _assistant_blocks(message, request.model)
+        else:
+            blocks = _user_blocks(message)
+        if blocks:
+            messages.append((message.role, blocks))
+    if messages:
+        closing = messages[-1][1][-1]
+        if closing.get("type") not in ("thinking", "redacted_thinking"):
+            messages[-1][1][-1] = {**closing, "cache_control": _CACHE}
+    body: JSONObject = {"model": request.model, "max_tokens": request.max_output_tokens}
+    if request.system:
+        body["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]
+    body["messages"] = [
+        {"role": role, "content": list[JSONValue](blocks)} for role, blocks in messages
+    ]
+    if request.tools:
+        tools: list[JSONObject] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
+        ]
+        tools[-1] = {**tools[-1], "cache_control": _CACHE}
+        body["tools"] = list[JSONValue](tools)
+    budget = _THINKING_BUDGET.get(request.reasoning_effort or "")
+    if budget is not None and request.max_output_tokens > 1024:
+        # The budget must stay below max_tokens and at or above 1,024.
+        budget = max(1024, min(budget, request.max_output_tokens - 1))
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    body["stream"] = True
+    return body
+
+
+@dataclass(slots=True)
+class _Block:
+    kind: str
+    text: list[str] = field(default_factory=list)
+    signature: str | None = None
+    data: str | None = None
+    call_id: str = ""
+    name: str = ""
+    input: JSONValue = None
+
+
+@dataclass(slots=True)
+class AnthropicDecoder:
+    """Stream decoder for Messages events."""
+
+    model: str
+    _blocks: dict[int, _Block] = field(default_factory=dict)
+    _usage: JSONObject = field(default_factory=dict)
+    _stop: str | None = None
+    _saw_delta: bool = False
+
+    def feed(self, event: SseEvent) -> list[ProviderEvent]:
+        """Decode one event."""
+        obj = parse_json_object(event.data, "messages")
+        kind = obj.get("type")
+        if not isinstance(kind, str):
+            kind = event.event or ""
+        if kind == "message_start":
+            message = obj.get("message")
+            usage = message.get("usage") if isinstance(message, dict) else None
+            if isinstance(usage, dict):
+                self._usage = merge_anthropic_usage(self._usage, usage)
+            return []
+        if kind == "content_block_start":
+            return self._start(obj)
+        if kind == "content_block_delta":
+            return self._delta(obj)
+        if kind == "content_block_stop":
+            index = obj.get("index")
+            block = self._blocks.pop(index, None) if isinstance(index, int) else None
+            return self._close(block) if block is not None else []
+        if kind == "message_delta":
+            self._saw_delta = True
+            delta = obj.get("delta")
+            stop = delta.get("stop_reason") if isinstance(delta, dict) else None
+            if isinstance(stop, str):
+                self._stop = stop
+            usage = obj.get("usage")
+            if isinstance(usage, dict):
+                self._usage = merge_anthropic_usage(self._usage, usage)
+            return []
+        if kind == "message_stop":
+            return self._complete()
+        if kind == "error":
+            raise classify_error_object(obj, status=None, raw=event.data[:4000])
+        return []
+
+    def _start(self, obj: JSONObject) -> list[ProviderEvent]:
+        index, block = obj.get("index"), obj.get("content_block")
+        if not isinstance(index, int) or not isinstance(block, dict):
+            return []
+        kind = str(block.get("type"))
+        state = _Block(kind)
+        self._blocks[index] = state
+        if kind == "text":
+            text = block.get("text")
+            if isinstance(text, str) and text:
+                return [TextDelta(text)]
+        elif kind == "thinking":
+            text, signature = block.get("thinking"), block.get("signature")
+            if isinstance(text, str) and text:
+                state.text.append(text)
+            state.signature = signature if isinstance(signature, str) and signature else None
+            return [ReasoningDelta(text)] if isinstance(text, str) and text else []
+        elif kind == "redacted_thinking":
+            data = block.get("data")
+            state.data = data if isinstance(data, str) else ""
+        elif kind == "tool_use":
+            call_id, name = block.get("id"), block.get("name")
+            state.call_id = call_id if isinstance(call_id, str) else ""
+            state.name = name if isinstance(name, str) else ""
+            state.input = block.get("input")
+        return []
+
+    def _delta(self, obj: JSONObject) -> list[ProviderEvent]:
+        index, delta = obj.get("index"), obj.get("delta")
+        state = self._blocks.get(index) if isinstance(index, int) else None
+        if state is None or not isinstance(delta, dict):
+            return []
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text")
+            return [TextDelta(text)] if isinstance(text, str) and text else []
+        if kind == "thinking_delta":
+            text = delta.get("thinking")
+            if isinstance(text, str) and text:
+                state.text.append(text)
+                return [ReasoningDelta(text)]
+        elif kind == "signature_delta":
+            signature = delta.get("signature")
+            if isinstance(signature, str):
+                state.signature = (state.signature or "") + signature
+        elif kind == "input_json_delta":
+            partial = delta.get("partial_json")
+            if isinstance(partial, str):
+                state.text.append(partial)
+        return []
+
+    def _close(self, block: _Block) -> list[ProviderEvent]:
+        if block.kind == "thinking":
+            part = ReasoningPart(
+                WIRE.value, self.model, text="".join(block.text), signature=block.signature
+            )
+            return [ReasoningDelta("", part=part)]
+        if block.kind == "redacted_thinking":
+            part = ReasoningPart(WIRE.value, self.model, redacted_data=block.data)
+            return [ReasoningDelta("", part=part)]
+        if block.kind == "tool_use":
+            raw = "".join(block.text)
+            if not raw and isinstance(block.input, dict) and block.input:
+                # The whole input arrived in content_block_start.
+                raw = json.dumps(block.input)
+            return [decode_tool_call(block.call_id, block.name, raw)]
+        return []
+
+    def _complete(self) -> list[ProviderEvent]:
+        out: list[ProviderEvent] = []
+        for index in sorted(self._blocks):
+            out.extend(self._close(self._blocks[index]))
+        self._blocks.clear()
+        if self._usage:
+            out.append(UsageReport(usage_from_anthropic(self._usage), dict(self._usage)))
+        out.append(Completed(_STOP.get(self._stop or "", "unknown"), self._stop))
+        return out
+
+    def end(self) -> list[ProviderEvent]:
+        """A stream that delivered its stop reason but lost `message_stop` still completes."""
+        return self._complete() if self._stop is not None else []
+
+
+def decode_stream(lines: Iterable[str], *, model: str = "") -> Iterator[ProviderEvent]:
+    """Decode a Messages SSE body (pure).
+
+    Raises:
+        ProviderError: error events, malformed data, or a stream cut before it finished.
+    """
+    return drive(lines, AnthropicDecoder(model))
+
+
+class AnthropicMessagesProvider(WireProvider):
+    """Messages API over an injected `httpx2.AsyncClient`."""
+
+    wire = WIRE
+
+    def url(self) -> str:
+        """`{base_url}/v1/messages` (the base URL is the host, as for the official SDK)."""
+        base = self._cfg.base_url
+        return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        """`x-api-key`."""
+        return {"x-api-key": api_key}
+
+    def headers(self) -> dict[str, str]:
+        """Adds the API version header."""
+        out = super().headers()
+        out.setdefault("anthropic-version", API_VERSION)
+        return out
+
+    def encode_json(self, request: ModelRequest) -> JSONObject:
+        """See `encode_request`."""
+        return encode_request(request)
+
+    def decoder(self, request: ModelRequest) -> StreamDecoder:
+        """An `AnthropicDecoder` for the request's model."""
+        return AnthropicDecoder(request.model)

@@ -1,0 +1,153 @@
+"""The provider contract: wire APIs, capabilities, model requests and the typed stream events.
+
+A provider is a declared wire protocol plus configuration (never guessed). Every adapter turns a
+`ModelRequest` into the exact request bytes of its wire (`encode`) and the streamed answer into
+`ProviderEvent`s (`stream`). Events arrive in stream order and a well-formed stream always ends
+with exactly one `Completed`, preceded by at most one `UsageReport` per wire message. Failures are
+raised as `comal.errors.ProviderError` subclasses, never as transport or JSON exceptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol, TypeAlias
+
+from comal.messages import JSONObject, Message, ReasoningPart, ToolCallPart, ToolSpec
+from comal.usage import Usage
+
+
+class WireApi(StrEnum):
+    """The wire protocols Comal speaks."""
+
+    OPENAI_CHAT = "openai-chat"
+    OPENAI_RESPONSES = "openai-responses"
+    ANTHROPIC_MESSAGES = "anthropic-messages"
+
+
+WINDOW_SOURCES = ("catalog", "discovered", "explicit", "fallback")
+"""Where a context window figure came from, from most to least specific provenance."""
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What the configured model can take and produce."""
+
+    context_window: int
+    """Tokens the prompt plus the output may use together."""
+    max_output_tokens: int
+    """Largest output the model accepts as its output limit."""
+    window_source: str
+    """One of `catalog`, `discovered`, `explicit`, `fallback`."""
+    parallel_tool_calls: bool = True
+    vision: bool = False
+    window_note: str = ""
+    """Where exactly the figure came from (catalog source, discovery endpoint), for people."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything one model call sends, independent of the wire."""
+
+    model: str
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_output_tokens: int = 4096
+    reasoning_effort: str | None = None
+    """`low`, `medium` or `high`; None leaves the provider's default."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of assistant text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of provider reasoning, or the close of a reasoning block.
+
+    `part` is set only on the event that closes a reasoning block: it holds the complete block
+    exactly as it must be stored and replayed (signature, encrypted content, item id). Its
+    `text` is the whole block, so consumers that accumulate deltas start a new block after it.
+    """
+
+    text: str
+    part: ReasoningPart | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDone:
+    """A complete tool call whose arguments parsed as a JSON object."""
+
+    call: ToolCallPart
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallInvalid:
+    """A tool call whose arguments are not a JSON object; kept raw, never executed."""
+
+    call_id: str
+    name: str
+    raw_arguments: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReport:
+    """Normalized usage plus the raw usage JSON of the wire (for the ledger)."""
+
+    usage: Usage
+    raw: JSONObject
+
+
+FINISHES = (
+    "stop",
+    "tool_calls",
+    "length",
+    "context_window_exceeded",
+    "content_filter",
+    "refusal",
+    "pause",
+    "unknown",
+)
+"""Normalized finish statuses; `length` is OUTPUT_LENGTH on every wire."""
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """The end of a well-formed stream."""
+
+    finish: str
+    """One of `FINISHES`."""
+    raw_finish: str | None
+    """The wire's own value (`end_turn`, `incomplete:max_output_tokens`, …)."""
+
+
+ProviderEvent: TypeAlias = (
+    TextDelta | ReasoningDelta | ToolCallDone | ToolCallInvalid | UsageReport | Completed
+)
+
+
+class Provider(Protocol):
+    """A configured model behind one wire API."""
+
+    name: str
+    wire: WireApi
+    model: str
+    capabilities: Capabilities
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Send the request and yield its events.
+
+        Raises:
+            ProviderError: a subclass from `comal.errors` for every failure.
+        """
+        ...
+
+    def encode(self, request: ModelRequest) -> bytes:
+        """The exact request body bytes `stream()` would POST."""
+        ...

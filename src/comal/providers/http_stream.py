@@ -1,0 +1,142 @@
+"""The thin HTTP part every adapter shares: POST the exact bytes, read SSE lines, map failures.
+
+`WireProvider` holds what all adapters have in common (config, injected `httpx2.AsyncClient`,
+key, capabilities) and implements `stream()` as: encode → POST → `adrive(lines, decoder)`.
+Subclasses only provide the URL, the headers, the pure encoder and the pure decoder. Transport
+failures become `NetworkError`, non-2xx answers are classified by `error_mapping`, and the API
+key is scrubbed from every message. Retries are not done here (see `transport.py`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+
+import httpx2
+
+from comal.config import ProviderConfig
+from comal.errors import InvalidRequestError, NetworkError
+from comal.messages import JSONObject
+from comal.providers.base import Capabilities, ModelRequest, ProviderEvent, WireApi
+from comal.providers.error_mapping import classify_error_object, classify_http_error, redact
+from comal.providers.sse import StreamDecoder, adrive
+
+
+def encode_body(body: JSONObject) -> bytes:
+    """The request bytes: compact JSON in insertion order, UTF-8 (deterministic for equal input)."""
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+async def post_sse(
+    client: httpx2.AsyncClient,
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    *,
+    secrets: tuple[str, ...],
+    timeout_s: float,
+) -> AsyncGenerator[str, None]:
+    """POST `body` and yield the response's lines.
+
+    Raises:
+        ProviderError: a classified HTTP error, or `NetworkError` for transport failures.
+    """
+    timeout = httpx2.Timeout(timeout_s, connect=min(timeout_s, 30.0))
+    try:
+        async with client.stream(
+            "POST", url, content=body, headers=headers, timeout=timeout
+        ) as response:
+            if response.status_code >= 400:
+                text = (await response.aread()).decode("utf-8", "replace")
+                raise classify_http_error(
+                    response.status_code, text, dict(response.headers), secrets=secrets
+                )
+            ctype = response.headers.get("content-type", "")
+            if "event-stream" not in ctype:
+                text = redact((await response.aread()).decode("utf-8", "replace"), secrets)
+                try:
+                    obj = json.loads(text)
+                except ValueError:
+                    obj = None
+                if isinstance(obj, dict) and "error" in obj:
+                    raise classify_error_object(obj, status=response.status_code, raw=text)
+                raise InvalidRequestError(
+                    f"expected an event stream from {url}, got {ctype or 'no content type'}:"
+                    f" {text[:200]!r}"
+                )
+            async for line in response.aiter_lines():
+                yield line
+    except httpx2.TimeoutException as exc:
+        raise NetworkError(f"timed out talking to {url}: {type(exc).__name__}") from None
+    except (httpx2.TransportError, httpx2.DecodingError, httpx2.StreamError) as exc:
+        message = redact(str(exc), secrets) or type(exc).__name__
+        raise NetworkError(f"connection to {url} failed: {message}") from None
+
+
+class WireProvider:
+    """Shared state and `stream()` of the HTTP adapters."""
+
+    wire: WireApi = WireApi.OPENAI_CHAT
+
+    def __init__(
+        self,
+        cfg: ProviderConfig,
+        *,
+        client: httpx2.AsyncClient,
+        api_key: str | None,
+        capabilities: Capabilities,
+    ) -> None:
+        self.name = cfg.name
+        self.model = cfg.model
+        self.capabilities = capabilities
+        self._cfg = cfg
+        self._client = client
+        self._api_key = api_key
+
+    def __repr__(self) -> str:
+        # Never show the key.
+        return f"{type(self).__name__}(name={self.name!r}, model={self.model!r})"
+
+    def url(self) -> str:
+        """Where requests are POSTed."""
+        raise NotImplementedError
+
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        """The wire's authentication headers."""
+        raise NotImplementedError
+
+    def encode_json(self, request: ModelRequest) -> JSONObject:
+        """The wire JSON of a request (pure)."""
+        raise NotImplementedError
+
+    def decoder(self, request: ModelRequest) -> StreamDecoder:
+        """A fresh stream decoder for one response."""
+        raise NotImplementedError
+
+    def encode(self, request: ModelRequest) -> bytes:
+        """The exact request body bytes `stream()` POSTs."""
+        return encode_body(self.encode_json(request))
+
+    def headers(self) -> dict[str, str]:
+        """Content negotiation, authentication and configured extra headers."""
+        out = {"content-type": "application/json", "accept": "text/event-stream"}
+        if self._api_key:
+            out.update(self.auth_headers(self._api_key))
+        out.update(dict(self._cfg.headers))
+        return out
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """POST the encoded request and yield its decoded events."""
+        secrets = (self._api_key,) if self._api_key else ()
+        lines = post_sse(
+            self._client,
+            self.url(),
+            self.headers(),
+            self.encode(request),
+            secrets=secrets,
+            timeout_s=self._cfg.timeout_s,
+        )
+        async with aclosing(lines), aclosing(adrive(lines, self.decoder(request))) as events:
+            async for event in events:
+                yield event

@@ -1,0 +1,301 @@
+"""OpenAI Chat Completions adapter (also Ollama, vLLM, llama.cpp, LM Studio, OpenRouter, DeepSeek).
+
+- `encode_request` is pure: system first, tool results split out of user messages into `tool`
+  messages placed right after the assistant turn that called them, images as data URLs,
+  `stream_options.include_usage` always requested so usage arrives in the final chunk.
+- `decode_stream` is pure: text and `reasoning_content` (or `reasoning`) deltas, tool-call
+  fragments accumulated by index and emitted complete when the choice finishes, usage from the
+  chunk with `"choices": []`, `Completed` at `[DONE]`. A server that sends `finish_reason: stop`
+  with tool calls (Ollama does) is normalized to `tool_calls`; `raw_finish` keeps its word.
+- Reasoning (`reasoning_content`) is replayed only to the same wire and model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from comal.messages import (
+    JSONObject,
+    JSONValue,
+    MediaPart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from comal.providers.base import (
+    Completed,
+    ModelRequest,
+    ProviderEvent,
+    ReasoningDelta,
+    TextDelta,
+    UsageReport,
+    WireApi,
+)
+from comal.providers.error_mapping import classify_error_object
+from comal.providers.http_stream import WireProvider
+from comal.providers.reasoning import is_replayable
+from comal.providers.sse import SseEvent, StreamDecoder, drive, parse_json_object
+from comal.providers.tool_calls import decode_tool_call
+from comal.providers.usage_mapping import usage_from_openai_chat
+
+WIRE = WireApi.OPENAI_CHAT
+
+_FINISH = {
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "content_filter",
+}
+
+
+def _image(media: MediaPart) -> JSONObject:
+    return {
+        "type": "image_url",
+        "image_url": {"url": f"data:{media.media_type};base64,{media.data_b64}"},
+    }
+
+
+def _user_messages(message: Message) -> list[JSONObject]:
+    out: list[JSONObject] = []
+    result_media: list[JSONValue] = []
+    content: list[JSONValue] = []
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            out.append({"role": "tool", "tool_call_id": part.call_id, "content": part.content})
+            if part.media:
+                # Tool messages carry text only: their images follow in a user message.
+                result_media.append(
+                    {"type": "text", "text": f"[images returned by {part.name} {part.call_id}]"}
+                )
+                result_media.extend(_image(m) for m in part.media)
+        elif isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text})
+        elif isinstance(part, MediaPart):
+            content.append(_image(part))
+    if result_media:
+        out.append({"role": "user", "content": result_media})
+    if len(content) == 1 and isinstance(content[0], dict) and content[0].get("type") == "text":
+        out.append({"role": "user", "content": content[0]["text"]})
+    elif content:
+        out.append({"role": "user", "content": content})
+    return out
+
+
+def _assistant_message(message: Message, model: str) -> JSONObject:
+    reasoning = [
+        p.text
+        for p in message.parts
+        if isinstance(p, ReasoningPart) and is_replayable(p, WIRE, model)
+    ]
+    calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
+    text = message.text
+    out: JSONObject = {"role": "assistant", "content": text if text or not calls else None}
+    if reasoning:
+        out["reasoning_content"] = "".join(reasoning)
+    if calls:
+        out["tool_calls"] = [
+            {
+                "id": c.call_id,
+                "type": "function",
+                "function": {
+                    "name": c.name,
+                    "arguments": json.dumps(c.arguments, ensure_ascii=False),
+                },
+            }
+            for c in calls
+        ]
+    return out
+
+
+def encode_request(request: ModelRequest, *, max_tokens_field: str = "max_tokens") -> JSONObject:
+    """The Chat Completions request JSON (pure).
+
+    Args:
+        request: the wire-independent request.
+        max_tokens_field: `max_tokens` (local servers) or `max_completion_tokens` (OpenAI's
+            reasoning models refuse `max_tokens`).
+    """
+    messages: list[JSONValue] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        if message.role == "assistant":
+            messages.append(_assistant_message(message, request.model))
+        else:
+            messages.extend(_user_messages(message))
+    body: JSONObject = {
+        "model": request.model,
+        "messages": messages,
+        max_tokens_field: request.max_output_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools
+        ]
+    if request.reasoning_effort:
+        body["reasoning_effort"] = request.reasoning_effort
+    return body
+
+
+@dataclass(slots=True)
+class _Call:
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ChatDecoder:
+    """Stream decoder for Chat Completions chunks."""
+
+    model: str
+    _calls: dict[int, _Call] = field(default_factory=dict)
+    _reasoning: list[str] = field(default_factory=list)
+    _finish: str | None = None
+    _calls_flushed: bool = False
+    _saw_calls: bool = False
+    _usage: JSONObject | None = None
+
+    def _close_reasoning(self) -> list[ProviderEvent]:
+        if not self._reasoning:
+            return []
+        part = ReasoningPart(WIRE.value, self.model, text="".join(self._reasoning))
+        self._reasoning = []
+        return [ReasoningDelta("", part=part)]
+
+    def _flush_calls(self) -> list[ProviderEvent]:
+        out = self._close_reasoning()
+        if not self._calls_flushed:
+            self._calls_flushed = True
+            for index in sorted(self._calls):
+                call = self._calls[index]
+                out.append(decode_tool_call(call.call_id, call.name, "".join(call.arguments)))
+        return out
+
+    def _complete(self) -> list[ProviderEvent]:
+        out = self._flush_calls()
+        if self._usage is not None:
+            out.append(UsageReport(usage_from_openai_chat(self._usage), self._usage))
+        finish = _FINISH.get(self._finish or "", "unknown")
+        if finish == "stop" and self._saw_calls:
+            finish = "tool_calls"
+        out.append(Completed(finish, self._finish))
+        return out
+
+    def feed(self, event: SseEvent) -> list[ProviderEvent]:
+        """Decode one chunk."""
+        if event.data.strip() == "[DONE]":
+            return self._complete()
+        obj = parse_json_object(event.data, "chat")
+        if "error" in obj:
+            raise classify_error_object(obj, status=None, raw=event.data[:4000])
+        out: list[ProviderEvent] = []
+        usage = obj.get("usage")
+        if isinstance(usage, dict) and usage:
+            self._usage = usage
+        choices = obj.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if not isinstance(choice, dict):
+            return out
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            out.extend(self._delta(delta))
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str) and finish:
+            self._finish = finish
+            out.extend(self._flush_calls())
+        return out
+
+    def _delta(self, delta: JSONObject) -> list[ProviderEvent]:
+        out: list[ProviderEvent] = []
+        reasoning = delta.get("reasoning_content")
+        if not isinstance(reasoning, str):
+            reasoning = delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            self._reasoning.append(reasoning)
+            out.append(ReasoningDelta(reasoning))
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            out.extend(self._close_reasoning())
+            out.append(TextDelta(content))
+        fragments = delta.get("tool_calls")
+        if isinstance(fragments, list):
+            out.extend(self._close_reasoning())
+            for position, fragment in enumerate(fragments):
+                if isinstance(fragment, dict):
+                    self._call_fragment(fragment, position)
+        return out
+
+    def _call_fragment(self, fragment: JSONObject, position: int) -> None:
+        index = fragment.get("index")
+        key = index if isinstance(index, int) else position
+        call = self._calls.setdefault(key, _Call())
+        self._saw_calls = True
+        call_id = fragment.get("id")
+        if isinstance(call_id, str) and call_id:
+            call.call_id = call_id
+        function = fragment.get("function")
+        if isinstance(function, dict):
+            name = function.get("name")
+            if isinstance(name, str) and name:
+                call.name = name
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                call.arguments.append(arguments)
+            elif isinstance(arguments, dict):
+                # A few servers send the arguments already parsed.
+                call.arguments.append(json.dumps(arguments))
+
+    def end(self) -> list[ProviderEvent]:
+        """Accept a stream that finished its choice but omitted `[DONE]`; otherwise it was cut."""
+        return self._complete() if self._finish is not None else []
+
+
+def decode_stream(lines: Iterable[str], *, model: str = "") -> Iterator[ProviderEvent]:
+    """Decode a Chat Completions SSE body (pure).
+
+    Raises:
+        ProviderError: error chunks, malformed data, or a stream cut before it finished.
+    """
+    return drive(lines, ChatDecoder(model))
+
+
+class OpenAIChatProvider(WireProvider):
+    """Chat Completions over an injected `httpx2.AsyncClient`."""
+
+    wire = WIRE
+
+    def url(self) -> str:
+        """`{base_url}/chat/completions`."""
+        return f"{self._cfg.base_url}/chat/completions"
+
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        """Bearer token."""
+        return {"authorization": f"Bearer {api_key}"}
+
+    def max_tokens_field(self) -> str:
+        """`max_completion_tokens` on OpenAI itself, `max_tokens` for compatible servers."""
+        return "max_completion_tokens" if "api.openai.com" in self._cfg.base_url else "max_tokens"
+
+    def encode_json(self, request: ModelRequest) -> JSONObject:
+        """See `encode_request`."""
+        return encode_request(request, max_tokens_field=self.max_tokens_field())
+
+    def decoder(self, request: ModelRequest) -> StreamDecoder:
+        """A `ChatDecoder` for the request's model."""
+        return ChatDecoder(request.model)

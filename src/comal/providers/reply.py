@@ -1,0 +1,127 @@
+"""Fold a provider event stream into one `Reply`: the assistant message plus its finish and usage.
+
+Parts keep stream order: consecutive text deltas form one `TextPart`, consecutive reasoning
+deltas one `ReasoningPart` (the closing delta's `part`, when present, is taken verbatim), and
+each complete tool call a `ToolCallPart`. Invalid tool calls are kept aside, never in the
+message. The last `UsageReport` wins (wires report cumulative usage). A stream that ends
+without `Completed` raises `NetworkError`: a partial reply is never passed off as whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from comal.errors import NetworkError
+from comal.messages import JSONObject, Message, Part, ReasoningPart, TextPart, ToolCallPart
+from comal.providers.base import (
+    Completed,
+    ProviderEvent,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDone,
+    ToolCallInvalid,
+    UsageReport,
+)
+from comal.usage import Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A complete model answer."""
+
+    message: Message
+    """Role `assistant`: ReasoningPart / TextPart / ToolCallPart in stream order."""
+    finish: str
+    raw_finish: str | None
+    usage: Usage
+    usage_raw: JSONObject
+    invalid_calls: tuple[ToolCallInvalid, ...]
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The valid tool calls of the message, in order."""
+        return self.message.tool_calls
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.parts: list[Part] = []
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+
+    def flush_text(self) -> None:
+        if self.text:
+            self.parts.append(TextPart("".join(self.text)))
+            self.text = []
+
+    def flush_reasoning(self) -> None:
+        if self.reasoning:
+            # No closing part arrived (e.g. a scripted stream): keep the text, never replayable.
+            self.parts.append(ReasoningPart("", "", text="".join(self.reasoning)))
+            self.reasoning = []
+
+
+async def collect(
+    events: AsyncIterator[ProviderEvent],
+    on_event: Callable[[ProviderEvent], None] | None = None,
+) -> Reply:
+    """Consume a provider stream into a `Reply`.
+
+    Args:
+        events: the provider's stream.
+        on_event: called with every event as it arrives (UI streaming).
+
+    Raises:
+        NetworkError: the stream ended without `Completed`.
+        ProviderError: whatever the stream raised.
+    """
+    build = _Builder()
+    usage: Usage = Usage()
+    usage_raw: JSONObject = {}
+    invalid: list[ToolCallInvalid] = []
+    completed: Completed | None = None
+    try:
+        async for event in events:
+            if completed is not None:
+                # Adapters end right after `Completed`; draining (not breaking) lets every
+                # nested generator finish in order instead of being finalized concurrently.
+                continue
+            if on_event is not None:
+                on_event(event)
+            if isinstance(event, TextDelta):
+                build.flush_reasoning()
+                build.text.append(event.text)
+            elif isinstance(event, ReasoningDelta):
+                build.flush_text()
+                if event.part is not None:
+                    build.reasoning = []
+                    build.parts.append(event.part)
+                else:
+                    build.reasoning.append(event.text)
+            elif isinstance(event, ToolCallDone):
+                build.flush_text()
+                build.flush_reasoning()
+                build.parts.append(event.call)
+            elif isinstance(event, ToolCallInvalid):
+                invalid.append(event)
+            elif isinstance(event, UsageReport):
+                usage, usage_raw = event.usage, event.raw
+            else:
+                completed = event
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    if completed is None:
+        raise NetworkError("stream ended early: no completion event")
+    build.flush_text()
+    build.flush_reasoning()
+    return Reply(
+        message=Message("assistant", tuple(build.parts)),
+        finish=completed.finish,
+        raw_finish=completed.raw_finish,
+        usage=usage,
+        usage_raw=usage_raw,
+        invalid_calls=tuple(invalid),
+    )

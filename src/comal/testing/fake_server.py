@@ -1,0 +1,518 @@
+"""A loopback fake LLM server speaking OpenAI Chat, OpenAI Responses and Anthropic Messages.
+
+`FakeServer` is a `ThreadingHTTPServer` on `127.0.0.1:0` that answers model calls from a script
+of wire-independent turns (`comal.testing.fake_script`), rendered in the wire of the endpoint
+that was hit: `…/chat/completions`, `…/responses`, `…/messages`. Streams are SSE with
+`Connection: close` (the anthropic SDK waits forever on a keep-alive stream without length).
+
+Every model request is checked before a turn is spent (`fake_checks`): call/result pairing,
+system first, no duplicate ids — a violation is counted and answered with the wire's 400 — and
+the request size against `window` (o200k count by default, or a given estimator) — an overflow
+is counted and answered with the wire's real overflow error. A request with no turn left gets
+a clear 500 and is counted as unexpected. `stats()` and `received` expose what happened.
+
+Discovery endpoints make window discovery testable: `GET /v1/models` (vLLM `max_model_len`,
+llama.cpp `meta.n_ctx_train`), `GET /v1/models/{id}` (Anthropic `max_input_tokens`),
+`GET /props` (llama.cpp `n_ctx`), `POST /api/show` and `GET /api/ps` (Ollama).
+
+As a separate process (for tests that outlive the client, e.g. crash/resume):
+`python -m comal.testing.fake_server --script script.json --port-file PATH [--window N]`
+writes the port to PATH once listening and serves until SIGTERM/SIGINT; `GET /_fake/stats`
+returns the stats as JSON and `GET /_fake/requests` the received bodies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from comal.messages import JSONObject, JSONValue
+from comal.testing.fake_checks import CHECKS, TokenEstimator, count_request_tokens
+from comal.testing.fake_errors import error_answer, invalid_request_answer, stream_error_event
+from comal.testing.fake_script import FakeTurn, load_script, parse_turns
+from comal.testing.fake_wires import (
+    ErrorAnswer,
+    RenderContext,
+    SseItem,
+    anthropic_events,
+    anthropic_json,
+    chat_events,
+    chat_json,
+    responses_events,
+    responses_object,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FakeServerOptions:
+    """How the fake server behaves beyond its turns."""
+
+    window: int | None = None
+    """Largest request (in estimated tokens) accepted; None accepts any size."""
+    model: str = "fake-model"
+    overflow_form: str = "openai"
+    """Chat endpoint overflow body style for size overflows (see `fake_script`)."""
+    count_output_reserve: bool = False
+    """Also refuse requests whose input + requested output exceed `window`."""
+    advertised_window: int | None = None
+    """Window the discovery endpoints report (default: `window`, else 131,072)."""
+    max_output: int = 8_192
+    discovery_style: str = "all"
+    """`all`, `vllm`, `llamacpp`, `ollama`, `anthropic` or `none`."""
+    ollama_num_ctx: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedRequest:
+    """One model request as the server received it."""
+
+    path: str
+    wire: str
+    body: JSONObject
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class FakeStats:
+    """Counters of a fake server's life."""
+
+    requests: int
+    served: int
+    orphan_violations: int
+    overflows: int
+    unexpected_requests: int
+    remaining_turns: int
+    violations: tuple[str, ...] = ()
+
+    def to_json(self) -> JSONObject:
+        """JSON form (for `/_fake/stats`)."""
+        return {
+            "requests": self.requests,
+            "served": self.served,
+            "orphan_violations": self.orphan_violations,
+            "overflows": self.overflows,
+            "unexpected_requests": self.unexpected_requests,
+            "remaining_turns": self.remaining_turns,
+            "violations": list(self.violations),
+        }
+
+
+_WIRES = (
+    ("/chat/completions", "openai-chat"),
+    ("/responses", "openai-responses"),
+    ("/messages", "anthropic-messages"),
+)
+
+
+@dataclass(slots=True)
+class _State:
+    turns: list[FakeTurn]
+    next_turn: int = 0
+    requests: int = 0
+    served: int = 0
+    orphan_violations: int = 0
+    overflows: int = 0
+    unexpected: int = 0
+    violations: list[str] = field(default_factory=list)
+    received: list[ReceivedRequest] = field(default_factory=list)
+
+
+def _as_turns(turns: Sequence[FakeTurn | str | Mapping[str, Any]]) -> list[FakeTurn]:
+    out: list[FakeTurn] = []
+    for turn in turns:
+        out.append(turn if isinstance(turn, FakeTurn) else parse_turns([turn])[0])
+    return out
+
+
+class FakeServer:
+    """The loopback fake provider (see the module docstring)."""
+
+    def __init__(
+        self,
+        turns: Sequence[FakeTurn | str | Mapping[str, Any]] = (),
+        *,
+        options: FakeServerOptions | None = None,
+        estimator: TokenEstimator | None = None,
+        port: int = 0,
+        **option_values: Any,
+    ) -> None:
+        """Args:
+        turns: scripted turns (`FakeTurn`, a plain text, or a JSON-style mapping).
+        options: server options; keyword arguments override single fields.
+        estimator: request size function (default: o200k count of the request's texts).
+        port: port to bind (0 picks a free one).
+        """
+        self.options = replace(options or FakeServerOptions(), **option_values)
+        self.estimator = estimator or count_request_tokens
+        self._state = _State(_as_turns(turns))
+        self._lock = threading.Lock()
+        self._httpd = _HTTPServer(("127.0.0.1", port), _Handler)
+        self._httpd.fake = self
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> FakeServer:
+        """Serve in a daemon thread; returns self."""
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """`http://127.0.0.1:PORT` (Anthropic-style base URL)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """`http://127.0.0.1:PORT/v1` (OpenAI-style base URL)."""
+        return f"{self.base_url}/v1"
+
+    # --- script and observations -------------------------------------------------------------
+
+    def add_turns(self, *turns: FakeTurn | str | Mapping[str, Any]) -> None:
+        """Append turns to the script."""
+        with self._lock:
+            self._state.turns.extend(_as_turns(turns))
+
+    def stats(self) -> FakeStats:
+        """A snapshot of the counters."""
+        with self._lock:
+            s = self._state
+            return FakeStats(
+                requests=s.requests,
+                served=s.served,
+                orphan_violations=s.orphan_violations,
+                overflows=s.overflows,
+                unexpected_requests=s.unexpected,
+                remaining_turns=len(s.turns) - s.next_turn,
+                violations=tuple(s.violations),
+            )
+
+    @property
+    def received(self) -> list[ReceivedRequest]:
+        """Every model request received, in order."""
+        with self._lock:
+            return list(self._state.received)
+
+    # --- request handling (called from handler threads) --------------------------------------
+
+    def advertised_window(self) -> int:
+        """The window the discovery endpoints report."""
+        return self.options.advertised_window or self.options.window or 131_072
+
+    def answer(
+        self, path: str, body: JSONObject, headers: dict[str, str]
+    ) -> tuple[str, FakeTurn | ErrorAnswer, RenderContext]:
+        """Decide the answer to a model request: a turn to render or an error."""
+        wire = next((w for suffix, w in _WIRES if path.endswith(suffix)), "")
+        key = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+        tokens = self.estimator(body)
+        ctx = RenderContext(
+            model=str(body.get("model") or self.options.model),
+            serial=0,
+            input_tokens=tokens,
+            include_usage=bool(_get(body, "stream_options", "include_usage")),
+            include_encrypted="reasoning.encrypted_content" in _strs(body.get("include")),
+        )
+        with self._lock:
+            s = self._state
+            s.requests += 1
+            s.received.append(ReceivedRequest(path, wire, body, headers))
+            ctx = replace(ctx, serial=s.requests)
+            problems = CHECKS[wire](body)
+            if problems:
+                s.orphan_violations += 1
+                s.violations.extend(problems)
+                return wire, invalid_request_answer(wire, problems[0]), ctx
+            window = self.options.window
+            output = _max_tokens(body)
+            if window is not None and tokens > window:
+                s.overflows += 1
+                return wire, self._overflow(wire, "context_length", tokens, output), ctx
+            if (
+                window is not None
+                and self.options.count_output_reserve
+                and tokens + output > window
+            ):
+                s.overflows += 1
+                return wire, self._overflow(wire, "context_length_output", tokens, output), ctx
+            if s.next_turn >= len(s.turns):
+                s.unexpected += 1
+                message = (
+                    f"fake server: unexpected request {s.requests}: the script has"
+                    f" {len(s.turns)} turn(s) and all were used"
+                )
+                return wire, invalid_request_answer(wire, message, status=500), ctx
+            turn = s.turns[s.next_turn]
+            s.next_turn += 1
+            s.served += 1
+        if turn.error is not None and not turn.error_in_stream:
+            return wire, self.error_for_turn(wire, turn, tokens, output, key), ctx
+        return wire, turn, ctx
+
+    def note_unexpected(self) -> None:
+        """Count a request the server has no route or turn for."""
+        with self._lock:
+            self._state.unexpected += 1
+
+    def _overflow(self, wire: str, kind: str, tokens: int, output: int) -> ErrorAnswer:
+        return error_answer(
+            wire,
+            kind,
+            form=None if kind == "context_length_output" else self.options.overflow_form,
+            tokens=tokens,
+            window=self.options.window or 0,
+            output=output,
+        )
+
+    def error_for_turn(
+        self, wire: str, turn: FakeTurn, tokens: int, output: int, key: str
+    ) -> ErrorAnswer:
+        return error_answer(
+            wire,
+            turn.error or "invalid_request",
+            form=turn.error_form,
+            tokens=tokens,
+            window=self.options.window or max(1, tokens - 1),
+            output=output,
+            retry_after=turn.retry_after,
+            key_seen=key,
+        )
+
+
+def _get(obj: JSONValue, *path: str) -> JSONValue:
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _strs(value: JSONValue) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _max_tokens(body: JSONObject) -> int:
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        value = body.get(key)
+        if isinstance(value, int):
+            return value
+    return 0
+
+
+_RENDER = {
+    "openai-chat": (chat_events, chat_json),
+    "openai-responses": (responses_events, lambda t, c: responses_object(t, c, final=True)),
+    "anthropic-messages": (anthropic_events, anthropic_json),
+}
+_STREAM_PREFIX = {"openai-chat": 1, "openai-responses": 1, "anthropic-messages": 2}
+"""Events sent before an in-stream error (role chunk, response.created, message_start+ping)."""
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence per-request logging."""
+
+    def _json(self, status: int, obj: JSONValue, headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(obj).encode("utf-8")
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("connection", "close")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.close_connection = True
+        self.wfile.write(data)
+
+    def _body(self) -> JSONValue:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            value: JSONValue = json.loads(raw or b"null")
+        except ValueError:
+            return None
+        return value
+
+    def do_GET(self) -> None:
+        """Stats, received requests and discovery endpoints."""
+        fake = self.server.fake
+        path = self.path.split("?", 1)[0].rstrip("/")
+        style = fake.options.discovery_style
+        window = fake.advertised_window()
+        if path == "/_fake/stats":
+            self._json(200, fake.stats().to_json())
+        elif path == "/_fake/requests":
+            self._json(200, [r.body for r in fake.received])
+        elif path in ("/v1/models", "/models") and style in ("all", "vllm", "llamacpp", "ollama"):
+            entry: JSONObject = {"id": fake.options.model, "object": "model", "owned_by": "fake"}
+            if style in ("all", "vllm"):
+                entry["max_model_len"] = window
+            if style in ("all", "llamacpp"):
+                entry["meta"] = {"n_ctx_train": window * 2, "n_vocab": 151_936}
+            self._json(200, {"object": "list", "data": [entry]})
+        elif path.startswith("/v1/models/") and style in ("all", "anthropic"):
+            model = path.removeprefix("/v1/models/")
+            self._json(
+                200,
+                {
+                    "type": "model",
+                    "id": model,
+                    "display_name": model,
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "max_input_tokens": window,
+                    "max_tokens": fake.options.max_output,
+                },
+            )
+        elif path == "/props" and style in ("all", "llamacpp"):
+            self._json(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
+        elif path == "/api/ps" and style in ("all", "ollama"):
+            self._json(200, {"models": []})
+        else:
+            self._json(404, {"error": {"message": f"no route for GET {path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:
+        """Model calls and Ollama's `/api/show`."""
+        fake = self.server.fake
+        path = self.path.split("?", 1)[0].rstrip("/")
+        body = self._body()
+        if path == "/api/show" and fake.options.discovery_style in ("all", "ollama"):
+            show: JSONObject = {
+                "model_info": {
+                    "general.architecture": "qwen2",
+                    "qwen2.context_length": fake.advertised_window(),
+                },
+                "parameters": f"num_ctx {fake.options.ollama_num_ctx}"
+                if fake.options.ollama_num_ctx
+                else "",
+                "capabilities": ["completion", "tools"],
+            }
+            self._json(200, show)
+            return
+        if not any(path.endswith(suffix) for suffix, _ in _WIRES):
+            fake.note_unexpected()
+            self._json(
+                404, {"error": {"message": f"no route for POST {path}", "type": "not_found"}}
+            )
+            return
+        if not isinstance(body, dict):
+            self._json(
+                400,
+                {
+                    "error": {
+                        "message": "request body is not a JSON object",
+                        "type": "invalid_request_error",
+                    }
+                },
+            )
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        wire, answer, ctx = fake.answer(path, body, headers)
+        if isinstance(answer, ErrorAnswer):
+            self._json(answer.status, answer.body, answer.headers)
+            return
+        events, whole = _RENDER[wire]
+        error = None
+        if answer.error is not None:
+            error = fake.error_for_turn(wire, answer, ctx.input_tokens, _max_tokens(body), "")
+        if not body.get("stream"):
+            if error is not None:
+                self._json(error.status, error.body, error.headers)
+            else:
+                self._json(200, whole(answer, ctx))
+            return
+        items = events(answer, ctx)
+        if error is not None:
+            items = [*items[: _STREAM_PREFIX[wire]], stream_error_event(wire, error)]
+        # A client that went away mid-stream needs no answer.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._stream(items, answer)
+
+    def _stream(self, items: list[SseItem], turn: FakeTurn) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for n, (event, data) in enumerate(items):
+            frame = (f"event: {event}\n" if event else "") + f"data: {data}\n\n"
+            if turn.cut_after_events is not None and n >= turn.cut_after_events:
+                if turn.cut_mid_event:
+                    self.wfile.write(frame.encode()[: max(1, len(frame) // 2)])
+                self.wfile.flush()
+                return
+            if turn.stall_after_events == n and turn.stall_s:
+                time.sleep(turn.stall_s)
+            if n and turn.delay_s:
+                time.sleep(turn.delay_s)
+            self.wfile.write(frame.encode())
+            self.wfile.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a fake server as its own process (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m comal.testing.fake_server")
+    parser.add_argument("--script", type=Path, required=True, help="JSON script of turns")
+    parser.add_argument("--port-file", type=Path, required=True, help="where to write the port")
+    parser.add_argument("--window", type=int, default=None, help="largest request in tokens")
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    turns, raw_options = load_script(args.script)
+    known = {f.name for f in fields(FakeServerOptions)}
+    options = FakeServerOptions(**{k: v for k, v in raw_options.items() if k in known})
+    if args.window is not None:
+        options = replace(options, window=args.window)
+    if args.model is not None:
+        options = replace(options, model=args.model)
+    server = FakeServer(turns, options=options, port=args.port).start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # Written atomically so a waiting test never reads a half-written port.
+    tmp = args.port_file.with_name(args.port_file.name + ".tmp")
+    tmp.write_text(str(server.port), encoding="utf-8")
+    tmp.replace(args.port_file)
+    stop.wait()
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,292 @@
+"""The tool contract: what a tool is, what it returns, and the registry the loop asks.
+
+A call goes through four steps, driven by the agent loop:
+
+1. `validate_arguments(tool.spec, arguments)` rejects malformed arguments before anything else.
+2. `ctx.permissions.authorize(tool, arguments, interactive=...)` decides allow/deny; the
+   decision and its reason belong in the receipt.
+3. `await tool.prepare(arguments, ctx)` — Write/Edit only — works out the digest before and the
+   digest intended *without touching the file*, so the loop can append a durable preparation
+   before the effect. Bad input raises `ToolError` here and nothing is written.
+4. `await tool.run(arguments, ctx, preparation)` performs the effect and returns a
+   `ToolOutcome`. `run` never raises `ToolError`: failures it can describe come back as an
+   error outcome whose `output` explains them.
+
+Invariants: `ToolOutcome.output` holds exactly the bytes the tool returned (a command's
+combined output byte for byte, plus any note the tool itself appended, such as a truncation
+notice), so the ledger can store it verbatim and `render_outcome` derives safe text from it.
+Every path a tool touches is resolved by `resolve_path`, the same function the permission
+policy uses, so what was checked is what is touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+from comal.errors import ToolError
+from comal.messages import JSONObject, MediaPart, ToolSpec, render_output_text
+from comal.tools.schema import validate_arguments
+
+if TYPE_CHECKING:
+    from comal.tools.permissions import PermissionPolicy
+
+__all__ = [
+    "Observation",
+    "PermissionDecision",
+    "Preparation",
+    "RecoveryAdapter",
+    "Tool",
+    "ToolContext",
+    "ToolOutcome",
+    "ToolRegistry",
+    "default_tools",
+    "error_outcome",
+    "render_outcome",
+    "resolve_path",
+    "validate_arguments",
+]
+
+OutcomeStatus = Literal["ok", "error", "denied"]
+
+
+@dataclass(frozen=True, slots=True)
+class Preparation:
+    """The durable preparation of a Write/Edit, recorded before the file is touched."""
+
+    path: str
+    """The path as the model gave it (relative to the workspace or absolute)."""
+    abs_path: str
+    """The resolved absolute path (symlinks and `..` resolved) that will be written."""
+    digest_before: str | None
+    """`sha256:<hex>` of the file as read during preparation; None when it did not exist."""
+    digest_intended: str
+    """`sha256:<hex>` of the bytes the file will hold once the call succeeds."""
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """A fresh read made during recovery, compared with a preparation's intended digest."""
+
+    matches_intended: bool
+    current_digest: str | None
+    """Digest of the file now; None when it is absent or unreadable."""
+    readable: bool
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What a tool returned: exact output bytes plus status."""
+
+    output: bytes
+    is_error: bool = False
+    exit_code: int | None = None
+    """A command's exit code; None for tools that have none, or when it was killed."""
+    media: tuple[MediaPart, ...] = ()
+    status: OutcomeStatus = "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionDecision:
+    """The permission verdict for one call; recorded in the call's receipt."""
+
+    decision: Literal["allow", "deny", "ask"]
+    mode: str
+    reason: str
+
+    @property
+    def allowed(self) -> bool:
+        """True when the call may run."""
+        return self.decision == "allow"
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Everything a tool may use besides its arguments."""
+
+    workspace: Path
+    permissions: PermissionPolicy
+    env: Mapping[str, str]
+    """The environment commands run with (normally `Config.env`)."""
+    cancel: asyncio.Event | None = None
+    """Set to stop a running call (Esc in the TUI); Bash kills its process group."""
+    interactive: bool = False
+
+
+class Tool(Protocol):
+    """A native tool the model can call."""
+
+    spec: ToolSpec
+    read_only: bool
+    """True when the tool never changes anything (allowed in `read-only` mode)."""
+
+    def target(self, arguments: JSONObject) -> str | None:
+        """The main argument permission rules match on (a path or a command)."""
+        ...
+
+    def paths(self, arguments: JSONObject) -> tuple[str, ...]:
+        """The filesystem paths the call touches, as given, for workspace checks."""
+        ...
+
+    async def prepare(self, arguments: JSONObject, ctx: ToolContext) -> Preparation | None:
+        """Compute the durable preparation without side effects (None for most tools).
+
+        Raises:
+            ToolError: the call cannot succeed as asked (e.g. an edit that does not match).
+        """
+        ...
+
+    async def run(
+        self, arguments: JSONObject, ctx: ToolContext, preparation: Preparation | None
+    ) -> ToolOutcome:
+        """Perform the call. Describable failures come back as error outcomes."""
+        ...
+
+
+@runtime_checkable
+class RecoveryAdapter(Protocol):
+    """Lets recovery credit a started call from a fresh read instead of re-running it."""
+
+    def observe(self, preparation: Preparation, ctx: ToolContext) -> Observation:
+        """Read the prepared path now and compare it with the intended digest."""
+        ...
+
+
+class NoPreparation:
+    """Base for tools whose calls need no durable preparation (all but Write and Edit)."""
+
+    async def prepare(
+        self,
+        arguments: JSONObject,  # noqa: ARG002 - the Tool protocol's signature
+        ctx: ToolContext,  # noqa: ARG002
+    ) -> Preparation | None:
+        """Nothing to prepare: returns None."""
+        return None
+
+
+class ToolRegistry:
+    """The tools offered in a session, by name, in a stable order."""
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: Tool) -> None:
+        """Register a tool.
+
+        Raises:
+            ValueError: a tool with the same name is already registered.
+        """
+        name = tool.spec.name
+        if name in self._tools:
+            raise ValueError(f"tool {name!r} is already registered")
+        self._tools[name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called `name`, or None."""
+        return self._tools.get(name)
+
+    def names(self) -> tuple[str, ...]:
+        """Tool names in registration order."""
+        return tuple(self._tools)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The specs to offer the model, in registration order (stable for prompt caching)."""
+        return tuple(tool.spec for tool in self._tools.values())
+
+    def recovery(self, name: str) -> RecoveryAdapter | None:
+        """The recovery adapter of tool `name`; None when its effects cannot be observed."""
+        # Typed as object: a Tool is not declared to be a RecoveryAdapter, only some are.
+        tool: object = self._tools.get(name)
+        return tool if isinstance(tool, RecoveryAdapter) else None
+
+
+def resolve_path(workspace: Path, path: str) -> Path:
+    """Resolve a tool path against the workspace: absolute, symlinks and `..` resolved.
+
+    Raises:
+        ToolError: the path is empty or contains a NUL byte.
+    """
+    if not path or "\x00" in path:
+        raise ToolError(f"invalid path {path!r}")
+    return (workspace / path).resolve()
+
+
+def display_path(workspace: Path, resolved: Path) -> str:
+    """A resolved path as shown to the model: relative inside the workspace, else absolute."""
+    root = workspace.resolve()
+    if resolved == root:
+        return "."
+    if resolved.is_relative_to(root):
+        return str(resolved.relative_to(root))
+    return str(resolved)
+
+
+def error_outcome(message: str) -> ToolOutcome:
+    """An error outcome carrying `message` as its output."""
+    return ToolOutcome(message.encode("utf-8", errors="surrogateescape"), True, status="error")
+
+
+def text_outcome(text: str) -> ToolOutcome:
+    """A successful outcome carrying `text`."""
+    return ToolOutcome(text.encode("utf-8", errors="surrogateescape"))
+
+
+def render_outcome(outcome: ToolOutcome) -> str:
+    """The text the model sees for an outcome: safe text, plus a non-zero exit code.
+
+    The ledger keeps `outcome.output` exactly; this is the rendering for the prompt.
+    """
+    text = render_output_text(outcome.output)
+    if outcome.exit_code not in (None, 0):
+        sep = "" if not text or text.endswith("\n") else "\n"
+        text = f"{text}{sep}[exit code: {outcome.exit_code}]"
+    return text
+
+
+def string_arg(arguments: JSONObject, name: str, default: str | None = None) -> str:
+    """A string argument (already schema-checked), or `default`.
+
+    Raises:
+        ToolError: the argument is missing or not a string.
+    """
+    value = arguments.get(name, default)
+    if not isinstance(value, str):
+        raise ToolError(f"argument {name!r} must be a string")
+    return value
+
+
+def int_arg(arguments: JSONObject, name: str, default: int) -> int:
+    """An integer argument, or `default` when absent.
+
+    Raises:
+        ToolError: the argument is present but not an integer.
+    """
+    value = arguments.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolError(f"argument {name!r} must be an integer")
+    return value
+
+
+def default_tools() -> list[Tool]:
+    """Fresh instances of the native tools: Read, Write, Edit, Bash, Glob, Grep."""
+    # Imported here because those modules import this one for the shared types.
+    from comal.tools.edits import EditTool, WriteTool
+    from comal.tools.files import ReadTool
+    from comal.tools.search import GlobTool, GrepTool
+    from comal.tools.shell import BashTool
+
+    tools: Iterable[Tool] = (
+        ReadTool(),
+        WriteTool(),
+        EditTool(),
+        BashTool(),
+        GlobTool(),
+        GrepTool(),
+    )
+    return list(tools)

@@ -1,0 +1,162 @@
+"""The permission policy: may this call run, and why.
+
+Order of judgement, first match wins:
+
+1. A matching **deny** rule denies.
+2. A matching **allow** rule allows (an explicit rule is the user's intent: it can permit a
+   path outside the workspace or a tool the mode would refuse).
+3. The **mode**: `read-only` denies any tool that is not read-only (Bash included);
+   `full-access` allows everything; `workspace-write` (the default) allows the rest.
+4. **Paths**: outside `full-access`, a path that resolves (symlinks and `..` included) outside
+   the workspace and outside `extra_roots` — reads included — needs confirmation (`ask`).
+
+`authorize` turns `ask` into a verdict: the interactive hook confirms or declines; headless
+mode denies and says so. Rules match the tool name and the tool's `target()` with `fnmatch`;
+a call whose target is None only matches the pattern `*`; path targets are matched
+resolved. Every decision carries a reason
+string that the loop records in the receipt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from comal.config import PermissionRule, PermissionsConfig
+from comal.errors import PathOutsideWorkspaceError, ToolError
+from comal.messages import JSONObject
+from comal.tools.base import PermissionDecision, Tool, display_path, resolve_path
+
+AskHook = Callable[[str, JSONObject, str], Awaitable[bool]]
+"""`(tool_name, arguments, reason) -> confirmed`; the TUI shows a confirmation prompt."""
+
+HEADLESS_DENIAL = "needs confirmation; headless mode denies it"
+
+_MODES = ("read-only", "workspace-write", "full-access")
+
+
+def _describe(rule: PermissionRule) -> str:
+    return f"{rule.action} rule {rule.tool}({rule.pattern})"
+
+
+class PermissionPolicy:
+    """Decides whether a tool call may run.
+
+    Args:
+        config: mode, rules and extra roots from the configuration.
+        workspace: the session's workspace directory.
+        ask: the interactive confirmation hook; None when there is nobody to ask.
+
+    Raises:
+        ToolError: the mode is unknown or a rule action is neither allow nor deny.
+    """
+
+    def __init__(
+        self, config: PermissionsConfig, workspace: Path, ask: AskHook | None = None
+    ) -> None:
+        if config.mode not in _MODES:
+            raise ToolError(f"unknown permission mode {config.mode!r}")
+        for rule in config.rules:
+            if rule.action not in ("allow", "deny"):
+                raise ToolError(f"permission rule action must be allow or deny: {rule!r}")
+        self.config = config
+        self.mode = config.mode
+        self.workspace = workspace.resolve()
+        extra = (resolve_path(self.workspace, root) for root in config.extra_roots)
+        self._roots = (self.workspace, *extra)
+        self._ask = ask
+
+    def check_path(self, path: str) -> Path:
+        """Resolve `path` and require it inside the workspace or an extra root.
+
+        Raises:
+            PathOutsideWorkspaceError: the resolved path is outside every allowed root.
+        """
+        resolved = resolve_path(self.workspace, path)
+        if not self._inside(resolved):
+            raise PathOutsideWorkspaceError(
+                f"{path} resolves to {resolved}, outside the workspace {self.workspace}"
+            )
+        return resolved
+
+    def decide(self, tool: Tool, arguments: JSONObject) -> PermissionDecision:
+        """The verdict without asking anyone: `allow`, `deny`, or `ask`."""
+        name = tool.spec.name
+        deny_forms, allow_forms = self._target_forms(tool, arguments)
+        for rule in self.config.rules:
+            if rule.action == "deny" and self._matches(rule, name, deny_forms):
+                return self._verdict("deny", f"denied by {_describe(rule)}")
+        for rule in self.config.rules:
+            if rule.action == "allow" and self._matches(rule, name, allow_forms):
+                return self._verdict("allow", f"allowed by {_describe(rule)}")
+        if self.mode == "read-only" and not tool.read_only:
+            return self._verdict("deny", f"read-only mode does not allow {name}")
+        if self.mode == "full-access":
+            return self._verdict("allow", "full-access mode allows every call")
+        for path in tool.paths(arguments):
+            try:
+                self.check_path(path)
+            except PathOutsideWorkspaceError as exc:
+                return self._verdict("ask", exc.message)
+            except ToolError as exc:
+                return self._verdict("deny", exc.message)
+        if tool.read_only:
+            return self._verdict("allow", f"{self.mode} mode allows reads inside the workspace")
+        return self._verdict("allow", f"{self.mode} mode allows {name} inside the workspace")
+
+    async def authorize(
+        self, tool: Tool, arguments: JSONObject, *, interactive: bool
+    ) -> PermissionDecision:
+        """The final verdict: `ask` is confirmed by the hook, or denied when headless."""
+        decision = self.decide(tool, arguments)
+        if decision.decision != "ask":
+            return decision
+        if not interactive:
+            return self._verdict("deny", f"{HEADLESS_DENIAL} ({decision.reason})")
+        if self._ask is None:
+            return self._verdict(
+                "deny", f"needs confirmation; no confirmation hook ({decision.reason})"
+            )
+        if await self._ask(tool.spec.name, arguments, decision.reason):
+            return self._verdict("allow", f"confirmed by the user ({decision.reason})")
+        return self._verdict("deny", f"declined by the user ({decision.reason})")
+
+    def _verdict(self, decision: str, reason: str) -> PermissionDecision:
+        if decision == "allow":
+            return PermissionDecision("allow", self.mode, reason)
+        if decision == "deny":
+            return PermissionDecision("deny", self.mode, reason)
+        return PermissionDecision("ask", self.mode, reason)
+
+    def _inside(self, resolved: Path) -> bool:
+        return any(resolved == root or resolved.is_relative_to(root) for root in self._roots)
+
+    def _target_forms(
+        self, tool: Tool, arguments: JSONObject
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The strings deny rules and allow rules are matched against.
+
+        A path target is matched in its resolved forms (workspace-relative when inside, and
+        absolute), so `docs/../../etc/passwd` cannot slip through an allow rule for `docs/*`.
+        Deny rules also see the path as given, so they can only get stricter.
+        """
+        target = tool.target(arguments)
+        if target is None:
+            return (), ()
+        if target not in tool.paths(arguments):
+            return (target,), (target,)
+        try:
+            resolved = resolve_path(self.workspace, target)
+        except ToolError:
+            return (target,), ()
+        forms = (display_path(self.workspace, resolved), str(resolved))
+        return (target, *forms), forms
+
+    @staticmethod
+    def _matches(rule: PermissionRule, name: str, forms: tuple[str, ...]) -> bool:
+        if not fnmatchcase(name, rule.tool):
+            return False
+        if rule.pattern == "*":
+            return True
+        return any(fnmatchcase(form, rule.pattern) for form in forms)

@@ -1,0 +1,257 @@
+"""Bash: run a command in the workspace and return its combined output and exit code.
+
+Invariants:
+- The command runs as `bash -c COMMAND` with the workspace as working directory, stdin from
+  /dev/null, stdout and stderr merged into one pipe, in its **own process group**
+  (`start_new_session=True`), so a timeout, a cancel (`ctx.cancel`) or the cancellation of the
+  calling task kills the whole group: no orphaned children keep running.
+- The output is kept byte for byte (binary and invalid UTF-8 included) up to
+  `output_limit_bytes`; the rest is read and discarded so the command never blocks on a full
+  pipe, and a note at the end says how much was dropped. Notes about timeouts and cancels are
+  appended the same way; they are the only bytes Bash adds.
+- When the shell exits but a background process still holds the output pipe open, Bash waits
+  `background_grace_s` for it, then ends the group and says so.
+- A command that ran, whatever its exit code, is status `ok` with `exit_code` set; a timeout,
+  cancel or spawn failure is an error with `exit_code` None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+
+from comal.errors import ToolError
+from comal.messages import JSONObject, ToolSpec
+from comal.tools.base import (
+    NoPreparation,
+    Preparation,
+    ToolContext,
+    ToolOutcome,
+    error_outcome,
+    string_arg,
+)
+
+DEFAULT_TIMEOUT_S = 120.0
+MAX_TIMEOUT_S = 600.0
+OUTPUT_LIMIT_BYTES = 32 * 1024 * 1024
+BACKGROUND_GRACE_S = 0.5
+_CHUNK_BYTES = 64 * 1024
+_POLL_S = 0.05
+_AFTER_KILL_S = 1.0
+
+BASH_SPEC = ToolSpec(
+    name="Bash",
+    description=(
+        "Run a bash command in the workspace directory (`bash -c`, non-interactive, no "
+        "stdin). Returns stdout and stderr combined, in order, and the exit code. The whole "
+        f"process group is killed after `timeout_s` (default {DEFAULT_TIMEOUT_S:g}, max "
+        f"{MAX_TIMEOUT_S:g}). Background processes must redirect their output "
+        "(`cmd > log 2>&1 &`) to outlive the command. Prefer Read, Glob and Grep for "
+        "looking at files."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command line to run."},
+            "timeout_s": {
+                "type": "number",
+                "minimum": 1,
+                "maximum": MAX_TIMEOUT_S,
+                "description": f"Seconds before the command is killed. Default "
+                f"{DEFAULT_TIMEOUT_S:g}.",
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    },
+)
+
+
+@dataclass(slots=True)
+class _Capture:
+    """Output kept up to a limit; the rest only counted."""
+
+    limit: int
+    kept: bytearray
+    total: int = 0
+
+    async def drain(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(_CHUNK_BYTES):
+            room = self.limit - len(self.kept)
+            if room > 0:
+                self.kept += chunk[:room]
+            self.total += len(chunk)
+
+
+def _kill_group(pgid: int) -> None:
+    # The group id is the shell's pid (start_new_session). ProcessLookupError means every
+    # member is already gone; PermissionError cannot happen for our own children.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+async def _reaped(proc: asyncio.subprocess.Process) -> None:
+    """Wait until the shell has been reaped (its exit code is known)."""
+    # Polling, because on Python 3.11 `Process.wait()` also waits for the pipe to close.
+    while proc.returncode is None:  # noqa: ASYNC110 - no event exists for "reaped"
+        await asyncio.sleep(_POLL_S)
+
+
+class BashTool(NoPreparation):
+    """The `Bash` tool.
+
+    Args:
+        default_timeout_s: timeout when the call gives none.
+        max_timeout_s: the largest timeout a call may ask for.
+        output_limit_bytes: output bytes kept; the rest is counted and dropped.
+        background_grace_s: how long to wait for background holders of the pipe.
+    """
+
+    spec = BASH_SPEC
+    read_only = False
+
+    def __init__(
+        self,
+        default_timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_timeout_s: float = MAX_TIMEOUT_S,
+        output_limit_bytes: int = OUTPUT_LIMIT_BYTES,
+        background_grace_s: float = BACKGROUND_GRACE_S,
+    ) -> None:
+        self.default_timeout_s = default_timeout_s
+        self.max_timeout_s = max_timeout_s
+        self.output_limit_bytes = output_limit_bytes
+        self.background_grace_s = background_grace_s
+
+    def target(self, arguments: JSONObject) -> str | None:
+        """The command line."""
+        value = arguments.get("command")
+        return value if isinstance(value, str) else None
+
+    def paths(self, arguments: JSONObject) -> tuple[str, ...]:  # noqa: ARG002
+        """A command's paths cannot be known in advance; the mode governs Bash."""
+        return ()
+
+    def _timeout(self, arguments: JSONObject) -> float:
+        value = arguments.get("timeout_s", self.default_timeout_s)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ToolError("timeout_s must be a positive number")
+        return min(float(value), self.max_timeout_s)
+
+    async def run(
+        self,
+        arguments: JSONObject,
+        ctx: ToolContext,
+        preparation: Preparation | None,  # noqa: ARG002 - nothing to prepare
+    ) -> ToolOutcome:
+        """Run the command; see the module docstring for the guarantees."""
+        try:
+            command = string_arg(arguments, "command")
+            timeout_s = self._timeout(arguments)
+        except ToolError as exc:
+            return error_outcome(exc.message)
+        env = dict(ctx.env)
+        env.setdefault("PAGER", "cat")
+        env.setdefault("GIT_PAGER", "cat")
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "bash",
+                "-c",
+                command,
+                cwd=ctx.workspace,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return error_outcome(f"cannot start bash: {exc.strerror or exc}")
+        assert proc.stdout is not None  # stdout=PIPE guarantees it
+        capture = _Capture(self.output_limit_bytes, bytearray())
+        try:
+            ending = await self._supervise(proc, capture, timeout_s, ctx.cancel)
+        finally:
+            # Also reached when the calling task is cancelled: never leave the group running.
+            if proc.returncode is None:
+                _kill_group(proc.pid)
+        return self._outcome(capture, proc.returncode, ending, timeout_s)
+
+    async def _supervise(
+        self,
+        proc: asyncio.subprocess.Process,
+        capture: _Capture,
+        timeout_s: float,
+        cancel: asyncio.Event | None,
+    ) -> str | None:
+        """Wait for the output to end; returns why the group was killed, if it was.
+
+        `Process.wait()` cannot tell when the shell exits (on Python 3.11 it also waits for
+        the pipe to close), so the shell's exit is seen by polling `returncode`, which the
+        child watcher sets as soon as the shell is reaped.
+        """
+        assert proc.stdout is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        reader = asyncio.create_task(capture.drain(proc.stdout))
+        stopper = asyncio.create_task(cancel.wait()) if cancel is not None else None
+        watched = {reader} if stopper is None else {reader, stopper}
+        exited_at: float | None = None
+        ending: str | None = None
+        try:
+            while ending is None:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    ending = "timeout"
+                    break
+                done, _ = await asyncio.wait(
+                    watched, timeout=min(remaining, _POLL_S), return_when=asyncio.FIRST_COMPLETED
+                )
+                if reader in done:
+                    break
+                if stopper is not None and stopper in done:
+                    ending = "cancelled"
+                elif proc.returncode is not None:
+                    exited_at = loop.time() if exited_at is None else exited_at
+                    if loop.time() - exited_at >= self.background_grace_s:
+                        ending = "background"
+            if ending is not None:
+                _kill_group(proc.pid)
+                # The pipe closes once the group is dead, unless a process left it on purpose.
+                await asyncio.wait({reader}, timeout=_AFTER_KILL_S)
+            await _reaped(proc)
+        finally:
+            for task in (reader, stopper):
+                if task is not None and not task.done():
+                    task.cancel()
+            await asyncio.gather(
+                *(t for t in (reader, stopper) if t is not None), return_exceptions=True
+            )
+        return ending
+
+    def _outcome(
+        self, capture: _Capture, returncode: int | None, ending: str | None, timeout_s: float
+    ) -> ToolOutcome:
+        output = bytes(capture.kept)
+        notes: list[str] = []
+        if capture.total > len(capture.kept):
+            notes.append(
+                f"[output truncated: kept the first {len(capture.kept)} of {capture.total} bytes]"
+            )
+        if ending == "timeout":
+            notes.append(f"[timed out after {timeout_s:g}s; process group killed]")
+        elif ending == "cancelled":
+            notes.append("[cancelled; process group killed]")
+        elif ending == "background":
+            notes.append(
+                "[background processes still held the output open after the command "
+                "exited; they were killed]"
+            )
+        if notes:
+            sep = b"" if not output or output.endswith(b"\n") else b"\n"
+            output += sep + "\n".join(notes).encode("utf-8") + b"\n"
+        if ending in ("timeout", "cancelled"):
+            return ToolOutcome(output, is_error=True, exit_code=None, status="error")
+        return ToolOutcome(output, exit_code=returncode)

@@ -1,0 +1,200 @@
+"""`comal sessions`, `comal show` and `comal verify` run as real subprocesses on a real ledger."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from comal.config import load_config
+from comal.ledger import Ledger
+from comal.ledger.schema import SCHEMA_VERSION
+from comal.messages import Message, TextPart, ToolCallPart, message_to_json, user_text
+
+pytestmark = pytest.mark.e2e
+
+SID = "0199aaaa-0000-7000-8000-00000000000a"
+OTHER = "0199aaab-0000-7000-8000-00000000000b"
+LONG_OUTPUT = b"".join(b"line %05d of a long listing\n" % i for i in range(400))
+
+
+def comal(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "comal", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def recorded() -> dict[str, str]:
+    """A ledger at the configured path holding one session with every kind `show` marks."""
+    with Ledger.open(load_config().ledger_path) as ledger:
+        sid = ledger.create_session(
+            cwd="/work/project", model="model-x", title="fix tests", session_id=SID
+        )
+        ledger.append(sid, "session.started", {"cwd": "/work/project", "model": "model-x"})
+        ledger.append(sid, "message.user", {"message": message_to_json(user_text("run ls"))})
+        call = ToolCallPart("call_7", "shell", {"command": "ls -la"})
+        reply = Message("assistant", (TextPart("Listing the files."), call))
+        ledger.append(
+            sid,
+            "message.assistant",
+            {"message": message_to_json(reply), "model": "model-x", "finish": "tool_calls"},
+        )
+        ledger.append(
+            sid,
+            "tool.result",
+            {"call_id": "call_7", "name": "shell", "status": "ok", "exit_code": 0},
+            body=LONG_OUTPUT,
+        )
+        ledger.append(
+            sid,
+            "tool.result",
+            {"call_id": "call_8", "name": "shell", "status": "error", "exit_code": 2},
+            body=b"bad byte \xff here",
+        )
+        ledger.append(
+            sid,
+            "projection",
+            {"call_ids": ["call_7"], "reason": "pressure", "before_tokens": 9, "after_tokens": 3},
+        )
+        ledger.append(
+            sid,
+            "checkpoint",
+            {
+                "number": 1,
+                "title": "after listing",
+                "text": "CHECKPOINT BODY",
+                "before_tokens": 9,
+                "after_tokens": 2,
+                "covers_through_seq": 5,
+                "tail_from_seq": 6,
+            },
+        )
+        other = ledger.create_session(cwd="/elsewhere", model="model-y", session_id=OTHER)
+        ledger.set_status(other, "finished")
+    return {"sid": sid, "other": other}
+
+
+def test_sessions_lists_every_session(recorded: dict[str, str]) -> None:
+    plain = comal("sessions")
+    assert plain.returncode == 0, plain.stderr
+    header, first, second = plain.stdout.splitlines()
+    assert header.split()[:5] == ["ID", "STARTED", "CWD", "MODEL", "STATUS"]
+    assert first.split()[0] == recorded["other"]
+    assert second.split()[0] == recorded["sid"]
+    assert {"/work/project", "model-x", "active", "7"} <= set(second.split())
+    assert {"/elsewhere", "model-y", "finished", "0"} <= set(first.split())
+
+    as_json = comal("sessions", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    rows = json.loads(as_json.stdout)
+    assert [row["id"] for row in rows] == [recorded["other"], recorded["sid"]]
+    assert rows[1]["entries"] == 7
+    assert rows[1]["cwd"] == "/work/project"
+    assert rows[1]["last_activity_at"] >= rows[1]["started_at"]
+
+
+def test_show_prints_a_readable_transcript(recorded: dict[str, str]) -> None:
+    result = comal("show", "0199AAAA")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert recorded["sid"] in out
+    assert "run ls" in out
+    assert "Listing the files." in out
+    assert 'shell [call_7] {"command": "ls -la"}' in out
+    assert "line 00000 of a long listing" in out
+    assert "line 00399 of a long listing" in out
+    assert "line 00200 of a long listing" not in out
+    assert "characters not shown" in out
+    assert "output is not valid UTF-8" in out
+    assert "── projection: 1 results become references" in out
+    assert "══ checkpoint 1: after listing" in out
+    assert "CHECKPOINT BODY" in out
+
+
+def test_show_json_is_complete(recorded: dict[str, str]) -> None:
+    result = comal("show", recorded["sid"], "--json")
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert shown["session"]["id"] == recorded["sid"]
+    entries = shown["entries"]
+    assert [e["kind"] for e in entries] == [
+        "session.started",
+        "message.user",
+        "message.assistant",
+        "tool.result",
+        "tool.result",
+        "projection",
+        "checkpoint",
+    ]
+    assert entries[3]["body_text"] == LONG_OUTPUT.decode()
+    assert entries[4]["body_text"].endswith("bad byte \ufffd here")
+    assert entries[2]["payload"]["message"]["parts"][1]["arguments"] == {"command": "ls -la"}
+    with Ledger.open(load_config().ledger_path) as ledger:
+        stored = ledger.entries(recorded["sid"])
+    assert [e["content_hash"] for e in entries] == [e.content_hash for e in stored]
+
+
+def test_prefix_errors_are_clear(recorded: dict[str, str]) -> None:
+    unknown = comal("show", "ffffffff")
+    assert unknown.returncode != 0
+    assert unknown.stdout == ""
+    assert "UNKNOWN_SESSION" in unknown.stderr
+    assert "ffffffff" in unknown.stderr
+
+    ambiguous = comal("show", "0199aaa")
+    assert ambiguous.returncode != 0
+    assert ambiguous.stdout == ""
+    assert "AMBIGUOUS_SESSION" in ambiguous.stderr
+    assert recorded["sid"] in ambiguous.stderr
+    assert recorded["other"] in ambiguous.stderr
+
+
+def test_verify_passes_then_reports_tampering(recorded: dict[str, str]) -> None:
+    whole = comal("verify")
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    assert whole.stdout.startswith("ok:")
+    one = comal("verify", "0199aaaa")
+    assert one.returncode == 0, one.stdout + one.stderr
+    assert "7 entries and 2 blobs" in one.stdout
+
+    conn = sqlite3.connect(load_config().ledger_path, isolation_level=None)
+    conn.execute("DROP TRIGGER entries_no_update")
+    conn.execute("""UPDATE entries SET payload = '{"forged":true}' WHERE kind = 'projection'""")
+    conn.close()
+    broken = comal("verify")
+    assert broken.returncode == 1
+    assert "content hash mismatch" in broken.stdout
+    assert "FAILED" in broken.stdout
+    report = json.loads(comal("verify", "--json").stdout)
+    assert report["ok"] is False
+    assert len(report["problems"]) == 1
+
+
+def test_a_newer_ledger_is_refused_untouched(recorded: dict[str, str]) -> None:
+    path = load_config().ledger_path
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    before = path.read_bytes()
+    for args in (("sessions",), ("show", recorded["sid"]), ("verify",)):
+        result = comal(*args)
+        assert result.returncode != 0
+        assert "LEDGER_SCHEMA_TOO_NEW" in result.stderr
+        assert result.stdout == ""
+    assert path.read_bytes() == before
+
+
+def test_an_empty_ledger_lists_nothing(tmp_path: Path) -> None:
+    result = comal("sessions", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []

@@ -1,0 +1,128 @@
+"""Session locks between real processes: live holders refused, dead ones reclaimed."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from comal.errors import SessionLockedError
+from comal.ledger import Ledger
+
+CHILD = Path(__file__).with_name("ledger_child.py")
+
+
+@contextmanager
+def _child(mode: str, path: Path, session_id: str) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, str(CHILD), mode, str(path), session_id],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.split() == ["held", str(proc.pid)], line
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def _session(path: Path) -> str:
+    with Ledger.open(path) as ledger:
+        return ledger.create_session(cwd="/w")
+
+
+def test_a_live_holder_refuses_a_second_process(ledger_path: Path) -> None:
+    sid = _session(ledger_path)
+    with _child("hold", ledger_path, sid) as holder, Ledger.open(ledger_path) as ledger:
+        with pytest.raises(SessionLockedError) as refused:
+            ledger.acquire_lock(sid)
+        assert f"pid {holder.pid} on {socket.gethostname()}" in refused.value.message
+        current = ledger.lock_holder(sid)
+        assert current is not None
+        assert (current.pid, current.host) == (holder.pid, socket.gethostname())
+        assert current.process_start_id
+
+        assert holder.stdin is not None
+        holder.stdin.close()
+        assert holder.wait(timeout=30) == 0
+        assert ledger.lock_holder(sid) is None
+        mine = ledger.acquire_lock(sid)
+        assert mine.pid == os.getpid()
+        kinds = [e.kind for e in ledger.entries(sid)]
+        assert kinds == ["lock.acquired", "lock.acquired"]
+
+
+def test_a_dead_holder_is_reclaimed_with_an_entry(ledger_path: Path) -> None:
+    sid = _session(ledger_path)
+    with _child("grab", ledger_path, sid) as dead:
+        assert dead.wait(timeout=30) == 0
+    with Ledger.open(ledger_path) as ledger:
+        assert ledger.lock_holder(sid) is None
+        mine = ledger.acquire_lock(sid)
+        assert ledger.lock_holder(sid) == mine
+        acquired, reclaimed = ledger.entries(sid)
+    assert acquired.kind == "lock.acquired"
+    assert acquired.payload["pid"] == dead.pid
+    assert reclaimed.kind == "lock.reclaimed"
+    assert reclaimed.payload["pid"] == os.getpid()
+    assert reclaimed.payload["host"] == socket.gethostname()
+    previous = reclaimed.payload["previous"]
+    assert isinstance(previous, dict)
+    assert previous["pid"] == dead.pid
+    assert previous["process_start_id"] == acquired.payload["process_start_id"]
+
+
+def test_a_recycled_pid_is_not_mistaken_for_the_holder(ledger_path: Path) -> None:
+    sid = _session(ledger_path)
+    # A lock left by an earlier process that had this very pid: same pid, other start.
+    conn = sqlite3.connect(ledger_path, isolation_level=None)
+    conn.execute(
+        "INSERT INTO locks VALUES (?, ?, ?, ?, ?, ?)",
+        (sid, os.getpid(), socket.gethostname(), "other-boot:12345", 1, 1),
+    )
+    conn.close()
+    with Ledger.open(ledger_path) as ledger:
+        assert ledger.lock_holder(sid) is None
+        mine = ledger.acquire_lock(sid)
+        assert mine.process_start_id != "other-boot:12345"
+        (entry,) = ledger.entries(sid)
+    assert entry.kind == "lock.reclaimed"
+    previous = entry.payload["previous"]
+    assert isinstance(previous, dict)
+    assert previous["process_start_id"] == "other-boot:12345"
+
+
+def test_the_same_process_may_reacquire_and_close_releases(ledger_path: Path) -> None:
+    sid = _session(ledger_path)
+    with Ledger.open(ledger_path) as ledger:
+        first = ledger.acquire_lock(sid)
+        assert ledger.acquire_lock(sid) == first
+        with Ledger.open(ledger_path) as second_handle:
+            assert second_handle.acquire_lock(sid) == first
+        assert [e.kind for e in ledger.entries(sid)] == ["lock.acquired"]
+    with Ledger.open(ledger_path) as ledger:
+        assert ledger.lock_holder(sid) is None
+
+
+def test_release_lock_leaves_another_holders_lock(ledger_path: Path) -> None:
+    sid = _session(ledger_path)
+    with _child("hold", ledger_path, sid) as holder, Ledger.open(ledger_path) as ledger:
+        ledger.release_lock(sid)
+        current = ledger.lock_holder(sid)
+        assert current is not None
+        assert current.pid == holder.pid
