@@ -179,7 +179,7 @@ def _env_providers(env: Mapping[str, str]) -> dict[str, ProviderConfig]:
             name="anthropic",
             wire="anthropic-messages",
             base_url=env.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com").rstrip("/"),
-            model=env.get("ANTHROPIC_MODEL", "claude-sonnet-4-5"),
+            model=env.get("ANTHROPIC_MODEL", "claude-sonnet-4-6"),
             api_key_env="ANTHROPIC_API_KEY",
         )
     if env.get("OPENAI_API_KEY"):

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from comal.agent.events import Failed, TurnFinished
+from comal.agent.events import Failed, Notice, TextStreamed, TurnFinished
 from comal.agent.loop import run_turn
+from comal.agent.recovery import recover
 from comal.agent.session import Session, SessionOptions, open_session
+from comal.agent.state import final_answer, render_state, session_state
 from comal.config import Config
 from comal.errors import ComalError
 from comal.ledger.store import Ledger
@@ -56,6 +58,48 @@ async def run_session(session: Session, prompt: str | None) -> Outcome:
     return Outcome(session.id, status, answer, None)
 
 
+def _closed(session: Session) -> bool:
+    """Whether the session is finished, by its status or by a `session.finished` entry newer
+    than its last user message (a crash can fall between that entry and the status update)."""
+    if session.ledger.session(session.id).status == "finished":
+        return True
+    kinds = ("message.user", "session.finished")
+    tail = session.ledger.entries(session.id, kinds=kinds)
+    if tail and tail[-1].kind == "session.finished":
+        session.ledger.set_status(session.id, "finished")
+        return True
+    return False
+
+
+async def resume_session(session: Session, prompt: str | None) -> Outcome:
+    """Continue a recorded session: recover its dangling calls, then run a turn if needed.
+
+    A finished session given no new message makes no model call: its final answer and state are
+    shown. A new message reopens it. Without a message, pending calls, an open plan or an
+    unanswered message continue; an answered session with nothing open stays as it is.
+
+    Args:
+        session: a resumed, locked session.
+        prompt: a new user message, or None.
+    """
+    if _closed(session):
+        if prompt is None:
+            answer = final_answer(session.ledger.entries(session.id)) or ""
+            session.emit(TextStreamed(answer + "\n"))
+            session.emit(Notice("STATE", render_state(session_state(session.ledger, session.id))))
+            session.emit(TurnFinished(session.id, answer, 0, "finished"))
+            return Outcome(session.id, "finished", answer, None)
+        session.ledger.set_status(session.id, "active")
+    report = await recover(session, continue_plan=prompt is None)
+    if prompt is None and not report.needs_model_call:
+        answer = report.last_answer or ""
+        detail = "no pending calls, open plan or unanswered message; add one with -p TEXT"
+        session.emit(Notice("NOTHING_TO_CONTINUE", detail))
+        session.emit(TurnFinished(session.id, answer, 0, "answered"))
+        return Outcome(session.id, "answered", answer, None)
+    return await run_session(session, prompt)
+
+
 async def run_headless(
     ledger: Ledger,
     config: Config,
@@ -69,6 +113,8 @@ async def run_headless(
     """Open or resume a session, run one turn, release the lock."""
     session = open_session(ledger, config, provider, tools, options, session_id=session_id)
     try:
+        if session_id is not None:
+            return await resume_session(session, prompt)
         return await run_session(session, prompt)
     finally:
         ledger.release_lock(session.id)

@@ -118,6 +118,10 @@ async def run_turn(s: Session, text: str | None) -> str:
                     receipt.preview,
                 )
             )
+        finished = s.finished_answer()  # a successful finish_call closed the session
+        if finished is not None:
+            s.emit(TextStreamed(finished + "\n"))
+            return finished
     raise StepLimitError(f"the turn used all {s.options.max_turns} model calls (--max-turns)")
 
 

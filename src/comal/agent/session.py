@@ -7,6 +7,7 @@ its lock first, so two live processes never write one session.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from comal.agent.events import AgentEvent, SessionOpened
 from comal.agent.instructions import load_instructions
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_runner import ToolRunner
+from comal.agent.toolset import session_tools
 from comal.config import Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.ledger.entry import Entry
@@ -23,7 +25,7 @@ from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolSpec, canonical_json
 from comal.providers.base import Provider
 from comal.tools.base import Tool, ToolContext, ToolRegistry
-from comal.tools.permissions import PermissionPolicy
+from comal.tools.permissions import AskHook, PermissionPolicy
 
 EmitFn = Callable[[AgentEvent], None]
 
@@ -42,6 +44,10 @@ class SessionOptions:
     max_output_tokens: int | None = None
     """Explicit output reserve (`--max-output-tokens`); None lets the engine size it."""
     emit: EmitFn = field(default=_ignore)
+    ask: AskHook | None = None
+    """Confirms `ask` permission verdicts (the TUI's prompt); None denies them."""
+    cancel: asyncio.Event | None = None
+    """Set by an interactive front end to stop the running tool call (Esc)."""
 
 
 @dataclass(slots=True)
@@ -60,6 +66,15 @@ class Session:
     def record(self, kind: str, payload: JSONObject, body: bytes | None = None) -> Entry:
         """Append one entry to this session's ledger."""
         return self.ledger.append(self.id, kind, payload, body=body)
+
+    def finished_answer(self) -> str | None:
+        """The answer of a successful finish_call once the session is closed, else None."""
+        if self.ledger.session(self.id).status != "finished":
+            return None
+        for entry in reversed(self.ledger.entries(self.id, kinds=("session.finished",))):
+            answer = entry.payload.get("answer")
+            return answer if isinstance(answer, str) else ""
+        return ""
 
     def emit(self, event: AgentEvent) -> None:
         """Send an event to the front end."""
@@ -125,20 +140,24 @@ def open_session(
     else:
         ledger.session(session_id)
         ledger.acquire_lock(session_id)
-    permissions = PermissionPolicy(config.permissions, workspace)
+    permissions = PermissionPolicy(config.permissions, workspace, ask=options.ask)
     context = ToolContext(
         workspace=workspace,
         permissions=permissions,
         env=dict(config.env),
         interactive=options.interactive,
+        cancel=options.cancel,
     )
-    registry = ToolRegistry(tools)
+    offered = {tool.spec.name for tool in tools}
+    bound = session_tools(ledger, session_id, config.checks)
+    bound = [tool for tool in bound if tool.spec.name not in offered]
+    registry = ToolRegistry([*tools, *bound])
     sid = session_id
 
     def record(kind: str, payload: JSONObject, body: bytes | None) -> None:
         ledger.append(sid, kind, payload, body=body)
 
-    runner = ToolRunner(registry, permissions, context, record)
+    runner = ToolRunner(registry, permissions, context, record, confirm=options.ask)
     instructions = load_instructions(workspace, config.config_dir)
     fixed = FixedParts(system=SYSTEM_PROMPT, instructions=instructions.text, tools=registry.specs())
     engine = ContextEngine(

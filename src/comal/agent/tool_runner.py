@@ -7,27 +7,44 @@ Order of effects, each step durable before the next:
 4. `tool.result` with the exact output bytes as a blob.
 A call that is denied, unknown, or has invalid arguments still gets `tool.started` and a
 `tool.result`, so the model always sees exactly one result per call and the ledger shows why.
+
+Insistence guard: a (tool, arguments) pair whose earlier result is `uncertain` (held by
+recovery) is not run again unless the user confirms it (`confirm` hook, interactive only);
+headless, the re-issue is refused with a receipt that names the uncertain result. Read-only
+tools are exempt: repeating them cannot duplicate an effect.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from comal.errors import ComalError, ToolError
-from comal.messages import JSONObject, ToolCallPart, digest_bytes, render_output_text
+from comal.messages import (
+    JSONObject,
+    ToolCallPart,
+    canonical_json,
+    digest_bytes,
+)
 from comal.tools.base import (
     PermissionDecision,
     Preparation,
     ToolContext,
     ToolOutcome,
     ToolRegistry,
+    render_outcome,
     validate_arguments,
 )
 from comal.tools.permissions import PermissionPolicy
 
 RecordFn = Callable[[str, JSONObject, bytes | None], None]
 """Appends one ledger entry: `record(kind, payload, body)`."""
+
+ConfirmFn = Callable[[str, JSONObject, str], Awaitable[bool]]
+"""`(tool_name, arguments, reason) -> confirmed`: asks the user (interactive front ends only)."""
+
+REPEAT_MODE = "uncertain-repeat"
+"""Permission mode recorded for a decision of the insistence guard."""
 
 INVALID_ARGUMENTS_KEY = "_invalid_arguments"
 """Argument key under which a call whose arguments were not valid JSON keeps its raw text."""
@@ -58,6 +75,11 @@ def _decision_json(decision: PermissionDecision) -> JSONObject:
     return {"decision": decision.decision, "mode": decision.mode, "reason": decision.reason}
 
 
+def call_key(name: str, arguments: JSONObject) -> str:
+    """Identity of a call for the insistence guard: tool name plus canonical arguments."""
+    return f"{name}\x00{canonical_json(arguments)}"
+
+
 def call_summary(call: ToolCallPart) -> str:
     """A one-line description of a call for front ends."""
     for key in ("command", "path", "pattern", "ref"):
@@ -75,6 +97,8 @@ class ToolRunner:
         permissions: the permission policy of this process.
         context: the tool context (workspace, env, cancel event).
         record: appends one ledger entry (kind, payload, body) and returns nothing.
+        confirm: asks the user before an identical re-issue of an uncertain call; None (or a
+            headless context) refuses such re-issues.
     """
 
     def __init__(
@@ -83,11 +107,45 @@ class ToolRunner:
         permissions: PermissionPolicy,
         context: ToolContext,
         record: RecordFn,
+        confirm: ConfirmFn | None = None,
     ) -> None:
         self.registry = registry
         self.permissions = permissions
         self.context = context
         self._record = record
+        self._confirm = confirm
+        self._uncertain: dict[str, str] = {}
+
+    def hold_uncertain(self, name: str, arguments: JSONObject, result_id: str) -> None:
+        """Guard (name, arguments): its result `result_id` is uncertain."""
+        self._uncertain[call_key(name, arguments)] = result_id
+
+    def release_uncertain(self, name: str, arguments: JSONObject) -> None:
+        """Stop guarding (name, arguments) (the user confirmed a repeat)."""
+        self._uncertain.pop(call_key(name, arguments), None)
+
+    @property
+    def held_uncertain(self) -> int:
+        """How many uncertain calls the guard holds."""
+        return len(self._uncertain)
+
+    async def _repeat_allowed(self, call: ToolCallPart, result_id: str) -> PermissionDecision:
+        reason = (
+            f"{call.name} with these exact arguments was interrupted earlier and its effect is "
+            f"uncertain (result {result_id}); Comal does not repeat it on its own"
+        )
+        if self.context.interactive and self._confirm is not None:
+            if await self._confirm(call.name, call.arguments, reason):
+                self.release_uncertain(call.name, call.arguments)
+                return PermissionDecision("allow", REPEAT_MODE, f"confirmed by the user: {reason}")
+            return PermissionDecision("deny", REPEAT_MODE, f"declined by the user: {reason}")
+        return PermissionDecision(
+            "deny",
+            REPEAT_MODE,
+            f"{reason}. Headless runs never repeat an uncertain call: check the current state "
+            "(read the files or outputs it would change) and continue from what you observe, "
+            "or ask the user to confirm the repeat interactively",
+        )
 
     def _started(
         self,
@@ -120,7 +178,9 @@ class ToolRunner:
                 {"media_type": m.media_type, "data_b64": m.data_b64} for m in outcome.media
             ]
         self._record("tool.result", payload, outcome.output)
-        text = render_output_text(outcome.output[:400])
+        text = render_outcome(
+            ToolOutcome(outcome.output[:400], outcome.is_error, outcome.exit_code)
+        )
         return CallReceipt(
             call.call_id, call.name, outcome.status, outcome.exit_code, len(outcome.output), text
         )
@@ -145,7 +205,12 @@ class ToolRunner:
             return self._fail_early(call, f"unknown tool {call.name!r}; available: {known}")
         problem = validate_arguments(tool.spec, call.arguments)
         if problem is not None:
-            return self._fail_early(call, f"invalid arguments for {call.name}: {problem}")
+            return self._fail_early(call, problem)
+        held = self._uncertain.get(call_key(call.name, call.arguments))
+        if held is not None and not tool.read_only:
+            repeat = await self._repeat_allowed(call, held)
+            if not repeat.allowed:
+                return self.refuse(call, f"not run: {repeat.reason}", mode=REPEAT_MODE)
         try:
             decision = await self.permissions.authorize(
                 tool, call.arguments, interactive=self.context.interactive

@@ -6,9 +6,68 @@ which tools may not import; they receive small reader/recorder objects built her
 
 from __future__ import annotations
 
+from comal.agent.state import board_of
+from comal.ledger.store import Ledger
 from comal.tools.base import Tool, default_tools
+from comal.tools.board import BoardTool, Criterion, criteria_to_json
+from comal.tools.finish import CheckRun, FinishTool
 
 
 def standard_tools() -> list[Tool]:
     """Read, Write, Edit, Bash, Glob and Grep."""
     return default_tools()
+
+
+class LedgerBook:
+    """The board and the session's close, backed by the ledger (a `BoardStore` and a
+    `FinishStore`).
+
+    Args:
+        ledger: the open ledger.
+        session_id: the session the tools belong to.
+    """
+
+    def __init__(self, ledger: Ledger, session_id: str) -> None:
+        self.ledger = ledger
+        self.session_id = session_id
+
+    def board(self) -> tuple[Criterion, ...]:
+        """The board as of the latest `board.updated` entry."""
+        return board_of(self.ledger.entries(self.session_id, kinds=("board.updated",)))
+
+    def record_board(self, criteria: tuple[Criterion, ...]) -> None:
+        """Append a `board.updated` entry holding the whole board."""
+        self.ledger.append(
+            self.session_id, "board.updated", {"criteria": criteria_to_json(criteria)}
+        )
+
+    def record_finish(self, answer: str, checks: tuple[CheckRun, ...]) -> None:
+        """Append `session.finished`, then mark the session finished.
+
+        The entry comes first: a crash between the two leaves the entry, from which resume
+        sees the session as finished (the status row follows the data, never the reverse).
+        """
+        self.ledger.append(
+            self.session_id,
+            "session.finished",
+            {
+                "answer": answer,
+                "checks": [
+                    {"command": c.command, "exit_code": c.exit_code, "passed": c.passed}
+                    for c in checks
+                ],
+            },
+        )
+        self.ledger.set_status(self.session_id, "finished")
+
+
+def session_tools(ledger: Ledger, session_id: str, checks: tuple[str, ...]) -> list[Tool]:
+    """The Board and finish_call tools bound to one session.
+
+    Args:
+        ledger: the open ledger.
+        session_id: the session.
+        checks: the configured check commands finish_call runs (`Config.checks`).
+    """
+    book = LedgerBook(ledger, session_id)
+    return [BoardTool(book), FinishTool(book, checks)]

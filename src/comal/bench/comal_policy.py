@@ -96,7 +96,7 @@ class ComalPolicy:
         named = {self._index_of[ref] for ref in _refs(view.messages) if ref in self._index_of}
         return Decision(tuple(view.messages), view.system, reachable_refs=frozenset(named))
 
-    def decide(self, history: tuple[Message, ...], call_index: int) -> Decision:
+    def decide(self, _history: tuple[Message, ...], call_index: int, /) -> Decision:
         """Feed the entries before call `call_index`, then prepare."""
         self.feed(self.transcript.calls[call_index].entries_end)
         return self.prepare()

@@ -16,6 +16,7 @@ Tokens:
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -40,7 +41,7 @@ def _is_fact(token: str) -> bool:
         return sum(c.isdigit() for c in token) >= 3
     if "_" in token.strip("_"):
         return True
-    return any(a.islower() and b.isupper() for a, b in zip(token, token[1:], strict=False))
+    return any(a.islower() and b.isupper() for a, b in itertools.pairwise(token))
 
 
 def extract_facts(text: str) -> set[str]:
@@ -85,9 +86,7 @@ def fact_uses(transcript: Transcript) -> tuple[FactUse, ...]:
                 if fact in origin and fact not in used:
                     used.add(fact)
                     sources = tuple(
-                        o.entry_index
-                        for o in transcript.outputs[:next_output]
-                        if fact in o.text
+                        o.entry_index for o in transcript.outputs[:next_output] if fact in o.text
                     )
                     uses.append(FactUse(fact, call.index, sources))
             seen |= extract_facts(_message_text(message))

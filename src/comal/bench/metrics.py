@@ -168,7 +168,9 @@ def aggregate(rows: Sequence[JSONObject]) -> list[JSONObject]:
             "mean_tokens": round(mean_tokens, 1),
             "cache_hit_share": round(_ratio(total("cached_tokens"), total("input_tokens")), 4),
             "facts_total": int(facts),
-            "facts_in_view": round(_ratio(total("facts_in_view_count"), facts), 4) if facts else 1.0,
+            "facts_in_view": round(_ratio(total("facts_in_view_count"), facts), 4)
+            if facts
+            else 1.0,
             "facts_reachable": round(_ratio(total("facts_reachable_count"), facts), 4)
             if facts
             else 1.0,

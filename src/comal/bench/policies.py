@@ -53,8 +53,9 @@ class Decision:
     summary_request: tuple[Message, ...] | None = None
     """Messages of the summary call made before this request (billed like any request)."""
     summary_output_tokens: int = 0
-    reachable_refs: frozenset[str] = frozenset()
-    """Evidence ids the request names (Comal only): facts in them count as reachable."""
+    reachable_refs: frozenset[int] = frozenset()
+    """Planned-entry indices of tool results the request names by exact reference (Comal
+    only): facts inside them count as reachable."""
 
 
 Measure = Callable[[Sequence[Message]], int]
@@ -66,8 +67,8 @@ class Policy(Protocol):
 
     name: str
 
-    def decide(self, history: tuple[Message, ...], call_index: int) -> Decision:
-        """The request for the call whose history is `history`."""
+    def decide(self, history: tuple[Message, ...], call_index: int, /) -> Decision:
+        """The request for call `call_index`, whose history is `history`."""
         ...
 
 
@@ -104,7 +105,7 @@ class RawPolicy:
     system: str
     name: str = "raw"
 
-    def decide(self, history: tuple[Message, ...], call_index: int) -> Decision:
+    def decide(self, history: tuple[Message, ...], _call_index: int, /) -> Decision:
         """The history as is."""
         return Decision(history, self.system)
 
@@ -124,7 +125,7 @@ class LastObservationsPolicy:
     name: str = "swe-agent-last5"
     _cache: dict[tuple[int, str], str] = field(default_factory=dict)
 
-    def decide(self, history: tuple[Message, ...], call_index: int) -> Decision:
+    def decide(self, history: tuple[Message, ...], _call_index: int, /) -> Decision:
         """Elide every observation older than the last `keep`."""
         ids = [p.call_id for m in history for p in m.tool_results]
         recent = set(ids[-self.keep :]) if self.keep else set()
@@ -151,7 +152,7 @@ class ObservationMaskingPolicy:
     turns: int = 10
     name: str = "masking-m10"
 
-    def decide(self, history: tuple[Message, ...], call_index: int) -> Decision:
+    def decide(self, history: tuple[Message, ...], _call_index: int, /) -> Decision:
         """Mask results of turns older than the last `turns`."""
         assistant_at = [i for i, m in enumerate(history) if m.role == "assistant"]
         boundary = assistant_at[-self.turns] if len(assistant_at) >= self.turns else -1
@@ -184,7 +185,7 @@ class OpencodePrunePolicy:
     name: str = "opencode-prune"
     _pruned: set[str] = field(default_factory=set)
 
-    def decide(self, history: tuple[Message, ...], call_index: int) -> Decision:
+    def decide(self, history: tuple[Message, ...], _call_index: int, /) -> Decision:
         """Prune old outputs when it frees enough, then render."""
         total = 0
         candidates: list[str] = []
@@ -239,7 +240,7 @@ class LlmCompactionPolicy:
     def _view(self, history: tuple[Message, ...]) -> tuple[Message, ...]:
         return self._base + history[self._cut :]
 
-    def decide(self, history: tuple[Message, ...], call_index: int) -> Decision:
+    def decide(self, history: tuple[Message, ...], _call_index: int, /) -> Decision:
         """Compact when the request would pass the threshold, then render."""
         view = self._view(history)
         if self.measure(view) <= self.ratio * self.budget.usable:

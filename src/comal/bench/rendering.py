@@ -53,11 +53,14 @@ def render_part(role: str, part: Part) -> str | None:
     if isinstance(part, TextPart):
         return f"<{role}>\n{part.text}\n</{role}>\n"
     if isinstance(part, ToolCallPart):
-        return f"<call id={part.call_id} name={part.name}>\n{canonical_json(part.arguments)}\n</call>\n"
+        arguments = canonical_json(part.arguments)
+        return f"<call id={part.call_id} name={part.name}>\n{arguments}\n</call>\n"
     if isinstance(part, ToolResultPart):
         flag = " error" if part.is_error else ""
         media = "".join(f"\n<media type={m.media_type} b64={len(m.data_b64)}/>" for m in part.media)
-        return f"<result id={part.call_id} name={part.name}{flag}>\n{part.content}{media}\n</result>\n"
+        return (
+            f"<result id={part.call_id} name={part.name}{flag}>\n{part.content}{media}\n</result>\n"
+        )
     if isinstance(part, MediaPart):
         return f"<media type={part.media_type} b64={len(part.data_b64)}/>\n"
     assert isinstance(part, ReasoningPart)
@@ -71,7 +74,14 @@ def render_system(system: str) -> str:
 
 @dataclass(slots=True)
 class SegmentCache:
-    """Memoized segments: by part identity (parts are immutable) and by text."""
+    """Memoized segments: by part identity (parts are immutable) and by text.
+
+    It is also an exact o200k `TokenCounter` (`name`, `exact`, `count`), so the engine under
+    replay counts with the same memo.
+    """
+
+    name: str = ENCODING
+    exact: bool = True
 
     _by_text: dict[str, Segment] = field(default_factory=dict)
     _by_part: dict[int, tuple[Part, Segment | None]] = field(default_factory=dict)

@@ -89,7 +89,9 @@ async def run_replay(
             progress(f"replayed {files[index].name} ({len(rows)} rows)")
 
     if jobs > 1:
-        context = multiprocessing.get_context("spawn")
+        # fork: a spawned worker would re-run the caller's `__main__` (the CLI itself).
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        context = multiprocessing.get_context(method)
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             await asyncio.gather(*(one(i, pool) for i in range(len(files))))
     else:

@@ -1,5 +1,8 @@
 """The headless runner: `comal -p "task"`, `--resume UUID [-p [more]]`, `--continue`.
 
+Without `-p` on a terminal, the same flags open the TUI instead (imported lazily, so `-p`
+never loads Textual).
+
 Exit codes (documented in the README):
 0 the turn ended with an answer (or the session was already finished); 1 unexpected error;
 2 usage or configuration error; 3 ledger/session error (unknown, ambiguous, locked, newer
@@ -113,7 +116,8 @@ async def build_provider(
 
 async def run_command(args: argparse.Namespace) -> int:
     """Entry point of the top-level parser when no subcommand is given."""
-    if args.prompt is None and not args.resume and not args.continue_latest:
+    interactive = args.prompt is None and sys.stdin.isatty() and sys.stdout.isatty()
+    if args.prompt is None and not args.resume and not args.continue_latest and not interactive:
         from comal.cli.main import build_parser
 
         build_parser().print_help(sys.stderr)
@@ -129,7 +133,7 @@ async def run_command(args: argparse.Namespace) -> int:
             session_id = ledger.latest_session(str(config.workspace))
             if session_id is None:
                 raise ConfigError(f"no session recorded in {config.workspace} to continue")
-        elif prompt is None:
+        elif prompt is None and not interactive:
             raise ConfigError("-p needs a task (argument or stdin)")
         options = SessionOptions(
             max_turns=args.max_turns or config.max_turns,
@@ -138,6 +142,13 @@ async def run_command(args: argparse.Namespace) -> int:
         )
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=10.0)) as client:
             provider = await build_provider(config, args, client)
+            if interactive:
+                # Imported only here so that `comal -p` never loads Textual.
+                from comal.tui.launch import run_tui
+
+                return await run_tui(
+                    ledger, config, provider, standard_tools(), options, session_id=session_id
+                )
             outcome = await run_headless(
                 ledger,
                 config,

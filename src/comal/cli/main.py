@@ -24,6 +24,11 @@ COMMAND_MODULES: tuple[str, ...] = (
     "comal.cli.cmd_import",
     "comal.cli.cmd_bench",
     "comal.cli.cmd_models",
+    "comal.cli.cmd_context",
+    "comal.cli.cmd_compact",
+    "comal.cli.cmd_checkpoints",
+    "comal.cli.cmd_evidence",
+    "comal.cli.cmd_state",
 )
 """Subcommand modules, in the order `--help` lists them."""
 

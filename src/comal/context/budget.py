@@ -16,13 +16,34 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from comal.ledger.entry import Entry
 from comal.messages import JSONValue
 
+if TYPE_CHECKING:
+    from comal.context.view import Assembly
+
 RESERVE_FLOOR = 4_096
 TARGET_DEPTH = 0.20
 """How far below the threshold a pressure event lands, as a share of the usable room."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """Budget settings for one session and model."""
+
+    window_tokens: int
+    window_source: str = "fallback"
+    max_output_tokens: int = 32_000
+    threshold_ratio: float = 0.90
+    large_output_threshold_bytes: int = 20 * 1024
+    output_reserve_tokens: int | None = None
+    """Fixed reserve; None sizes it from the session's own outputs (grown on OUTPUT_LENGTH)."""
+    margin_tokens: int | None = None
+    """Safety margin; None is 1/16 of the window (256 … 16,384)."""
+    vision: bool = False
+    """Whether the model takes images; without it media become text stand-ins."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,3 +138,15 @@ def size_output_reserve(
     for reserve in truncated:
         base = max(base, min(2 * reserve, cap))
     return base
+
+
+def overhead_message(asm: Assembly, budget: Budget, fixed: int) -> str:
+    """The CONTEXT_OVERHEAD message: the budget, row by row, and what to do."""
+    return (
+        f"the fixed parts do not fit the {budget.window:,}-token window: system"
+        f" {asm.system_tokens:,}, custom instructions {asm.instructions_tokens:,}, native"
+        f" tools {asm.tools_tokens:,}, MCP tools {asm.mcp_tokens:,}, output reserve"
+        f" {budget.output_reserve:,}, margin {budget.margin:,} (~{fixed:,} before any"
+        " conversation). Nothing was sent. Offer fewer tools or shorter instructions, or"
+        " configure a window the backend really supports (--context-window)."
+    )

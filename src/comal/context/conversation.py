@@ -146,49 +146,74 @@ def _user_message(entry: Entry) -> Message | None:
         return None
 
 
-def conversation_blocks(entries: Sequence[Entry]) -> list[Block]:
-    """The conversation blocks of a session's entries, in ledger order."""
-    superseded = {
-        _str(e.payload.get("entry"))
-        for e in entries
-        if e.kind == "response.discarded" and isinstance(e.payload.get("entry"), str)
-    }
-    blocks: list[Block] = []
-    results: dict[int, dict[str, ResultEntry]] = {}
-    waiting: dict[str, list[int]] = {}
-    for entry in entries:
+class ConversationIndex:
+    """Conversation blocks kept up to date as entries are appended (read each entry once).
+
+    `extend(new_entries)` takes entries in ledger order, each exactly once; `blocks()` is then
+    equal to `conversation_blocks(all entries so far)`.
+    """
+
+    def __init__(self) -> None:
+        self._blocks: list[Block] = []
+        self._results: dict[int, dict[str, ResultEntry]] = {}
+        self._waiting: dict[str, list[int]] = {}
+        self._superseded: set[str] = set()
+        self._dirty: set[int] = set()
+
+    def extend(self, entries: Sequence[Entry]) -> ConversationIndex:
+        """Take newly appended entries into account."""
+        for entry in entries:
+            self._take(entry)
+        return self
+
+    def _take(self, entry: Entry) -> None:
         if entry.kind in ("message.user", "message.summary"):
             message = _user_message(entry)
             if message is not None:
-                blocks.append(Block("user", entry, message))
-        elif entry.kind == "message.assistant" and entry.id not in superseded:
+                self._blocks.append(Block("user", entry, message))
+        elif entry.kind == "message.assistant":
             raw = entry.payload.get("message")
             if not isinstance(raw, dict):
-                continue
+                return
             try:
                 message = message_from_json(raw)
             except (ValueError, KeyError):
-                continue
-            index = len(blocks)
-            blocks.append(Block("assistant", entry, message))
-            results[index] = {}
+                return
+            index = len(self._blocks)
+            self._blocks.append(Block("assistant", entry, message))
+            self._results[index] = {}
+            self._dirty.add(index)
             for call in message.tool_calls:
-                waiting.setdefault(call.call_id, []).append(index)
+                self._waiting.setdefault(call.call_id, []).append(index)
         elif entry.kind == "tool.result":
             item = result_entry(entry)
-            owners = waiting.get(item.call_id)
+            owners = self._waiting.get(item.call_id)
             if not owners:
-                continue
+                return
             # The most recent assistant message still waiting on this id answers it.
             index = owners.pop()
-            results[index][item.call_id] = item
-    out: list[Block] = []
-    for index, block in enumerate(blocks):
-        if block.role == "assistant":
-            found = results[index]
+            self._results[index][item.call_id] = item
+            self._dirty.add(index)
+        elif entry.kind == "response.discarded":
+            target = entry.payload.get("entry")
+            if isinstance(target, str):
+                self._superseded.add(target)
+
+    def blocks(self) -> list[Block]:
+        """The blocks so far, in ledger order (superseded assistant messages left out)."""
+        for index in sorted(self._dirty):
+            block = self._blocks[index]
+            found = self._results[index]
             calls = block.message.tool_calls
             ordered = tuple(found[c.call_id] for c in calls if c.call_id in found)
             missing = tuple(c.call_id for c in calls if c.call_id not in found)
-            block = Block("assistant", block.entry, block.message, ordered, missing)
-        out.append(block)
-    return out
+            self._blocks[index] = Block("assistant", block.entry, block.message, ordered, missing)
+        self._dirty.clear()
+        if not self._superseded:
+            return list(self._blocks)
+        return [b for b in self._blocks if b.entry.id not in self._superseded]
+
+
+def conversation_blocks(entries: Sequence[Entry]) -> list[Block]:
+    """The conversation blocks of a session's entries, in ledger order."""
+    return ConversationIndex().extend(entries).blocks()

@@ -16,24 +16,24 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from comal.context.anchors import (
-    Fingerprint,
-    calibration_ratio,
-    find_anchor,
-    measured_input,
-    tools_digest,
-)
+from comal.context.anchors import Fingerprint, calibration_ratio, find_anchor, tools_digest
 from comal.context.budget import (
     Budget,
+    EngineSettings,
     default_margin,
+    overhead_message,
     session_outputs,
     size_output_reserve,
     truncated_reserves,
 )
+from comal.context.calibration import (
+    RECALIBRATE_SHIFT,
+    calibration_payload,
+    measured_after,
+    refused_size,
+)
 from comal.context.checkpoint import derive
-from comal.context.conversation import Block, conversation_blocks
+from comal.context.conversation import Block, ConversationIndex
 from comal.context.invariants import check
 from comal.context.projection import ProjectionPlan, plan_projection
 from comal.context.rendering import preview_chars
@@ -47,11 +47,18 @@ from comal.context.state import (
     state_with_draft,
     view_state,
 )
-from comal.context.tokens import MemoCounter, TokenCounter, calibrated, counter_for_model
+from comal.context.tokens import (
+    MemoCounter,
+    ScaledCounter,
+    TokenCounter,
+    calibrated,
+    counter_for_model,
+)
 from comal.context.view import (
     MESSAGE_OVERHEAD,
     Assembly,
     FixedParts,
+    PreparedView,
     ResultTexts,
     ViewState,
     build_view,
@@ -65,7 +72,6 @@ from comal.errors import (
 )
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
-from comal.messages import Message, ToolSpec
 
 __all__ = [
     "Checkpoint",
@@ -75,45 +81,6 @@ __all__ = [
     "FixedParts",
     "PreparedView",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class EngineSettings:
-    """Budget settings for one session and model."""
-
-    window_tokens: int
-    window_source: str = "fallback"
-    max_output_tokens: int = 32_000
-    threshold_ratio: float = 0.90
-    large_output_threshold_bytes: int = 20 * 1024
-    output_reserve_tokens: int | None = None
-    """Fixed reserve; None sizes it from the session's own outputs (grown on OUTPUT_LENGTH)."""
-    margin_tokens: int | None = None
-    """Safety margin; None is 1/16 of the window (256 … 16,384)."""
-    vision: bool = False
-    """Whether the model takes images; without it media become text stand-ins."""
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedView:
-    """The request to send, with its accounting."""
-
-    system: str
-    """System prompt and custom instructions, as sent."""
-    messages: tuple[Message, ...]
-    tools: tuple[ToolSpec, ...]
-    output_reserve: int
-    """Max output tokens to request: the reserve, widened to the room actually left."""
-    estimated_tokens: int
-    measured_base: bool
-    """True when `estimated_tokens` is a provider measurement plus an estimate of newer parts."""
-    checkpoint_number: int | None
-    actions: tuple[str, ...]
-    """Pressure actions this `prepare()` performed: `projection`, `checkpoint`."""
-    counted_tokens: int = 0
-    """The local (uncalibrated) count of the whole request."""
-    usable_tokens: int = 0
-    threshold_tokens: int = 0
 
 
 class ContextEngine:
@@ -151,6 +118,8 @@ class ContextEngine:
             model, tools_digest=tools_digest(fixed.all_tools)
         )
         self._entries: list[Entry] = []
+        self._index = ConversationIndex()
+        self._indexed = 0
         self._blocks: list[Block] = []
         self._blocks_seq = -1
         self._texts: ResultTexts | None = None
@@ -169,7 +138,9 @@ class ContextEngine:
         entries = self.entries()
         last = entries[-1].seq if entries else 0
         if last != self._blocks_seq:
-            self._blocks = conversation_blocks(entries)
+            self._index.extend(entries[self._indexed :])
+            self._indexed = len(entries)
+            self._blocks = self._index.blocks()
             self._blocks_seq = last
         return self._blocks
 
@@ -292,16 +263,8 @@ class ContextEngine:
 
     def _check_overhead(self, asm: Assembly, budget: Budget) -> None:
         fixed = calibrated(asm.fixed_tokens, self.ratio(), exact=self.counter.exact)
-        if fixed + budget.output_reserve + budget.margin <= budget.window:
-            return
-        raise ContextOverheadError(
-            f"the fixed parts do not fit the {budget.window:,}-token window: system"
-            f" {asm.system_tokens:,}, custom instructions {asm.instructions_tokens:,}, native"
-            f" tools {asm.tools_tokens:,}, MCP tools {asm.mcp_tokens:,}, output reserve"
-            f" {budget.output_reserve:,}, margin {budget.margin:,} (~{fixed:,} before any"
-            " conversation). Nothing was sent. Offer fewer tools or shorter instructions, or"
-            " configure a window the backend really supports (--context-window)."
-        )
+        if fixed + budget.output_reserve + budget.margin > budget.window:
+            raise ContextOverheadError(overhead_message(asm, budget, fixed))
 
     def prepare(self) -> PreparedView:
         """The view to send next, after relieving pressure if needed.
@@ -371,15 +334,16 @@ class ContextEngine:
         state = self.state()
         previous = state.checkpoint.number if state.checkpoint else 0
         asm = self.assemble(state)
+        ratio = self.ratio()
         draft = derive(
             previous + 1,
             entries,
             self._conversation(),
             state,
             self.texts(),
-            self.counter,
+            ScaledCounter(self.counter, ratio),
             budget,
-            asm.fixed_tokens,
+            calibrated(asm.fixed_tokens, ratio, exact=self.counter.exact),
             vision=self.settings.vision,
         )
         trial = state_with_draft(state, draft, entries[-1].seq + 1 if entries else 1)
@@ -443,38 +407,16 @@ class ContextEngine:
         if self._last_counted is None or self.counter.exact:
             return
         prepared_at, counted = self._last_counted
-        entries = self.entries()
-        request = next(
-            (e for e in entries if e.kind == "provider.request" and e.seq > prepared_at), None
-        )
-        if request is None:
+        answered, measured = measured_after(self.entries(), prepared_at)
+        if not answered:
             return
-        for entry in entries:
-            if (
-                entry.kind == "message.assistant"
-                and entry.payload.get("request_entry") == request.id
-            ):
-                measured = measured_input(entry.payload)
-                self._last_counted = None
-                if measured is None or counted <= 0:
-                    return
-                ratio = measured / counted
-                if abs(ratio / self.ratio() - 1) > 0.05:
-                    self._append_calibration(ratio, measured, counted, "usage")
-                return
-
-    def _append_calibration(self, ratio: float, measured: int, counted: int, source: str) -> None:
-        self.ledger.append(
-            self.session_id,
-            "context.calibrated",
-            {
-                "model": self.model,
-                "ratio": round(ratio, 4),
-                "measured_tokens": measured,
-                "estimated_tokens": counted,
-                "source": source,
-            },
-        )
+        self._last_counted = None
+        if measured is None or counted <= 0:
+            return
+        ratio = measured / counted
+        if abs(ratio / self.ratio() - 1) > RECALIBRATE_SHIFT:
+            payload = calibration_payload(self.model, ratio, measured, counted, "usage")
+            self.ledger.append(self.session_id, "context.calibrated", payload)
 
     def on_context_length(self, error: ContextLengthError) -> None:
         """Recalibrate from a provider CONTEXT_LENGTH so the next `prepare()` relieves pressure.
@@ -483,14 +425,9 @@ class ContextEngine:
         anchors). For "input + max_tokens exceed", the next request also sends only the reserve.
         """
         counted = self._last_counted[1] if self._last_counted else self.assemble().total_tokens
-        limit = error.limit_tokens or self.settings.window_tokens
-        if error.reported_tokens is not None:
-            measured = error.reported_tokens
-        elif error.fixable_by_output_reserve and error.requested_output_tokens is not None:
-            measured = limit - error.requested_output_tokens + 1
-        else:
-            measured = limit + 1
+        measured = refused_size(error, self.settings.window_tokens)
         ratio = max(measured / max(counted, 1), self.ratio())
-        self._append_calibration(ratio, measured, counted, "context_length")
+        payload = calibration_payload(self.model, ratio, measured, counted, "context_length")
+        self.ledger.append(self.session_id, "context.calibrated", payload)
         if error.fixable_by_output_reserve:
             self._send_cap = self.output_reserve()

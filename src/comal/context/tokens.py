@@ -203,6 +203,20 @@ def calibrated(count: int, ratio: float, *, exact: bool) -> int:
     An exact counter is only ever scaled up (providers add framing tokens; a count from the
     model's own vocabulary is never too high), an estimate both ways within sane bounds.
     """
-    low, high = (1.0, 1.5) if exact else (0.5, 2.5)
+    low, high = (1.0, 10.0) if exact else (0.5, 10.0)
     factor = min(max(ratio, low), high)
     return math.ceil(count * factor)
+
+
+class ScaledCounter:
+    """Another counter's counts with a calibration ratio applied (for sizing decisions)."""
+
+    def __init__(self, inner: TokenCounter, ratio: float) -> None:
+        self.inner = inner
+        self.ratio = ratio
+        self.name = f"{inner.name}*{ratio:g}"
+        self.exact = inner.exact
+
+    def count(self, text: str) -> int:
+        """The calibrated count."""
+        return calibrated(self.inner.count(text), self.ratio, exact=self.exact)

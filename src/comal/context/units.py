@@ -17,7 +17,7 @@ def utf16_len(text: str) -> int:
     """Length of `text` in UTF-16 code units."""
     if text.isascii():
         return len(text)
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    return len(text.encode("utf-16-le", errors="surrogatepass")) // 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,16 +26,23 @@ class Utf16Text:
 
     text: str
     ascii: bool
+    """True when every code point is one unit (no character above U+FFFF): units = indices."""
     encoded: bytes
-    """UTF-16-LE bytes (empty when `ascii`: units equal code points then)."""
+    """UTF-16-LE bytes (empty when `ascii`)."""
 
     @classmethod
     def of(cls, text: str) -> Utf16Text:
         """Wrap `text` (lone surrogates from surrogateescape are replaced by U+FFFD)."""
-        safe = text.encode("utf-16-le", errors="replace").decode("utf-16-le")
-        if safe.isascii():
-            return cls(safe, True, b"")
-        return cls(safe, False, safe.encode("utf-16-le"))
+        if text.isascii():
+            return cls(text, True, b"")
+        try:
+            encoded = text.encode("utf-16-le")
+        except UnicodeEncodeError:
+            encoded = text.encode("utf-16-le", errors="replace")
+            text = encoded.decode("utf-16-le")
+        if len(encoded) == 2 * len(text):
+            return cls(text, True, b"")
+        return cls(text, False, encoded)
 
     @property
     def units(self) -> int:

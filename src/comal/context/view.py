@@ -153,6 +153,28 @@ class Assembly:
         return sum(p.tokens for p in self.parts if p.kind == kind)
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedView:
+    """The request to send, with its accounting."""
+
+    system: str
+    """System prompt and custom instructions, as sent."""
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+    output_reserve: int
+    """Max output tokens to request: the reserve, widened to the room actually left."""
+    estimated_tokens: int
+    measured_base: bool
+    """True when `estimated_tokens` is a provider measurement plus an estimate of newer parts."""
+    checkpoint_number: int | None
+    actions: tuple[str, ...]
+    """Pressure actions this `prepare()` performed: `projection`, `checkpoint`."""
+    counted_tokens: int = 0
+    """The local (uncalibrated) count of the whole request."""
+    usable_tokens: int = 0
+    threshold_tokens: int = 0
+
+
 @dataclass(slots=True)
 class ResultTexts:
     """Memoized result renderings (by entry id and mode), read from a blob source."""
@@ -161,6 +183,10 @@ class ResultTexts:
     large_output_bytes: int
     preview_chars: int
     _memo: dict[tuple[str, Mode], str] = field(default_factory=dict)
+    blocks: dict[tuple[object, ...], tuple[tuple[Part, ...], tuple[PartCost, ...]]] = field(
+        default_factory=dict
+    )
+    """Built blocks by (entry id, result modes, counter, vision): a block reads the same forever."""
 
     def natural_mode(self, item: ResultEntry) -> Mode:
         """How a result enters active memory before any projection."""
@@ -252,19 +278,24 @@ def block_parts(
     vision: bool = False,
 ) -> tuple[tuple[Part, ...], tuple[Part, ...], tuple[PartCost, ...]]:
     """One block as (its own message parts, result parts for the next user message, costs)."""
+    modes = tuple(result_mode(item, state, texts) for item in block.results)
+    key = (block.entry.id, modes, block.missing, counter.name, vision)
+    hit = texts.blocks.get(key)
+    if hit is not None:
+        return block.message.parts, hit[0], hit[1]
     costs: list[PartCost] = []
     for part in block.message.parts:
         tokens, kind = _part_tokens(part, counter)
         costs.append(PartCost(block.seq, tokens, kind, role=block.role))
     results: list[Part] = []
-    for item in block.results:
-        mode = result_mode(item, state, texts)
+    for item, mode in zip(block.results, modes, strict=True):
         result, images = _result_part(item, mode, texts, vision)
         results.append(result)
         tokens = counter.count(result.content) + PART_OVERHEAD
         costs.append(PartCost(item.seq, tokens, mode, item, role="result"))
         if images:
             costs.append(PartCost(item.seq, IMAGE_TOKENS * images, "media", item, role="result"))
+    texts.blocks[key] = (tuple(results), tuple(costs))
     return block.message.parts, tuple(results), tuple(costs)
 
 

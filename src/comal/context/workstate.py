@@ -177,7 +177,8 @@ def work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
             pending.append(
                 f"{describe_call(call.name, call.arguments)}: started, no result recorded"
             )
-    errors = [_error_line(item, calls.get(item.call_id), blobs) for item in failures.values()]
+    open_errors = list(failures.values())[-MAX_ERRORS:]
+    errors = [_error_line(item, calls.get(item.call_id), blobs) for item in open_errors]
     file_lines = [f"{path}: {line}" for path, (_, line) in files.items()]
     return WorkState(
         board=board,

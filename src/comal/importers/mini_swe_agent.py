@@ -105,7 +105,9 @@ def parse(path: Path) -> ParsedSession:
         elif role == "user":
             if pending_text_call is not None:
                 plan.tool_result(
-                    pending_text_call, text.encode("utf-8", "surrogateescape"), line=None,
+                    pending_text_call,
+                    text.encode("utf-8", "surrogateescape"),
+                    line=None,
                     exit_code=exit_code(text),
                 )
                 pending_text_call = None
@@ -149,7 +151,9 @@ def parse(path: Path) -> ParsedSession:
         elif role == "tool":
             call_id = message.get("tool_call_id")
             plan.tool_result(
-                str(call_id), text.encode("utf-8", "surrogateescape"), line=None,
+                str(call_id),
+                text.encode("utf-8", "surrogateescape"),
+                line=None,
                 exit_code=exit_code(text),
             )
         elif role == "exit":

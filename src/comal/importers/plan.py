@@ -10,6 +10,8 @@ Invariants kept by `SessionPlan` (the builder every importer uses):
   results; a call with no recorded result is closed with status `uncertain` and an explicit
   interrupted text, never left an orphan;
 - a result whose call is unknown is a format error, not silently dropped;
+- call ids are unique within a session: a recorded id used again (replayed demonstrations do
+  this) becomes `<id>#<n>`, and its result follows it;
 - usage is normalized to `comal.usage.Usage` JSON and the recorded usage is kept as `usage_raw`.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +204,7 @@ class SessionPlan:
     wire: str
     entries: list[PlannedEntry] = field(default_factory=list)
     _pending: dict[str, _Pending] = field(default_factory=dict)
+    _used_ids: set[str] = field(default_factory=set)
     _calls: int = 0
 
     @property
@@ -241,6 +244,8 @@ class SessionPlan:
     ) -> None:
         """One model response; its tool calls become pending until answered."""
         self._close_pending()
+        recorded = [p.call_id for p in parts if isinstance(p, ToolCallPart)]
+        parts = tuple(self._unique_call(p) for p in parts)
         message = Message("assistant", parts)
         self.entries.append(
             PlannedEntry(
@@ -257,8 +262,20 @@ class SessionPlan:
             )
         )
         self._calls += 1
-        for call in message.tool_calls:
-            self._pending[call.call_id] = _Pending(call)
+        for original, call in zip(recorded, message.tool_calls, strict=True):
+            self._pending[original] = _Pending(call)
+
+    def _unique_call(self, part: Part) -> Part:
+        """A call whose id the session already used gets `<id>#<n>` (views need unique ids)."""
+        if not isinstance(part, ToolCallPart):
+            return part
+        call_id = part.call_id
+        number = 1
+        while call_id in self._used_ids:
+            number += 1
+            call_id = f"{part.call_id}#{number}"
+        self._used_ids.add(call_id)
+        return part if call_id == part.call_id else replace(part, call_id=call_id)
 
     def has_pending(self, call_id: str) -> bool:
         """Whether `call_id` is an unanswered call of the last assistant turn."""

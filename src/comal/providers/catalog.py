@@ -35,6 +35,7 @@ _OPEN = "model card (trained context length); Ollama library"
 
 _TABLE: dict[str, CatalogEntry] = {
     # OpenAI
+    # Every GPT-5.x shares the 272k input cap as a floor (later ones may accept more).
     "gpt-5": CatalogEntry(272_000, 128_000, _OPENAI_GPT5, vision=True),
     "gpt-4.1": CatalogEntry(1_047_576, 32_768, _OPENAI, vision=True),
     "gpt-4o": CatalogEntry(128_000, 16_384, _OPENAI, vision=True),
@@ -60,6 +61,12 @@ _TABLE: dict[str, CatalogEntry] = {
     "claude-3-7-sonnet": CatalogEntry(200_000, 64_000, _ANTHROPIC, vision=True),
     "claude-3-5-sonnet": CatalogEntry(200_000, 8_192, _ANTHROPIC, vision=True),
     "claude-3-5-haiku": CatalogEntry(200_000, 8_192, _ANTHROPIC, vision=True),
+    "claude-opus-4-8": CatalogEntry(200_000, 64_000, _ANTHROPIC, vision=True),
+    # Newer Claude generations: the standard 200k window as a floor; the models API
+    # (`/v1/models/{id}`, discovery) reports the real figures and takes precedence.
+    "claude-opus-5": CatalogEntry(200_000, 64_000, _ANTHROPIC + " (family floor)", vision=True),
+    "claude-sonnet-5": CatalogEntry(200_000, 64_000, _ANTHROPIC + " (family floor)", vision=True),
+    "claude-haiku-5": CatalogEntry(200_000, 64_000, _ANTHROPIC + " (family floor)", vision=True),
     "claude": CatalogEntry(200_000, 8_192, _ANTHROPIC + " (any Claude model)", vision=True),
     # Google
     "gemini-3": CatalogEntry(1_048_576, 65_536, _GOOGLE, vision=True),

@@ -282,6 +282,11 @@ def classify_http_error(
         obj: JSONValue = json.loads(clean)
     except (ValueError, RecursionError):
         obj = None
-    return classify_error_object(
+    error = classify_error_object(
         obj, status=status, raw=clean[:4000], retry_after=parse_retry_after(headers)
     )
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if lowered.get("x-should-retry", "").lower() == "false":
+        # The server says retrying is pointless (the convention the official SDKs honour).
+        error.retryable = False
+    return error

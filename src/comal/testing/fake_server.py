@@ -70,6 +70,11 @@ class FakeServerOptions:
     discovery_style: str = "all"
     """`all`, `vllm`, `llamacpp`, `ollama`, `anthropic` or `none`."""
     ollama_num_ctx: int | None = None
+    turn_by: str = "order"
+    """`order`: each request takes the next turn. `answered`: a request takes the turn after the
+    last scripted turn whose tool calls this or an earlier request answered (the first turn
+    while none is), so a client killed mid-stream and resumed gets the same turn again, even
+    when a checkpoint has since replaced the answered calls (crash/resume tests)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +123,8 @@ _WIRES = (
 class _State:
     turns: list[FakeTurn]
     next_turn: int = 0
+    answered_through: int = -1
+    """Highest turn index whose tool calls a request has answered (`turn_by = "answered"`)."""
     requests: int = 0
     served: int = 0
     orphan_violations: int = 0
@@ -164,7 +171,10 @@ class FakeServer:
 
     def start(self) -> FakeServer:
         """Serve in a daemon thread; returns self."""
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # A short poll interval keeps `stop()` (which waits for the loop to notice) fast.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -265,15 +275,22 @@ class FakeServer:
             ):
                 s.overflows += 1
                 return wire, self._overflow(wire, "context_length_output", tokens, output), ctx
-            if s.next_turn >= len(s.turns):
+            index = s.next_turn
+            if self.options.turn_by == "answered":
+                s.answered_through = max(s.answered_through, _last_answered(s.turns, body))
+                index = s.answered_through + 1
+            if index >= len(s.turns):
                 s.unexpected += 1
                 message = (
                     f"fake server: unexpected request {s.requests}: the script has"
                     f" {len(s.turns)} turn(s) and all were used"
                 )
-                return wire, invalid_request_answer(wire, message, status=500), ctx
-            turn = s.turns[s.next_turn]
-            s.next_turn += 1
+                answer = invalid_request_answer(wire, message, status=500)
+                # Retrying cannot conjure a turn: tell clients not to.
+                answer.headers["x-should-retry"] = "false"
+                return wire, answer, ctx
+            turn = s.turns[index]
+            s.next_turn = max(s.next_turn, index + 1)
             s.served += 1
         if turn.error is not None and not turn.error_in_stream:
             return wire, self.error_for_turn(wire, turn, tokens, output, key), ctx
@@ -317,6 +334,39 @@ def _get(obj: JSONValue, *path: str) -> JSONValue:
 
 def _strs(value: JSONValue) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+_RESULT_ID_KEYS = ("tool_call_id", "tool_use_id", "call_id")
+
+
+def _result_ids(value: JSONValue) -> set[str]:
+    """Ids of the tool results a request carries (Chat `tool_call_id`, Anthropic `tool_use_id`,
+    Responses `function_call_output.call_id`)."""
+    found: set[str] = set()
+    if isinstance(value, list):
+        for item in value:
+            found |= _result_ids(item)
+    elif isinstance(value, dict):
+        is_result = value.get("role") == "tool" or value.get("type") in (
+            "tool_result",
+            "function_call_output",
+        )
+        for key, item in value.items():
+            if is_result and key in _RESULT_ID_KEYS and isinstance(item, str):
+                found.add(item)
+            elif isinstance(item, list | dict):
+                found |= _result_ids(item)
+    return found
+
+
+def _last_answered(turns: Sequence[FakeTurn], body: JSONObject) -> int:
+    """Index of the last turn whose tool calls the request answers (-1: none)."""
+    answered = _result_ids(body.get("messages", body.get("input")))
+    last = -1
+    for index, turn in enumerate(turns):
+        if any(call.call_id in answered for call in turn.tool_calls):
+            last = index
+    return last
 
 
 def _max_tokens(body: JSONObject) -> int:

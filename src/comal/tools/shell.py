@@ -100,6 +100,23 @@ async def _reaped(proc: asyncio.subprocess.Process) -> None:
         await asyncio.sleep(_POLL_S)
 
 
+async def _release(proc: asyncio.subprocess.Process) -> None:
+    """Read the pipe to its end and reap the shell, so the pipe transport closes.
+
+    After a cancel the reader task is gone mid-stream; left alone, the transport would stay
+    open (and paused if its buffer filled) until garbage collection.
+    """
+    assert proc.stdout is not None
+    try:
+        async with asyncio.timeout(_AFTER_KILL_S):
+            while await proc.stdout.read(_CHUNK_BYTES):
+                pass
+            await proc.wait()
+    except TimeoutError:
+        # Only a process that left the group on purpose keeps the pipe open this long.
+        pass
+
+
 class BashTool(NoPreparation):
     """The `Bash` tool.
 
@@ -177,6 +194,7 @@ class BashTool(NoPreparation):
             # Also reached when the calling task is cancelled: never leave the group running.
             if proc.returncode is None:
                 _kill_group(proc.pid)
+            await _release(proc)
         return self._outcome(capture, proc.returncode, ending, timeout_s)
 
     async def _supervise(

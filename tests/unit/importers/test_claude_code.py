@@ -43,7 +43,8 @@ def test_responses_are_grouped_by_message_id_and_sidechains_become_children(
 
     parent, *children = written
     assert parent.parent_id is None
-    assert children and all(c.parent_id == parent.session_id for c in children)
+    assert children
+    assert all(c.parent_id == parent.session_id for c in children)
     main = ledger.entries(parent.session_id)
     assistants = [e for e in main if e.kind == "message.assistant"]
     assert len(assistants) == len(main_ids)

@@ -85,10 +85,14 @@ def test_swe_agent_variants(ledger: Ledger, name: str) -> None:
     assert_paired(entries)
     assistants = _assistants(ledger, session.session_id)
     assert len(assistants) == len(replies)
+    ids = [c.call_id for m in assistants for c in m.tool_calls]  # type: ignore[attr-defined]
+    assert len(ids) == len(set(ids)), "call ids must be unique within a session"
     for reply, message in zip(replies, assistants, strict=True):
         calls = message.tool_calls  # type: ignore[attr-defined]
         if reply.get("tool_calls"):
-            assert [c.call_id for c in calls] == [c["id"] for c in reply["tool_calls"]]
+            # A recorded id used again (replayed demos reuse them) becomes `<id>#<n>`.
+            recorded = [c.call_id.split("#")[0] for c in calls]
+            assert recorded == [c["id"] for c in reply["tool_calls"]]
         else:
             assert [c.arguments["command"] for c in calls] == [reply["action"].strip()]
 

@@ -1,0 +1,264 @@
+"""Recovery at open: give every dangling call an explicit result before the next model call.
+
+`recover(session)` runs once when a session is resumed, after its lock is held and before the
+first model call. It works only from the ledger:
+
+- A `tool.started` with no `tool.result` gets one now:
+  - a denied or invalid call (its receipt says it never ran) → `denied` / `error`;
+  - Write/Edit with a durable preparation whose fresh read (with the permissions of *this*
+    process) has the intended digest → `postcondition_observed`, with
+    `observed.postcondition_observed: true`. The text says what the read shows; it never says
+    the original handler returned nor who produced the bytes, and nothing is written again;
+  - anything else — a different file, a denied or failed read, a start without preparation, a
+    tool without a recovery adapter (Bash, MCP, plugins) → `uncertain`, with what was observed.
+- A call of a recorded (complete) response that never started had no effect: it runs now,
+  through the normal runner, so this process's permissions decide.
+- Uncertain calls are never re-run: recovery hands their (tool, arguments) to the runner's
+  insistence guard, which asks the user before an identical re-issue (headless: refuses).
+- An incomplete response at the tail (`response.discarded`, or a `provider.request` with no
+  reply) is not in the conversation at all, so nothing of it runs.
+- An answered session with an open board gets one recorded user message saying so, so
+  `--resume UUID -p` continues the plan without a new prompt. Recovering never closes a session:
+  only finish_call does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from comal.agent.events import Notice, ToolFinished, ToolStarted
+from comal.agent.session import Session
+from comal.agent.state import OpenCall, board_of, last_answer, open_calls
+from comal.agent.tool_runner import call_summary
+from comal.ledger.entry import Entry
+from comal.messages import JSONObject, JSONValue, digest_bytes, message_to_json, user_text
+from comal.tools.base import Observation, Preparation
+from comal.tools.board import board_is_open, render_board
+
+CONTINUE_PLAN = (
+    "[Comal] This session was resumed after it stopped. The board still has open criteria:\n"
+    "{board}\n"
+    "Continue with the plan: check what is already done before repeating anything, keep the "
+    "board up to date, and call finish_call when the checks pass."
+)
+"""The recorded message that continues an open plan when resuming without a new prompt."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveredCall:
+    """What recovery did about one call."""
+
+    call_id: str
+    name: str
+    status: str
+    """`postcondition_observed`, `uncertain`, `denied`, `error`, or `ran` (never started)."""
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """The outcome of `recover`."""
+
+    session_id: str
+    calls: tuple[RecoveredCall, ...]
+    continuation: str
+    """`finished` (nothing to do), `pending_calls`, `open_plan`, `awaiting_reply` (the last
+    message is the user's or a tool result), or `answered` (nothing left to continue)."""
+    held_uncertain: int
+    """Uncertain calls the insistence guard now holds."""
+    last_answer: str | None
+
+    @property
+    def needs_model_call(self) -> bool:
+        """True when resuming without a new prompt should call the model."""
+        return self.continuation in ("pending_calls", "open_plan", "awaiting_reply")
+
+    def lines(self) -> list[str]:
+        """One human line per recovered call."""
+        return [f"{c.name} {c.call_id}: {c.status} — {c.detail}" for c in self.calls]
+
+
+def _str(value: JSONValue) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _preparation(started: Entry) -> Preparation | None:
+    raw = started.payload.get("preparation")
+    if not isinstance(raw, dict):
+        return None
+    intended = raw.get("digest_intended")
+    if not isinstance(intended, str):
+        return None
+    path = _str(raw.get("path"))
+    before = raw.get("digest_before")
+    return Preparation(
+        path,
+        _str(raw.get("abs_path")) or path,
+        before if isinstance(before, str) else None,
+        intended,
+    )
+
+
+def _record(
+    s: Session, call: OpenCall, status: str, text: str, observed: JSONObject | None
+) -> None:
+    body = text.encode("utf-8")
+    payload: JSONObject = {
+        "call_id": call.call.call_id,
+        "name": call.call.name,
+        "status": status,
+        "is_error": status != "postcondition_observed",
+        "exit_code": None,
+        "size_bytes": len(body),
+        "digest": digest_bytes(body),
+    }
+    if observed is not None:
+        payload["observed"] = observed
+    s.record("tool.result", payload, body)
+
+
+def _observed_json(prep: Preparation, seen: Observation) -> JSONObject:
+    return {
+        "postcondition_observed": seen.matches_intended,
+        "path": prep.path,
+        "digest_before": prep.digest_before,
+        "digest_intended": prep.digest_intended,
+        "current_digest": seen.current_digest,
+        "readable": seen.readable,
+        "detail": seen.detail,
+    }
+
+
+def _settle_started(s: Session, call: OpenCall, started: Entry) -> RecoveredCall:
+    """Record the result of a call that started and left no result."""
+    name, call_id = call.call.name, call.call.call_id
+    raw = started.payload.get("permission")
+    permission = raw if isinstance(raw, dict) else {}
+    decision = _str(permission.get("decision"))
+    if decision and decision != "allow":
+        reason = _str(permission.get("reason"))
+        status = "error" if permission.get("mode") == "validation" else "denied"
+        text = f"{reason or 'not allowed'} (the call never ran)"
+        _record(s, call, status, text, {"postcondition_observed": False, "detail": text})
+        return RecoveredCall(call_id, name, status, text)
+    prep = _preparation(started)
+    adapter = s.runner.registry.recovery(name)
+    if prep is None or adapter is None:
+        why = (
+            "it started without a durable preparation"
+            if adapter is not None
+            else (f"{name} has no recovery adapter, so its effects cannot be observed")
+        )
+        detail = f"no result was recorded before the process stopped, and {why}"
+        text = (
+            f"uncertain: the {name} call started but {detail}. It is not run again. Look at the "
+            "current state before deciding what to do; repeating the identical call needs the "
+            "user's permission."
+        )
+        _record(s, call, "uncertain", text, {"postcondition_observed": False, "detail": detail})
+        return RecoveredCall(call_id, name, "uncertain", detail)
+    seen = adapter.observe(prep, s.runner.context)
+    observed = _observed_json(prep, seen)
+    if seen.matches_intended:
+        text = (
+            f"postcondition_observed: true. No result was recorded for this {name} call before "
+            f"the process stopped. A fresh read of {prep.path} shows the intended content "
+            f"({prep.digest_intended}); nothing was written again."
+        )
+        _record(s, call, "postcondition_observed", text, observed)
+        return RecoveredCall(call_id, name, "postcondition_observed", seen.detail)
+    current = seen.current_digest or ("unreadable" if not seen.readable else "absent")
+    text = (
+        f"uncertain: no result was recorded for this {name} call before the process stopped, "
+        f"and a fresh read of {prep.path} does not show the intended content: {seen.detail} "
+        f"(now {current}; intended {prep.digest_intended}; before "
+        f"{prep.digest_before or 'absent'}). It is not run again; repeating the identical call "
+        "needs the user's permission."
+    )
+    _record(s, call, "uncertain", text, observed)
+    return RecoveredCall(call_id, name, "uncertain", seen.detail)
+
+
+def _hold_uncertain(s: Session, entries: list[Entry]) -> int:
+    """Hand every still-uncertain (tool, arguments) to the runner's insistence guard."""
+    args: dict[str, JSONObject] = {}
+    for entry in entries:
+        p = entry.payload
+        call_id = _str(p.get("call_id"))
+        if entry.kind == "tool.started":
+            raw = p.get("arguments")
+            args[call_id] = raw if isinstance(raw, dict) else {}
+            permission = p.get("permission")
+            if isinstance(permission, dict) and permission.get("decision") == "allow":
+                # A later allowed identical call (confirmed by the user) settles the doubt.
+                s.runner.release_uncertain(_str(p.get("name")), args[call_id])
+        elif entry.kind == "tool.result" and p.get("status") == "uncertain":
+            s.runner.hold_uncertain(_str(p.get("name")), args.get(call_id, {}), entry.id)
+    return s.runner.held_uncertain
+
+
+def _continuation(entries: list[Entry], ran_calls: bool) -> str:
+    if ran_calls:
+        return "pending_calls"
+    last = next(
+        (
+            e
+            for e in reversed(entries)
+            if e.kind in ("message.user", "message.summary", "message.assistant", "tool.result")
+        ),
+        None,
+    )
+    if last is None:
+        return "answered"
+    if last.kind != "message.assistant":
+        return "awaiting_reply"
+    return "open_plan" if board_is_open(board_of(entries)) else "answered"
+
+
+async def recover(s: Session, *, continue_plan: bool = True) -> RecoveryReport:
+    """Settle every dangling call of a resumed session and say how to continue.
+
+    Args:
+        s: the open, locked session (its runner carries this process's permissions).
+        continue_plan: record the "continue the open plan" message when the session was
+            answered with criteria still open (False when the user gives a new message).
+
+    Returns:
+        What was recovered and whether a model call should follow.
+    """
+    status = s.ledger.session(s.id).status
+    entries = s.ledger.entries(s.id)
+    if status == "finished":
+        held = _hold_uncertain(s, entries)
+        return RecoveryReport(s.id, (), "finished", held, last_answer(entries))
+    done: list[RecoveredCall] = []
+    ran = False
+    for call in open_calls(entries):
+        if call.started is not None:
+            done.append(_settle_started(s, call, call.started))
+            continue
+        # Never started: no effect can have happened, so it runs now like any call.
+        part = call.call
+        s.emit(ToolStarted(part.call_id, part.name, call_summary(part)))
+        receipt = await s.runner.run(part)
+        s.emit(
+            ToolFinished(
+                receipt.call_id,
+                receipt.name,
+                receipt.status,
+                receipt.exit_code,
+                receipt.size_bytes,
+                receipt.preview,
+            )
+        )
+        done.append(RecoveredCall(part.call_id, part.name, "ran", f"ran now: {receipt.status}"))
+        ran = True
+    entries = s.ledger.entries(s.id)
+    held = _hold_uncertain(s, entries)
+    continuation = _continuation(entries, ran or any(c.status != "ran" for c in done))
+    if continuation == "open_plan" and continue_plan:
+        text = CONTINUE_PLAN.format(board=render_board(board_of(entries)))
+        s.record("message.user", {"message": message_to_json(user_text(text))})
+    for item in done:
+        s.emit(Notice("RECOVERED", f"{item.name} {item.call_id}: {item.status} — {item.detail}"))
+    return RecoveryReport(s.id, tuple(done), continuation, held, last_answer(entries))

@@ -1,0 +1,93 @@
+"""`comal context UUID [--json]`: the budget of a recorded session's next request.
+
+Also holds `recorded_engine`, shared by `compact`, `checkpoints` and `evidence`: a context
+engine for any recorded session, with the window and model from its `session.started` entry
+(the smaller of that window and an explicit `--context-window` / `COMAL_CONTEXT_WINDOW`), the
+system prompt, the workspace's custom instructions and the standard tool schemas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from comal.agent.instructions import load_instructions
+from comal.agent.prompt import SYSTEM_PROMPT
+from comal.agent.toolset import standard_tools
+from comal.config import DEFAULT_WINDOW_TOKENS, Config, load_config
+from comal.context.engine import ContextEngine, EngineSettings, FixedParts
+from comal.ledger.store import Ledger
+from comal.messages import JSONValue
+
+
+def emit(text: str) -> None:
+    """Write data to stdout as UTF-8 (lone surrogates escaped)."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
+    sys.stdout.buffer.flush()
+
+
+def emit_json(value: Any) -> None:
+    """Write one JSON document to stdout."""
+    emit(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+def _window(started: dict[str, JSONValue]) -> tuple[int, str]:
+    window = started.get("window")
+    if isinstance(window, dict):
+        tokens = window.get("tokens")
+        source = window.get("source")
+        if isinstance(tokens, int) and tokens > 0:
+            return tokens, source if isinstance(source, str) else "recorded"
+    return DEFAULT_WINDOW_TOKENS, "fallback"
+
+
+def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextEngine:
+    """A context engine for a recorded session (no provider needed)."""
+    info = ledger.session(session_id)
+    started = ledger.entries(session_id, kinds=("session.started",))
+    payload: dict[str, JSONValue] = dict(started[0].payload) if started else {}
+    model = payload.get("model")
+    model_name = model if isinstance(model, str) and model else info.model
+    window, source = _window(payload)
+    explicit = config.context.context_window
+    if explicit is not None and explicit < window:
+        window, source = explicit, "explicit"
+    workspace = Path(info.cwd) if info.cwd else config.workspace
+    instructions = load_instructions(workspace, config.config_dir).text
+    tools = tuple(tool.spec for tool in standard_tools())
+    settings = EngineSettings(
+        window_tokens=window,
+        window_source=source,
+        threshold_ratio=config.context.threshold_ratio,
+        large_output_threshold_bytes=config.context.large_output_threshold_bytes,
+        output_reserve_tokens=config.context.output_reserve_tokens,
+        margin_tokens=config.context.margin_tokens,
+    )
+    fixed = FixedParts(SYSTEM_PROMPT, instructions, tools)
+    return ContextEngine(ledger, session_id, settings, fixed, model=model_name)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    config = load_config()
+    with Ledger.open(config.ledger_path) as ledger:
+        session_id = ledger.resolve(args.session)
+        report = recorded_engine(ledger, session_id, config).report()
+    if args.json:
+        emit_json(report.to_json())
+    else:
+        emit(report.render() + "\n")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `comal context`."""
+    parser = subparsers.add_parser(
+        "context", help="show where a session's context window goes (budget rows)"
+    )
+    parser.add_argument("session", metavar="UUID", help="session id or unique prefix")
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+    parser.set_defaults(func=_run)

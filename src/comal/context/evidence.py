@@ -1,0 +1,387 @@
+"""EvidenceRead: exact, paged reading of what the ledger recorded — never re-running anything.
+
+`read_evidence(ledger, session_id, ref, …)` returns one page (at most 8,000 UTF-16 code units)
+of an entry's field, or the search hits in it, with `next_call`: the exact arguments of the next
+EvidenceRead (next page, or next batch of hits). Fields:
+- `output`: a `tool.result` body, decoded as UTF-8 with U+FFFD for undecodable bytes (the digest
+  is of the exact stored bytes);
+- `text`: the text of a `message.user` / `message.assistant` / `message.summary` / `checkpoint`;
+- `arguments`: the arguments of a call (`tool.started`, or the call of a `tool.result`);
+- `media`: the media attached to a result, by reference: metadata only, with a note that the
+  pixels are not text and that keeping a reference does not mean a model saw them.
+
+Invariants: offsets and lengths are UTF-16 code units and a surrogate pair is never split; a
+wrong `expected_digest` raises `DigestMismatchError` before anything is returned; only the
+session's own entries and its direct children's are readable (`EvidenceAccessError`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from comal.context.rendering import evidence_text
+from comal.context.units import Utf16Text
+from comal.errors import (
+    DigestMismatchError,
+    EvidenceAccessError,
+    EvidenceError,
+    UnknownEntryError,
+)
+from comal.ledger.entry import Entry
+from comal.ledger.store import Ledger
+from comal.messages import JSONObject, JSONValue, digest_bytes, message_from_json
+
+PAGE_UNITS: Final = 8_000
+MAX_HITS: Final = 20
+_SNIPPET = 240
+FIELDS: Final = ("output", "text", "arguments", "media")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One match: where it starts, how long it is (UTF-16 units), its line and that line."""
+
+    offset: int
+    length: int
+    line: int
+    snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class EvidencePage:
+    """One answer of EvidenceRead."""
+
+    ref: str
+    field: str
+    session_id: str
+    kind: str
+    digest: str
+    total_units: int
+    offset: int
+    length: int
+    text: str
+    hits: tuple[SearchHit, ...] = ()
+    search: str | None = None
+    next_call: JSONObject | None = None
+
+    def to_json(self) -> JSONObject:
+        """The JSON answer (what the tool and `comal evidence --json` return)."""
+        out: JSONObject = {
+            "ref": self.ref,
+            "field": self.field,
+            "session": self.session_id,
+            "kind": self.kind,
+            "digest": self.digest,
+            "total_units": self.total_units,
+            "offset": self.offset,
+            "length": self.length,
+            "text": self.text,
+            "next_call": self.next_call,
+        }
+        if self.search is not None:
+            out["search"] = self.search
+            out["hits"] = [
+                {"offset": h.offset, "length": h.length, "line": h.line, "snippet": h.snippet}
+                for h in self.hits
+            ]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    entry: Entry
+    field: str
+    text: Utf16Text
+    digest: str
+
+
+def _str(value: JSONValue) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _message_text(entry: Entry) -> str:
+    if entry.kind == "message.summary":
+        return _str(entry.payload.get("text"))
+    if entry.kind == "checkpoint":
+        return _str(entry.payload.get("text"))
+    raw = entry.payload.get("message")
+    if not isinstance(raw, dict):
+        raise EvidenceError(f"{entry.id} ({entry.kind}) has no text")
+    return message_from_json(raw).text
+
+
+def _call_arguments(ledger: Ledger, entry: Entry) -> JSONValue:
+    if entry.kind == "tool.started":
+        return entry.payload.get("arguments")
+    if entry.kind == "tool.result":
+        call_id = entry.payload.get("call_id")
+        started = [
+            other
+            for other in ledger.entries(entry.session_id, kinds=("tool.started",))
+            if other.seq < entry.seq and other.payload.get("call_id") == call_id
+        ]
+        if started:
+            return started[-1].payload.get("arguments")
+    raise EvidenceError(f"{entry.id} ({entry.kind}) has no recorded call arguments")
+
+
+def _media_text(entry: Entry) -> str:
+    media = entry.payload.get("media")
+    if entry.kind != "tool.result" or not isinstance(media, list) or not media:
+        raise EvidenceError(f"{entry.id} has no media")
+    lines = []
+    for index, item in enumerate(media):
+        if not isinstance(item, dict):
+            continue
+        kind = _str(item.get("media_type")) or "media"
+        data = _str(item.get("data_b64"))
+        size = item.get("size_bytes")
+        size_text = f"{size:,} bytes" if isinstance(size, int) else f"{len(data) * 3 // 4:,} bytes"
+        digest = _str(item.get("blob")) or (digest_bytes(data.encode()) if data else "unknown")
+        lines.append(f"media {index}: {kind} · {size_text} · {digest}")
+    lines.append(
+        "Media are kept by reference; their pixels are not text and are not in this answer. A"
+        " reference does not mean a model without vision input saw them."
+    )
+    return "\n".join(lines)
+
+
+def _load(ledger: Ledger, entry: Entry, field: str) -> _Source:
+    if field == "output":
+        if entry.kind != "tool.result":
+            raise EvidenceError(f"{entry.id} is a {entry.kind}; field 'output' needs a tool result")
+        body = ledger.body(entry) or b""
+        return _Source(entry, field, Utf16Text.of(evidence_text(body)), digest_bytes(body))
+    if field == "text":
+        text = _message_text(entry)
+    elif field == "arguments":
+        text = json.dumps(_call_arguments(ledger, entry), indent=2, sort_keys=True)
+    elif field == "media":
+        text = _media_text(entry)
+    else:
+        raise EvidenceError(f"unknown field {field!r}; use one of {', '.join(FIELDS)}")
+    data = text.encode("utf-8", errors="surrogatepass")
+    return _Source(entry, field, Utf16Text.of(text), digest_bytes(data))
+
+
+def resolve_entry(ledger: Ledger, session_id: str, ref: str) -> Entry:
+    """The entry `ref` names, if this session may read it.
+
+    Raises:
+        EvidenceError: no such entry.
+        EvidenceAccessError: it belongs to a session that is neither this one nor a direct child.
+    """
+    try:
+        entry = ledger.entry(ref.strip())
+    except UnknownEntryError as exc:
+        raise EvidenceError(f"no evidence {ref!r} in this ledger") from exc
+    if entry.session_id == session_id:
+        return entry
+    if ledger.session(entry.session_id).parent_id == session_id:
+        return entry
+    raise EvidenceAccessError(
+        f"{ref} belongs to session {entry.session_id}, which is neither this session nor one of"
+        " its direct children; its evidence cannot be read from here"
+    )
+
+
+def _search(
+    source: _Source, pattern: str, regex: bool, start_unit: int
+) -> tuple[list[SearchHit], int | None]:
+    text = source.text
+    start = text.index_of_unit(start_unit)
+    if regex:
+        try:
+            compiled = re.compile(pattern, re.MULTILINE)
+        except re.error as exc:
+            raise EvidenceError(f"invalid regex {pattern!r}: {exc}") from exc
+    else:
+        compiled = re.compile(re.escape(pattern))
+    hits: list[SearchHit] = []
+    line = text.text.count("\n", 0, start) + 1
+    scanned = start
+    for match in compiled.finditer(text.text, start):
+        if match.end() == match.start():
+            continue
+        if len(hits) == MAX_HITS:
+            return hits, text.unit_of_index(match.start())
+        line += text.text.count("\n", scanned, match.start())
+        scanned = match.start()
+        line_start = text.text.rfind("\n", 0, match.start()) + 1
+        line_end = text.text.find("\n", match.start())
+        snippet = text.text[line_start : line_end if line_end != -1 else len(text.text)]
+        if len(snippet) > _SNIPPET:
+            lead = max(0, match.start() - line_start - _SNIPPET // 3)
+            snippet = snippet[lead : lead + _SNIPPET]
+        offset = text.unit_of_index(match.start())
+        length = text.unit_of_index(match.end()) - offset
+        hits.append(SearchHit(offset, length, line, snippet))
+    return hits, None
+
+
+def read_evidence(
+    ledger: Ledger,
+    session_id: str,
+    ref: str,
+    *,
+    field: str = "output",
+    offset: int = 0,
+    limit: int = PAGE_UNITS,
+    search: str | None = None,
+    regex: bool = False,
+    expected_digest: str | None = None,
+    cache: dict[tuple[str, str], _Source] | None = None,
+) -> EvidencePage:
+    """Read one page of evidence, or search it.
+
+    Args:
+        ledger: the ledger.
+        session_id: the reading session (its own and its direct children's evidence only).
+        ref: the entry id (`evt_…`).
+        field: `output`, `text`, `arguments` or `media`.
+        offset: start, in UTF-16 code units (moved back off the middle of a surrogate pair).
+        limit: page length in UTF-16 units, at most 8,000.
+        search: a literal (or, with `regex`, a Python regular expression) to find from `offset`.
+        regex: treat `search` as a regular expression.
+        expected_digest: the digest the caller expects; a mismatch is an error.
+        cache: keeps the last evidence read, so paging through it decodes it once.
+
+    Raises:
+        EvidenceError: unknown ref or field, a bad range or regex.
+        EvidenceAccessError: the ref belongs to an unrelated session.
+        DigestMismatchError: `expected_digest` differs from the stored evidence's digest.
+    """
+    if offset < 0:
+        raise EvidenceError(f"offset must be ≥ 0, got {offset}")
+    if limit <= 0:
+        raise EvidenceError(f"limit must be ≥ 1, got {limit}")
+    limit = min(limit, PAGE_UNITS)
+    entry = resolve_entry(ledger, session_id, ref)
+    key = (entry.id, field)
+    source = cache.get(key) if cache is not None else None
+    if source is None:
+        source = _load(ledger, entry, field)
+        if cache is not None:
+            # One large evidence at a time is what paging needs; keep memory bounded.
+            cache.clear()
+            cache[key] = source
+    if expected_digest is not None and expected_digest != source.digest:
+        raise DigestMismatchError(
+            f"{entry.id} {field} has digest {source.digest}, not the expected {expected_digest}"
+        )
+    total = source.text.units
+    if offset > total:
+        raise EvidenceError(f"offset {offset:,} is past the end ({total:,} UTF-16 units)")
+    base: JSONObject = {"ref": entry.id}
+    if field != "output":
+        base["field"] = field
+    if search is not None:
+        if not search:
+            raise EvidenceError("search must not be empty")
+        hits, more_at = _search(source, search, regex, offset)
+        following: JSONObject | None = None
+        if more_at is not None:
+            following = {**base, "search": search, "offset": more_at}
+            if regex:
+                following["regex"] = True
+        return EvidencePage(
+            entry.id, field, entry.session_id, entry.kind, source.digest, total, offset, 0, "",
+            tuple(hits), search, following,
+        )  # fmt: skip
+    text, start, end = source.text.slice(offset, offset + limit)
+    page_next: JSONObject | None = None
+    if end < total:
+        page_next = {**base, "offset": end}
+        if limit != PAGE_UNITS:
+            page_next["limit"] = limit
+    return EvidencePage(
+        entry.id, field, entry.session_id, entry.kind, source.digest, total, start, end - start,
+        text, next_call=page_next,
+    )  # fmt: skip
+
+
+def render_page(page: JSONObject) -> str:
+    """The text the model sees for an EvidenceRead answer."""
+    total = page.get("total_units")
+    head = f"[evidence {page.get('ref')} · {page.get('field')} · {page.get('digest')}"
+    next_call = page.get("next_call")
+    follow = (
+        f"[next: EvidenceRead {json.dumps(next_call, sort_keys=True)}]"
+        if isinstance(next_call, dict)
+        else "[end]"
+    )
+    if "search" in page:
+        hits = page.get("hits")
+        rows = hits if isinstance(hits, list) else []
+        lines = [f"{head} · search {json.dumps(page.get('search'))} · {len(rows)} hit(s)]"]
+        for hit in rows:
+            if isinstance(hit, dict):
+                lines.append(
+                    f"unit {hit.get('offset')} · line {hit.get('line')}: {hit.get('snippet')}"
+                )
+        if not rows:
+            lines.append("(no match)")
+        lines.append(follow if isinstance(next_call, dict) else "[no more hits]")
+        return "\n".join(lines)
+    offset = page.get("offset")
+    length = page.get("length")
+    end = offset + length if isinstance(offset, int) and isinstance(length, int) else None
+    lines = [f"{head} · units {offset}–{end} of {total}]", str(page.get("text") or ""), follow]
+    return "\n".join(lines)
+
+
+class LedgerEvidenceReader:
+    """The `EvidenceReader` the EvidenceRead tool is given: one ledger, one reading session."""
+
+    def __init__(self, ledger: Ledger, session_id: str) -> None:
+        self.ledger = ledger
+        self.session_id = session_id
+        self._cache: dict[tuple[str, str], _Source] = {}
+
+    def read(self, arguments: JSONObject) -> JSONObject:
+        """Answer one EvidenceRead call (arguments as the model sent them).
+
+        Raises:
+            EvidenceError: bad arguments, unknown ref, refused access or a digest mismatch.
+        """
+        ref = arguments.get("ref")
+        if not isinstance(ref, str) or not ref:
+            raise EvidenceError("ref is required: the evt_… id shown in a reference")
+        page = read_evidence(
+            self.ledger,
+            self.session_id,
+            ref,
+            field=_opt_str(arguments, "field") or "output",
+            offset=_opt_int(arguments, "offset", 0),
+            limit=_opt_int(arguments, "limit", PAGE_UNITS),
+            search=_opt_str(arguments, "search"),
+            regex=arguments.get("regex") is True,
+            expected_digest=_opt_str(arguments, "expected_digest"),
+            cache=self._cache,
+        )
+        return page.to_json()
+
+    def render(self, arguments: JSONObject) -> str:
+        """The model-facing text of one call."""
+        return render_page(self.read(arguments))
+
+
+def _opt_str(arguments: JSONObject, key: str) -> str | None:
+    value = arguments.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise EvidenceError(f"{key} must be a string")
+    return value
+
+
+def _opt_int(arguments: JSONObject, key: str, default: int) -> int:
+    value = arguments.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise EvidenceError(f"{key} must be an integer")
+    return value

@@ -1,0 +1,388 @@
+"""`ComalApp`: the interactive front end over the same engine and `AgentEvent` stream as `-p`.
+
+Invariants:
+- Each user turn runs as a Textual worker (`run_session`), so the screen stays responsive; at
+  most one turn runs at a time and messages sent meanwhile wait in order.
+- A new session is created on the first message (quitting an empty screen records nothing); a
+  resumed one is opened, and locked, when the app mounts, and its first turn starts with
+  recovery (`resume_session`), as does the first turn after a cancel.
+- Esc cancels the running turn: the tool context's cancel event stops a running Bash (its
+  process group is killed and its receipt recorded), then the turn stops at its next
+  cancellation point (the next await, or before the next model call or tool call starts); the
+  session is left `interrupted` and resumable. A tool that ignores the event is cancelled
+  with its task after `CANCEL_GRACE_S`. Calls of the cancelled batch that never started get
+  a `denied` receipt, so nothing the user stopped runs later.
+- `/compact` derives at once when idle; during a turn it records `compact.requested`, which
+  the loop honours before its next model call, and whatever is still pending when the turn
+  ends is derived then.
+- Permission `ask` verdicts become a modal yes/no; nothing else asks the user anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.worker import Worker, WorkerState
+
+from comal.agent.events import AgentEvent, ToolFinished, ToolStarted, TurnStarted
+from comal.agent.headless import Outcome, resume_session, run_session
+from comal.agent.session import Session, SessionOptions, open_session
+from comal.agent.state import open_calls, render_state, session_state
+from comal.config import Config
+from comal.errors import ComalError
+from comal.ledger.store import Ledger
+from comal.messages import JSONObject
+from comal.providers.base import Provider
+from comal.tools.base import Tool
+from comal.tui.commands import HELP_ROWS, SlashCommand, UnknownCommandError, parse_command
+from comal.tui.replay import past_items
+from comal.tui.widgets.confirm import ConfirmScreen
+from comal.tui.widgets.prompt import PromptArea
+from comal.tui.widgets.reports import CheckpointList, ContextView, HelpView, TextReport
+from comal.tui.widgets.status import StatusBar, StatusLine
+from comal.tui.widgets.transcript import Transcript
+
+CANCEL_GRACE_S = 3.0
+"""How long Esc waits for a running tool to stop on its own before cancelling the task."""
+
+CANCELLED_BEFORE_START = "cancelled by the user (Esc) before it started; it did not run"
+"""The receipt of a call the cancelled turn never started."""
+
+
+@dataclass(slots=True)
+class SessionStart:
+    """What the app needs to open its session (new on the first message, or resumed)."""
+
+    ledger: Ledger
+    config: Config
+    provider: Provider
+    tools: list[Tool]
+    options: SessionOptions = field(default_factory=SessionOptions)
+    session_id: str | None = None
+    """The session to resume; None starts a new one on the first message."""
+    workspace: Path | None = None
+
+
+class ComalApp(App[int]):
+    """The interactive front end.
+
+    Args:
+        start: how to open the session.
+    """
+
+    CSS_PATH = "comal.tcss"
+    TITLE = "comal"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel_turn", "cancel turn", show=False),
+    ]
+
+    def __init__(self, start: SessionStart) -> None:
+        super().__init__()
+        self.start = start
+        self.session: Session | None = None
+        self.cancel_event = asyncio.Event()
+        self.turn: Worker[Outcome] | None = None
+        self.queued: list[str] = []
+        self._tool_running = False
+        self._cancelling = False
+        self._step = 0
+        self._recover = start.session_id is not None
+        """The next turn starts with recovery (a resumed session, or after a cancel)."""
+
+    # --- layout -----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        provider = self.start.provider
+        yield Transcript()
+        yield PromptArea()
+        yield StatusBar(StatusLine(provider.model, provider.capabilities.context_window))
+
+    @property
+    def transcript(self) -> Transcript:
+        """The transcript widget."""
+        return self.query_one(Transcript)
+
+    @property
+    def status_bar(self) -> StatusBar:
+        """The status bar widget."""
+        return self.query_one(StatusBar)
+
+    def on_mount(self) -> None:
+        self.query_one(PromptArea).focus()
+        if self.start.session_id is None:
+            self.transcript.add_notice(
+                f"comal · {self.start.provider.name}/{self.start.provider.model} · type a task,"
+                " or /help"
+            )
+            return
+        try:
+            session = self._open()
+        except ComalError as exc:
+            self.exit(exc.exit_code, return_code=exc.exit_code, message=f"comal: {exc}")
+            return
+        self.transcript.add_past(past_items(session.ledger.entries(session.id)))
+        state = session_state(session.ledger, session.id)
+        if state.pending or state.uncertain or state.plan_open:
+            self.transcript.add_notice(
+                f"{len(state.pending)} pending and {len(state.uncertain)} uncertain call(s);"
+                f" plan {'open' if state.plan_open else 'closed'} · recovery runs at the start of"
+                " the next turn (/state shows them)",
+                "warning",
+            )
+        self._refresh_context()
+
+    # --- session ----------------------------------------------------------------------------
+
+    def _open(self) -> Session:
+        if self.session is not None:
+            return self.session
+        s = self.start
+        options = dataclasses.replace(
+            s.options,
+            emit=self._on_event,
+            ask=self._ask,
+            cancel=self.cancel_event,
+            interactive=True,
+        )
+        self.session = open_session(
+            s.ledger,
+            s.config,
+            s.provider,
+            s.tools,
+            options,
+            session_id=s.session_id,
+            workspace=s.workspace,
+        )
+        self._set_status(session_id=self.session.id)
+        return self.session
+
+    def _set_status(self, **changes: Any) -> None:
+        line = dataclasses.replace(self.status_bar.line, **changes)
+        self.status_bar.show(line)
+
+    def _refresh_context(self) -> None:
+        if self.session is None:
+            return
+        try:
+            report = self.session.engine.report()
+        except ComalError as exc:
+            self.transcript.add_notice(f"! context unavailable: {exc}", "warning")
+            self._set_status(used_tokens=None)
+            return
+        self._set_status(
+            used_tokens=report.used_tokens,
+            measured=report.used_measured,
+            window_tokens=report.window_tokens,
+        )
+
+    # --- events from the engine -------------------------------------------------------------
+
+    def _on_event(self, event: AgentEvent) -> None:
+        if self._cancelling and isinstance(event, TurnStarted | ToolStarted):
+            # A cancellation point the loop reaches without awaiting: stop before the next
+            # model call streams or the next tool call starts, exactly as `Task.cancel()`
+            # would at the next await (which a provider that never suspends would skip).
+            raise asyncio.CancelledError("cancelled by the user (Esc)")
+        self.transcript.apply(event)
+        if isinstance(event, TurnStarted):
+            self._step = event.step
+            self._set_status(
+                used_tokens=event.estimated_tokens,
+                measured=event.measured_base,
+                activity=f"thinking · step {event.step}",
+            )
+        elif isinstance(event, ToolStarted):
+            self._tool_running = True
+            self._set_status(activity=f"running {event.name}")
+        elif isinstance(event, ToolFinished):
+            self._tool_running = False
+            if not self._cancelling:
+                self._set_status(activity=f"thinking · step {self._step}")
+
+    async def _ask(self, tool: str, arguments: JSONObject, reason: str) -> bool:
+        """The permission hook: a modal yes/no."""
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def done(allowed: bool | None) -> None:
+            if not answer.done():
+                answer.set_result(bool(allowed))
+
+        screen = ConfirmScreen(tool, arguments, reason)
+        self._set_status(activity=f"waiting for your answer ({tool})")
+        self.push_screen(screen, callback=done)
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            if screen.is_current:
+                screen.dismiss(False)
+            raise
+
+    # --- input ------------------------------------------------------------------------------
+
+    def on_prompt_area_submitted(self, message: PromptArea.Submitted) -> None:
+        text = message.text.strip()
+        try:
+            command = parse_command(text)
+        except UnknownCommandError as exc:
+            self.transcript.add_notice(f"✗ {exc.message}", "error")
+            return
+        if command is not None:
+            self.answer_command(command)
+            return
+        if text.startswith("//"):
+            text = text[1:]
+        if self.turn is not None:
+            self.queued.append(text)
+            self.transcript.add_user(text, queued=True)
+            return
+        self._start_turn(text, shown=False)
+
+    def on_prompt_area_cancel_requested(self, _: PromptArea.CancelRequested) -> None:
+        self.action_cancel_turn()
+
+    def _start_turn(self, text: str, *, shown: bool) -> None:
+        try:
+            session = self._open()
+        except ComalError as exc:
+            self.transcript.add_notice(f"✗ {exc}", "error")
+            return
+        if not shown:
+            self.transcript.add_user(text)
+        self.cancel_event.clear()
+        self._cancelling = False
+        self._tool_running = False
+        self._set_status(activity="thinking")
+        work = resume_session(session, text) if self._recover else run_session(session, text)
+        self._recover = False
+        self.turn = self.run_worker(work, name="turn", group="turn", exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self.turn or event.state not in (
+            WorkerState.SUCCESS,
+            WorkerState.ERROR,
+            WorkerState.CANCELLED,
+        ):
+            return
+        self.turn = None
+        self._tool_running = False
+        self.transcript.close_reply()
+        if event.state == WorkerState.CANCELLED:
+            self._after_cancel()
+        elif event.state == WorkerState.ERROR:
+            self.transcript.add_notice(f"✗ unexpected error: {event.worker.error!r}", "error")
+        self._cancelling = False
+        self.cancel_event.clear()
+        self._set_status(activity="idle")
+        if self.session is not None and self.session.engine.pending_compaction() is not None:
+            self._compact_now()
+        self._refresh_context()
+        if self.queued:
+            self._start_turn(self.queued.pop(0), shown=True)
+
+    # --- actions ----------------------------------------------------------------------------
+
+    def action_cancel_turn(self) -> None:
+        """Esc: stop the running turn (a running tool first, so its receipt is recorded)."""
+        turn = self.turn
+        if turn is None or self._cancelling:
+            return
+        self._cancelling = True
+        self.queued.clear()
+        self.cancel_event.set()
+        self._set_status(activity="cancelling")
+        if not self._tool_running:
+            turn.cancel()
+            return
+
+        def force() -> None:
+            if self.turn is turn:
+                turn.cancel()
+
+        self.set_timer(CANCEL_GRACE_S, force)
+
+    async def action_quit(self) -> None:
+        """Leave; a running turn is cancelled first and the lock released by the launcher."""
+        turn = self.turn
+        if turn is not None:
+            self._cancelling = True
+            self.cancel_event.set()
+            turn.cancel()
+            await asyncio.gather(turn.wait(), return_exceptions=True)
+        self.exit(0)
+
+    def answer_command(self, command: SlashCommand) -> None:
+        """Answer one slash command in the transcript."""
+        if command.name == "quit":
+            self.run_worker(self.action_quit(), group="quit")
+            return
+        if command.name == "help":
+            self.transcript.add(HelpView(HELP_ROWS))
+            return
+        if self.session is None:
+            self.transcript.add_notice("no session yet: send a task first", "warning")
+            return
+        try:
+            self._session_command(self.session, command)
+        except ComalError as exc:
+            self.transcript.add_notice(f"✗ {exc}", "error")
+
+    def _session_command(self, session: Session, command: SlashCommand) -> None:
+        if command.name == "context":
+            self.transcript.add(ContextView(session.engine.report()))
+        elif command.name == "state":
+            state = session_state(session.ledger, session.id)
+            self.transcript.add(TextReport("State", render_state(state)))
+        elif command.name == "checkpoints":
+            found = session.engine.checkpoints()
+            if command.number is None:
+                self.transcript.add(CheckpointList(found))
+                return
+            chosen = next((c for c in found if c.number == command.number), None)
+            if chosen is None:
+                self.transcript.add_notice(
+                    f"✗ no checkpoint {command.number} ({len(found)} recorded)", "error"
+                )
+                return
+            title = f"Checkpoint #{chosen.number} · {chosen.title}"
+            self.transcript.add(TextReport(title, chosen.text))
+        elif command.name == "compact":
+            if self.turn is not None:
+                session.record("compact.requested", {"by": "user"})
+                self.transcript.add_notice(
+                    "◆ compaction requested: it runs at the turn boundary", "context"
+                )
+                return
+            self._compact_now()
+            self._refresh_context()
+
+    def _after_cancel(self) -> None:
+        """Record why the calls the cancel kept from starting never ran; recover the rest."""
+        if self.session is None:
+            return
+        s = self.session
+        for open_call in open_calls(s.ledger.entries(s.id)):
+            if open_call.started is None:
+                # The user stopped the turn: these must not run later as "never started".
+                s.runner.refuse(open_call.call, CANCELLED_BEFORE_START, mode="cancel")
+        self._recover = True
+        self.transcript.add_notice(f"■ turn cancelled · session {s.id} is resumable", "warning")
+
+    def _compact_now(self) -> None:
+        if self.session is None:
+            return
+        try:
+            cp = self.session.engine.compact(by="user")
+        except ComalError as exc:
+            self.transcript.add_notice(f"✗ compaction failed: {exc}", "error")
+            return
+        self.transcript.add_notice(
+            f"◆ checkpoint #{cp.number} · {cp.title} · ~{cp.before_tokens:,} →"
+            f" ~{cp.after_tokens:,} tokens",
+            "context",
+        )

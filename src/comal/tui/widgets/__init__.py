@@ -1,0 +1,1 @@
+"""The TUI's widgets: transcript items, the prompt, the status bar and the confirmation modal."""

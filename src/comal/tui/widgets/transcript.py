@@ -1,0 +1,244 @@
+"""The scrolling transcript: one widget per item, fed by `AgentEvent`s.
+
+Invariants: the transcript only renders what events (or recorded entries) say; it never reads
+engine state. Streamed text goes into the open assistant item until the reply is recorded
+(`AssistantReplied`), when it is re-rendered as Markdown; a discarded response keeps its text
+but is marked so. Each tool call is one item, updated in place when its receipt arrives.
+"""
+
+from __future__ import annotations
+
+from rich.markdown import Markdown
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Static
+
+from comal.agent.events import (
+    AgentEvent,
+    AssistantReplied,
+    ContextActed,
+    Failed,
+    Notice,
+    ReasoningStreamed,
+    ResponseDiscarded,
+    SessionOpened,
+    TextStreamed,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+    TurnStarted,
+)
+from comal.tui.replay import PastItem, tool_line
+
+PREVIEW_LINES = 4
+"""Lines of a tool's output shown under its receipt."""
+
+
+class UserItem(Static):
+    """A message the user sent."""
+
+    def __init__(self, text: str, *, queued: bool = False) -> None:
+        self.text = text
+        label = Text("› ", style="bold") + Text(text)
+        if queued:
+            label.append("  (queued)", style="dim italic")
+        super().__init__(label, classes="user")
+
+
+class AssistantItem(Static):
+    """Assistant text: streamed as plain text, then shown as Markdown once recorded."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__(Text(text), classes="assistant")
+        self.text = text
+        self.done = False
+
+    def append(self, piece: str) -> None:
+        """Add streamed text."""
+        self.text += piece
+        self.update(Text(self.text))
+
+    def finish(self, text: str) -> None:
+        """The recorded reply: render it as Markdown."""
+        self.text = text or self.text
+        self.done = True
+        self.update(Markdown(self.text))
+
+    def discard(self, reason: str) -> None:
+        """The response did not finish and was recorded as discarded."""
+        self.done = True
+        self.add_class("discarded")
+        self.update(Text(self.text) + Text(f"\n[discarded: {reason}]", style="italic"))
+
+
+class ReasoningItem(Static):
+    """Provider reasoning, dimmed; only its last lines are kept on screen."""
+
+    def __init__(self) -> None:
+        super().__init__("", classes="reasoning")
+        self.text = ""
+
+    def append(self, piece: str) -> None:
+        """Add streamed reasoning."""
+        self.text += piece
+        tail = "\n".join(self.text.splitlines()[-PREVIEW_LINES:])
+        self.update(Text("∴ " + tail))
+
+
+class ToolItem(Static):
+    """One tool call: its summary while running, then status, exit code, size and a preview."""
+
+    def __init__(self, call_id: str, summary: str) -> None:
+        super().__init__(Text("→ " + summary), classes="tool running")
+        self.call_id = call_id
+        self.summary = summary
+        self.status: str | None = None
+
+    def finish(self, event: ToolFinished) -> None:
+        """Show the call's receipt."""
+        self.status = event.status
+        self.remove_class("running")
+        ok = event.status == "ok" and not event.exit_code
+        self.add_class("ok" if ok else "failed")
+        mark = "✓" if ok else "✗"
+        line = tool_line(event.status, event.exit_code, event.size_bytes)
+        label = Text(f"{mark} {self.summary}", style="bold") + Text(f" — {line}")
+        preview = event.preview.rstrip("\n").splitlines()
+        if preview:
+            shown = preview[:PREVIEW_LINES]
+            if len(preview) > PREVIEW_LINES:
+                shown.append(f"… {len(preview) - PREVIEW_LINES} more line(s) in the preview")
+            label.append("\n" + "\n".join("  " + s for s in shown), style="dim")
+        self.update(label)
+
+
+class NoticeItem(Static):
+    """A context action, a notice, an error or the answer to a slash command."""
+
+    def __init__(self, text: str, kind: str = "info") -> None:
+        super().__init__(Text(text), classes=f"notice {kind}")
+        self.kind = kind
+        self.text = text
+
+
+class Transcript(VerticalScroll):
+    """The conversation so far, newest at the bottom."""
+
+    def __init__(self) -> None:
+        super().__init__(id="transcript")
+        self._assistant: AssistantItem | None = None
+        self._reasoning: ReasoningItem | None = None
+        self._tools: dict[str, ToolItem] = {}
+
+    def on_mount(self) -> None:
+        """Stay scrolled to the newest item unless the user scrolls up."""
+        self.anchor()
+
+    def add(self, widget: Widget) -> None:
+        """Append any widget (slash-command output, tables)."""
+        self.mount(widget)
+
+    def add_user(self, text: str, *, queued: bool = False) -> UserItem:
+        """Append a user message."""
+        item = UserItem(text, queued=queued)
+        self.mount(item)
+        return item
+
+    def add_notice(self, text: str, kind: str = "info") -> NoticeItem:
+        """Append a notice (`info`, `context`, `warning` or `error`)."""
+        item = NoticeItem(text, kind)
+        self.mount(item)
+        return item
+
+    def add_past(self, items: tuple[PastItem, ...]) -> None:
+        """Append recorded history (a resumed session)."""
+        for item in items:
+            if item.kind == "user":
+                self.add_user(item.text)
+            elif item.kind == "assistant":
+                widget = AssistantItem()
+                widget.finish(item.text)
+                self.mount(widget)
+            elif item.kind == "tool":
+                mark = "✗" if item.failed else "✓"
+                self.mount(NoticeItem(f"{mark} {item.text}", "tool-past"))
+            else:
+                self.add_notice(f"◆ {item.text}", "context")
+
+    def close_reply(self) -> None:
+        """Forget the open assistant and reasoning items (a new step or turn starts)."""
+        self._assistant = None
+        self._reasoning = None
+
+    def apply(self, event: AgentEvent) -> None:
+        """Render one agent event."""
+        if isinstance(event, TextStreamed):
+            if self._assistant is None:
+                self._assistant = AssistantItem()
+                self.mount(self._assistant)
+            self._assistant.append(event.text)
+        elif isinstance(event, ReasoningStreamed):
+            if event.text:
+                if self._reasoning is None:
+                    self._reasoning = ReasoningItem()
+                    self.mount(self._reasoning)
+                self._reasoning.append(event.text)
+        elif isinstance(event, AssistantReplied):
+            if self._assistant is not None:
+                self._assistant.finish(event.text)
+            elif event.text.strip():
+                item = AssistantItem()
+                item.finish(event.text)
+                self.mount(item)
+            self.close_reply()
+        elif isinstance(event, ResponseDiscarded):
+            if self._assistant is not None:
+                self._assistant.discard(event.reason)
+            self.add_notice(
+                f"! response discarded ({event.reason}); none of its tool calls ran; output"
+                f" reserve now {event.new_output_reserve:,}",
+                "warning",
+            )
+            self.close_reply()
+        elif isinstance(event, ToolStarted):
+            tool = ToolItem(event.call_id, event.summary)
+            self._tools[event.call_id] = tool
+            self.mount(tool)
+        elif isinstance(event, ToolFinished):
+            found = self._tools.pop(event.call_id, None)
+            if found is None:
+                found = ToolItem(event.call_id, event.name)
+                self.mount(found)
+            found.finish(event)
+        else:
+            self._apply_status(event)
+
+    def _apply_status(self, event: AgentEvent) -> None:
+        if isinstance(event, TurnStarted):
+            self.close_reply()
+        elif isinstance(event, ContextActed):
+            what = (
+                f"checkpoint #{event.checkpoint_number} derived"
+                if event.action == "checkpoint" and event.checkpoint_number
+                else event.action
+            )
+            self.add_notice(f"◆ context: {what} → ~{event.after_tokens:,} tokens", "context")
+        elif isinstance(event, Notice):
+            self.add_notice(f"! {event.code}: {event.message}", "warning")
+        elif isinstance(event, Failed):
+            self.close_reply()
+            self.add_notice(
+                f"✗ {event.code}: {event.message}\n  session {event.session_id} is resumable",
+                "error",
+            )
+        elif isinstance(event, SessionOpened):
+            verb = "resumed" if event.resumed else "started"
+            self.add_notice(
+                f"● session {event.session_id} {verb} · {event.provider}/{event.model} · window"
+                f" {event.window_tokens:,} ({event.window_source})"
+            )
+        elif isinstance(event, TurnFinished):
+            self.close_reply()
+            if event.status == "finished":
+                self.add_notice("● the session is finished (its checks passed)")

@@ -1,0 +1,228 @@
+"""Every error form of research tech.md §3.1–§3.5 is classified, with its numbers parsed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from comal.errors import (
+    AuthError,
+    ContextLengthError,
+    InvalidRequestError,
+    NetworkError,
+    OverloadedError,
+    ProviderError,
+    RateLimitError,
+)
+from comal.providers.error_mapping import (
+    classify_error_object,
+    classify_http_error,
+    is_context_overflow,
+    parse_retry_after,
+)
+
+OVERFLOWS = [
+    (c["body"], c["reported"], c["limit"], c["output"], c["fixable"])
+    for c in json.loads((Path(__file__).parent / "overflow_bodies.json").read_text("utf-8"))
+]
+"""Recorded overflow bodies (tech.md §3): OpenAI, Responses, Anthropic (both forms), Gemini,
+vLLM (three wordings), llama.cpp, DeepSeek, Cerebras; with the numbers each must yield."""
+
+
+@pytest.mark.parametrize(("body", "reported", "limit", "output", "fixable"), OVERFLOWS)
+def test_every_overflow_form_is_context_length(body, reported, limit, output, fixable) -> None:
+    error = classify_http_error(400, json.dumps(body), {})
+    assert isinstance(error, ContextLengthError)
+    assert (error.reported_tokens, error.limit_tokens) == (reported, limit)
+    assert error.requested_output_tokens == output
+    assert error.fixable_by_output_reserve is fixable
+    assert error.code == "CONTEXT_LENGTH"
+    assert not error.retryable
+
+
+def test_litellm_substrings_all_match() -> None:
+    for text in (
+        "exceed context limit",
+        "requested token count exceeds the model's maximum context length",
+        "is longer than the model's context length",
+        "input tokens exceed the configured limit",
+        "`inputs` tokens + `max_new_tokens` must be <= 4096",
+        "maximum input length is 8192 tokens",
+        "input too long: 9000 input tokens, limit is 8192",
+    ):
+        assert is_context_overflow(text), text
+    assert not is_context_overflow(
+        "string_above_max_length: 'user' is too long (maximum context length)"
+    )
+
+
+def test_413_is_context_length() -> None:
+    body = {
+        "type": "error",
+        "error": {
+            "type": "request_too_large",
+            "message": "Request exceeds the maximum allowed number of bytes.",
+        },
+    }
+    assert isinstance(classify_http_error(413, json.dumps(body), {}), ContextLengthError)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "headers", "kind", "retryable", "retry_after"),
+    [
+        (
+            429,
+            {
+                "error": {
+                    "message": "Rate limit reached",
+                    "type": "requests",
+                    "code": "rate_limit_exceeded",
+                }
+            },
+            {"Retry-After": "7"},
+            RateLimitError,
+            True,
+            7.0,
+        ),
+        (
+            429,
+            {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
+            {"retry-after-ms": "1500"},
+            RateLimitError,
+            True,
+            1.5,
+        ),
+        (
+            429,
+            {
+                "error": {
+                    "message": "You exceeded your current quota.",
+                    "type": "insufficient_quota",
+                    "code": "insufficient_quota",
+                }
+            },
+            {},
+            RateLimitError,
+            False,
+            None,
+        ),
+        (
+            529,
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+            {},
+            OverloadedError,
+            True,
+            None,
+        ),
+        (
+            503,
+            {"error": {"message": "The server is overloaded", "type": "server_error"}},
+            {"retry-after": "2"},
+            OverloadedError,
+            True,
+            2.0,
+        ),
+        (
+            500,
+            {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}},
+            {},
+            OverloadedError,
+            True,
+            None,
+        ),
+        (502, "<html>Bad gateway</html>", {}, OverloadedError, True, None),
+        (
+            401,
+            {
+                "error": {
+                    "message": "Incorrect API key provided",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+            },
+            {},
+            AuthError,
+            False,
+            None,
+        ),
+        (
+            403,
+            {"type": "error", "error": {"type": "permission_error", "message": "no access"}},
+            {},
+            AuthError,
+            False,
+            None,
+        ),
+        (408, "timeout", {}, NetworkError, True, None),
+        (
+            400,
+            {"error": {"message": "Invalid value for 'tools'", "type": "invalid_request_error"}},
+            {},
+            InvalidRequestError,
+            False,
+            None,
+        ),
+        (
+            404,
+            {"error": {"message": "model not found", "type": "not_found_error"}},
+            {},
+            InvalidRequestError,
+            False,
+            None,
+        ),
+        (422, {"detail": "Unprocessable"}, {}, InvalidRequestError, False, None),
+    ],
+)
+def test_status_and_type_classification(
+    status, body, headers, kind, retryable, retry_after
+) -> None:
+    text = body if isinstance(body, str) else json.dumps(body)
+    error = classify_http_error(status, text, headers)
+    assert type(error) is kind
+    assert error.retryable is retryable
+    assert error.retry_after == retry_after
+    assert error.status == status
+    assert str(status) in error.message
+
+
+def test_retry_after_http_date() -> None:
+    assert (
+        parse_retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:30 GMT"}, now=1445412500.0)
+        == 10.0
+    )
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    assert parse_retry_after({}) is None
+
+
+def test_stream_error_objects_classified_without_status() -> None:
+    overloaded = classify_error_object(
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+        status=None,
+        raw="",
+    )
+    assert isinstance(overloaded, OverloadedError)
+    responses = classify_error_object(
+        {
+            "type": "error",
+            "code": "context_length_exceeded",
+            "message": "too long",
+            "param": "input",
+        },
+        status=None,
+        raw="",
+    )
+    assert isinstance(responses, ContextLengthError)
+
+
+def test_secrets_are_scrubbed_from_messages_and_raw() -> None:
+    key = "sk-live-abcdef0123456789"
+    body = json.dumps(
+        {"error": {"message": f"Incorrect API key provided: {key}.", "code": "invalid_api_key"}}
+    )
+    error = classify_http_error(401, body, {}, secrets=[key])
+    assert isinstance(error, ProviderError)
+    assert key not in str(error)
+    assert key not in (error.raw or "")
+    assert "[redacted]" in error.message

@@ -1,0 +1,84 @@
+"""Fixtures for the Pilot tests: a real ledger in a tmp home, a tmp workspace, and a way to
+build `ComalApp` over a `ScriptedProvider` with the standard tools."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from comal.agent.toolset import standard_tools
+from comal.config import load_config
+from comal.errors import ComalError
+from comal.ledger.store import Ledger
+from comal.providers.scripted import ScriptedProvider, ScriptedTurn
+from comal.tui.app import ComalApp, SessionStart
+from comal.tui.widgets.prompt import PromptArea
+from comal.tui.widgets.transcript import ToolItem
+
+Turns = Sequence[ScriptedTurn | ComalError | str]
+AppFactory = Callable[..., ComalApp]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def ledger(workspace: Path) -> Iterator[Ledger]:
+    with Ledger.open(load_config(cwd=workspace).ledger_path) as opened:
+        yield opened
+
+
+@pytest.fixture
+def make_app(workspace: Path, ledger: Ledger) -> AppFactory:
+    def build(turns: Turns, session_id: str | None = None) -> ComalApp:
+        config = load_config(cwd=workspace)
+        start = SessionStart(
+            ledger, config, ScriptedProvider(turns), standard_tools(), session_id=session_id
+        )
+        return ComalApp(start)
+
+    return build
+
+
+async def send(pilot: Pilot[int], app: ComalApp, text: str) -> None:
+    """Type `text` into the prompt as pasted text, then press Enter."""
+    app.query_one(PromptArea).insert(text)
+    await pilot.press("enter")
+
+
+async def settle(pilot: Pilot[int], app: ComalApp, timeout_s: float = 10.0) -> None:
+    """Wait until no turn runs and the app has processed the end of the last one."""
+    waited = 0.0
+    while waited < timeout_s:
+        await pilot.pause(0.02)
+        waited += 0.02
+        if app.turn is None:
+            await pilot.pause()
+            return
+    raise AssertionError(f"the turn did not end within {timeout_s}s")
+
+
+GATE_COMMAND = "while [ ! -f gate ]; do sleep 0.02; done; echo through"
+"""A Bash command that blocks until the test creates `gate` in the workspace."""
+
+
+async def until(pilot: Pilot[int], predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """Wait until `predicate()` holds."""
+    waited = 0.0
+    while not predicate():
+        if waited >= timeout_s:
+            raise AssertionError(f"condition not reached within {timeout_s}s")
+        await pilot.pause(0.02)
+        waited += 0.02
+
+
+def running_tools(app: ComalApp) -> list[ToolItem]:
+    """Tool items still waiting for their receipt."""
+    return [t for t in app.query(ToolItem) if t.status is None]

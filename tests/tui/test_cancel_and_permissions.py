@@ -1,0 +1,159 @@
+"""Esc cancels a running turn and leaves a verifiable, resumable ledger; a permission `ask`
+becomes a modal whose "no" records a denied receipt."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from comal.agent.state import open_calls
+from comal.ledger.store import Ledger
+from comal.messages import ToolCallPart
+from comal.providers.scripted import ScriptedProvider, ScriptedTurn
+from comal.testing.sessions import SessionBuilder
+from comal.tui.app import CANCELLED_BEFORE_START
+from comal.tui.widgets.confirm import ConfirmScreen
+from comal.tui.widgets.transcript import AssistantItem, NoticeItem, ToolItem
+from tests.tui.conftest import AppFactory, running_tools, send, settle, until
+
+pytestmark = pytest.mark.tui
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "zombie" in status.read_text())
+
+
+async def test_escape_cancels_a_slow_turn_and_the_ledger_verifies(
+    make_app: AppFactory, ledger: Ledger, workspace: Path
+) -> None:
+    # The first call writes its pid, then would sleep far longer than the test may take; the
+    # second must never run once the user has pressed Esc.
+    slow = ToolCallPart("call_1", "Bash", {"command": "echo $$ > pid; sleep 60"})
+    after = ToolCallPart("call_2", "Bash", {"command": "echo ran > after.txt"})
+    app = make_app([ScriptedTurn(text="Sleeping.", tool_calls=(slow, after)), "Back again."])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, app, "sleep for a minute")
+        await until(pilot, lambda: bool(running_tools(app)) and (workspace / "pid").exists())
+        await pilot.press("escape")
+        await settle(pilot, app)
+        tools = [t.status for t in app.query(ToolItem)]
+        notices = [n.text for n in app.query(NoticeItem)]
+        provider = app.start.provider
+        assert isinstance(provider, ScriptedProvider)
+        assert app.session is not None
+        sid = app.session.id
+        status_after_cancel = ledger.session(sid).status
+        left_after_cancel = provider.remaining
+
+        await send(pilot, app, "carry on")
+        await settle(pilot, app)
+        answers = [a.text for a in app.query(AssistantItem)]
+    assert tools == ["error"]
+    assert status_after_cancel == "interrupted"
+    assert left_after_cancel == 1
+    assert any(f"turn cancelled · session {sid} is resumable" in n for n in notices)
+    assert not alive(int((workspace / "pid").read_text()))
+    assert not (workspace / "after.txt").exists()
+    results = {r.payload["call_id"]: r for r in ledger.entries(sid, kinds=("tool.result",))}
+    assert b"[cancelled; process group killed]" in (ledger.body(results["call_1"]) or b"")
+    assert results["call_2"].payload["status"] == "denied"
+    assert ledger.body(results["call_2"]) == CANCELLED_BEFORE_START.encode()
+    assert answers == ["Sleeping.", "Back again."]
+    assert ledger.session(sid).status == "active"
+    assert open_calls(ledger.entries(sid)) == ()
+    assert ledger.verify(sid).ok
+
+
+async def test_resume_recovers_a_dangling_call_before_the_next_turn(
+    make_app: AppFactory, ledger: Ledger, workspace: Path
+) -> None:
+    sb = SessionBuilder(ledger, model="scripted-model", window=45_000, cwd=str(workspace))
+    sb.user("write the side file")
+    _, (call_id,) = sb.assistant("Writing.", [("Bash", {"command": "echo x > side.txt"})])
+    sb.append(
+        "tool.started",
+        {
+            "call_id": call_id,
+            "name": "Bash",
+            "arguments": {"command": "echo x > side.txt"},
+            "permission": {"decision": "allow", "mode": "workspace-write", "reason": "test"},
+        },
+    )
+    app = make_app(["I will check the file first."], session_id=sb.session_id)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        notices = [n.text for n in app.query(NoticeItem)]
+        await send(pilot, app, "continue")
+        await settle(pilot, app)
+    assert any("1 pending and 0 uncertain call(s)" in n for n in notices)
+    kinds = [(e.kind, e.payload.get("status")) for e in ledger.entries(sb.session_id)]
+    recovered = kinds.index(("tool.result", "uncertain"))
+    assert recovered < kinds.index(("message.user", None), recovered)
+    assert not (workspace / "side.txt").exists()
+    assert open_calls(ledger.entries(sb.session_id)) == ()
+
+
+async def test_escape_while_idle_does_nothing(make_app: AppFactory, ledger: Ledger) -> None:
+    app = make_app([])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.turn is None
+    assert ledger.sessions() == []
+
+
+async def test_a_declined_permission_prompt_records_a_denied_receipt(
+    make_app: AppFactory, ledger: Ledger, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    read = ToolCallPart("call_1", "Read", {"path": str(outside)})
+    app = make_app([ScriptedTurn(tool_calls=(read,)), "I could not read it."])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, app, "read the file outside")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        asked = app.screen
+        assert isinstance(asked, ConfirmScreen)
+        await pilot.press("n")
+        await settle(pilot, app)
+        tools = list(app.query(ToolItem))
+        assert app.session is not None
+        sid = app.session.id
+    assert asked.tool == "Read"
+    assert "outside the workspace" in asked.reason
+    assert [t.status for t in tools] == ["denied"]
+    started = ledger.entries(sid, kinds=("tool.started",))[-1]
+    permission = started.payload["permission"]
+    assert isinstance(permission, dict)
+    assert permission["decision"] == "deny"
+    assert str(permission["reason"]).startswith("declined by the user")
+    result = ledger.entries(sid, kinds=("tool.result",))[-1]
+    assert result.payload["status"] == "denied"
+    assert b"secret" not in (ledger.body(result) or b"")
+
+
+async def test_an_accepted_permission_prompt_runs_the_call(
+    make_app: AppFactory, ledger: Ledger, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("visible\n")
+    read = ToolCallPart("call_1", "Read", {"path": str(outside)})
+    app = make_app([ScriptedTurn(tool_calls=(read,)), "Read it."])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, app, "read the file outside")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert app.session is not None
+        sid = app.session.id
+    result = ledger.entries(sid, kinds=("tool.result",))[-1]
+    assert result.payload["status"] == "ok"
+    assert b"visible" in (ledger.body(result) or b"")

@@ -1,0 +1,136 @@
+"""Slash commands on a live session: /context rows, /compact appending a checkpoint (now, or at
+the turn boundary), /session checkpoints [N], /state and /help."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from comal.ledger.store import Ledger
+from comal.messages import ToolCallPart
+from comal.providers.scripted import ScriptedTurn
+from comal.tui.widgets.reports import (
+    CheckpointList,
+    ContextView,
+    HelpView,
+    ReportTable,
+    TextReport,
+)
+from comal.tui.widgets.transcript import NoticeItem
+from tests.tui.conftest import (
+    GATE_COMMAND,
+    AppFactory,
+    running_tools,
+    send,
+    settle,
+    until,
+)
+
+pytestmark = pytest.mark.tui
+
+ROW_NAMES = [
+    "System prompt",
+    "Custom instructions",
+    "Native tools",
+    "MCP tools",
+    "Media",
+    "Checkpoint",
+    "Conversation",
+    "Free space",
+    "Buffer (output reserve + margin)",
+]
+
+
+async def test_context_shows_the_report_rows(make_app: AppFactory) -> None:
+    app = make_app(["ok"])
+    async with app.run_test(size=(100, 40)) as pilot:
+        await send(pilot, app, "hello")
+        await settle(pilot, app)
+        await send(pilot, app, "/context")
+        await pilot.pause()
+        view = app.query_one(ContextView)
+        table = view.query_one("#context-table", ReportTable)
+        names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert app.session is not None
+        expected = app.session.engine.report()
+    assert names == ROW_NAMES
+    assert view.report == expected
+    assert expected.window_tokens == 45_000
+
+
+async def test_commands_before_any_session_say_so(make_app: AppFactory, ledger: Ledger) -> None:
+    app = make_app([])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, app, "/context")
+        await send(pilot, app, "/help")
+        await send(pilot, app, "/contxt")
+        await pilot.pause()
+        notices = [n.text for n in app.query(NoticeItem)]
+        helps = list(app.query(HelpView))
+    assert "no session yet: send a task first" in notices
+    assert any("unknown command '/contxt'" in n for n in notices)
+    assert len(helps) == 1
+    assert ledger.sessions() == []
+
+
+async def test_compact_appends_a_checkpoint_and_lists_it(
+    make_app: AppFactory, ledger: Ledger
+) -> None:
+    app = make_app(["First answer."])
+    async with app.run_test(size=(100, 40)) as pilot:
+        await send(pilot, app, "remember the number 7")
+        await settle(pilot, app)
+        await send(pilot, app, "/compact")
+        await send(pilot, app, "/session checkpoints")
+        await send(pilot, app, "/session checkpoints 1")
+        await send(pilot, app, "/session checkpoints 9")
+        await pilot.pause()
+        listing = app.query_one(CheckpointList)
+        shown = [r for r in app.query(TextReport) if r.body]
+        notices = [n.text for n in app.query(NoticeItem)]
+        assert app.session is not None
+        sid = app.session.id
+    checkpoints = ledger.entries(sid, kinds=("checkpoint",))
+    assert [(c.payload["number"], c.payload["by"]) for c in checkpoints] == [(1, "user")]
+    assert [c.number for c in listing.found] == [1]
+    assert [r.body for r in shown] == [checkpoints[0].payload["text"]]
+    assert "remember the number 7" in shown[0].body
+    assert any(n.startswith("◆ checkpoint #1") for n in notices)
+    assert "✗ no checkpoint 9 (1 recorded)" in notices
+
+
+async def test_compact_during_a_turn_waits_for_the_boundary(
+    make_app: AppFactory, ledger: Ledger, workspace: Path
+) -> None:
+    gated = ToolCallPart("call_1", "Bash", {"command": GATE_COMMAND})
+    app = make_app([ScriptedTurn(text="Working.", tool_calls=(gated,)), "Finished."])
+    async with app.run_test(size=(100, 40)) as pilot:
+        await send(pilot, app, "do the slow thing")
+        await until(pilot, lambda: bool(running_tools(app)))
+        await send(pilot, app, "/compact")
+        assert app.session is not None
+        sid = app.session.id
+        assert ledger.entries(sid, kinds=("checkpoint",)) == []
+        (workspace / "gate").touch()
+        await settle(pilot, app)
+    kinds = [e.kind for e in ledger.entries(sid)]
+    # Derived before the second model call, i.e. after the tool's receipt, never mid-call.
+    assert kinds.count("checkpoint") == 1
+    assert kinds.index("tool.result") < kinds.index("checkpoint")
+    assert kinds.index("checkpoint") < len(kinds) - 1 - kinds[::-1].index("provider.request")
+
+
+async def test_state_shows_the_session_view(make_app: AppFactory) -> None:
+    app = make_app(["ok"])
+    async with app.run_test(size=(100, 40)) as pilot:
+        await send(pilot, app, "hello")
+        await settle(pilot, app)
+        await send(pilot, app, "/state")
+        await pilot.pause()
+        report = app.query_one(TextReport)
+        assert app.session is not None
+        sid = app.session.id
+    assert report.body.startswith(f"session {sid} · active")
+    assert "pending calls: 0" in report.body
+    assert "evidence: 0 stored outputs" in report.body

@@ -1,0 +1,241 @@
+"""Pressure: projection when it pays, derivation otherwise, guards, recalibration, reserves."""
+
+from __future__ import annotations
+
+import pytest
+
+from comal.context.engine import ContextEngine, EngineSettings, FixedParts
+from comal.context.invariants import check_pairs
+from comal.errors import (
+    ContextLengthError,
+    ContextOverheadError,
+    ContextPressureLoopError,
+    OutputLengthError,
+)
+from comal.ledger.store import Ledger
+from comal.messages import message_to_json, user_text
+from comal.testing.sessions import SessionBuilder
+from comal.usage import Usage
+from tests.unit.context.conftest import BASH, FIXED, listing, make_engine
+
+
+def flat(view_messages: tuple) -> list:  # type: ignore[type-arg]
+    return [(m.role, p) for m in view_messages for p in m.parts]
+
+
+def small_turn(builder: SessionBuilder, i: int) -> None:
+    builder.turn(
+        f"Checking item {i}.",
+        [("Bash", {"command": f"grep -n item{i} src"}, f"src/a.py:{i}: item{i}\n", 0)],
+    )
+
+
+def test_projection_then_derivation_then_fits(ledger: Ledger, builder: SessionBuilder) -> None:
+    builder.user("Refactor the handlers in src/ and keep the tests green.")
+    big = [
+        builder.turn(
+            f"Reading part {k}.", [("Read", {"path": f"src/p{k}.py"}, listing(f"p{k}", 200), None)]
+        )[0]
+        for k in range(3)
+    ]
+    engine = make_engine(ledger, builder.session_id)
+    previous = engine.prepare()
+    actions: list[tuple[str, ...]] = []
+    for i in range(400):
+        small_turn(builder, i)
+        view = engine.prepare()
+        check_pairs(view.messages)
+        assert view.estimated_tokens <= view.usable_tokens
+        if not view.actions:
+            # Between pressure events the request only grows by appending.
+            before = flat(previous.messages)
+            assert flat(view.messages)[: len(before)] == before
+        actions.append(view.actions)
+        previous = view
+        if ("checkpoint",) in actions:
+            break
+    assert ("projection",) in actions
+    assert actions.index(("projection",)) < actions.index(("checkpoint",))
+    projections = ledger.entries(builder.session_id, kinds=("projection",))
+    projected = set(projections[0].payload["result_ids"])  # type: ignore[arg-type]
+    assert projected <= {r.id for r in big}
+    assert projections[0].payload["after_tokens"] <= projections[0].payload["target_tokens"]  # type: ignore[operator]
+    checkpoint = ledger.entries(builder.session_id, kinds=("checkpoint",))[0]
+    assert checkpoint.payload["number"] == 1
+    text = previous.messages[0].parts[0].text  # type: ignore[union-attr]
+    assert text.startswith("[checkpoint 1 · Refactor the handlers")
+    assert "Refactor the handlers in src/ and keep the tests green." in text
+    assert previous.checkpoint_number == 1
+    # The run goes on after the checkpoint and keeps fitting.
+    for i in range(400, 440):
+        small_turn(builder, i)
+        view = engine.prepare()
+        assert view.estimated_tokens <= view.usable_tokens
+    builder.answer("Done.")
+    assert engine.prepare().messages[-1].role == "assistant"
+
+
+def test_projection_that_does_not_pay_goes_straight_to_derivation(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("Audit the module.")
+    builder.turn("Reading.", [("Read", {"path": "src/big.py"}, listing("big", 130), None)])
+    engine = make_engine(ledger, builder.session_id)
+    for i in range(400):
+        small_turn(builder, i)
+        view = engine.prepare()
+        if view.actions:
+            break
+    assert view.actions == ("checkpoint",)
+    assert ledger.entries(builder.session_id, kinds=("projection",)) == []
+
+
+def test_errors_and_recent_outputs_are_never_projected(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("Fix it.")
+    failing = builder.turn(
+        "Testing.",
+        [
+            (
+                "Bash",
+                {"command": "pytest"},
+                listing("fail", 200) + "\nFAILED tests/test_a.py::test_x",
+                1,
+            )
+        ],
+    )
+    for k in range(3):
+        builder.turn("Reading.", [("Read", {"path": f"src/p{k}.py"}, listing(f"p{k}", 200), None)])
+    engine = make_engine(ledger, builder.session_id)
+    for i in range(400):
+        small_turn(builder, i)
+        if engine.prepare().actions:
+            break
+    for entry in ledger.entries(builder.session_id, kinds=("projection",)):
+        assert failing[0].id not in entry.payload["result_ids"]  # type: ignore[operator]
+
+
+def test_context_overhead_refuses_before_any_conversation(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("hi")
+    huge = FixedParts("system", "rule " * 20_000, (BASH,))
+    engine = ContextEngine(
+        ledger,
+        builder.session_id,
+        make_engine(ledger, builder.session_id).settings,
+        huge,
+        model="gpt-4o",
+    )
+    count = len(ledger.entries(builder.session_id))
+    with pytest.raises(ContextOverheadError, match="custom instructions 20,0"):
+        engine.prepare()
+    assert len(ledger.entries(builder.session_id)) == count
+
+
+def test_pressure_loop_stops_after_two_fruitless_derivations(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("Go.")
+    heavy = FixedParts("system", "rule " * 7_800, (BASH,))
+    engine = ContextEngine(
+        ledger,
+        builder.session_id,
+        make_engine(ledger, builder.session_id).settings,
+        heavy,
+        model="gpt-4o",
+    )
+
+    def fill_until_error() -> None:
+        for i in range(400):
+            small_turn(builder, i)
+            engine.prepare()
+
+    with pytest.raises(ContextPressureLoopError, match="did not bring the context under"):
+        fill_until_error()
+    checkpoints = ledger.entries(builder.session_id, kinds=("checkpoint",))
+    assert len(checkpoints) == 2
+
+
+def test_context_length_recalibrates_and_next_prepare_relieves(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("Go.")
+    for i in range(40):
+        small_turn(builder, i)
+    engine = make_engine(ledger, builder.session_id)
+    view = engine.prepare()
+    assert view.actions == ()
+    engine.on_context_length(
+        ContextLengthError("prompt is too long", reported_tokens=17_000, limit_tokens=16_384)
+    )
+    calibration = ledger.entries(builder.session_id, kinds=("context.calibrated",))[-1]
+    assert calibration.payload["source"] == "context_length"
+    assert calibration.payload["measured_tokens"] == 17_000
+    retry = engine.prepare()
+    assert retry.actions in (("projection",), ("checkpoint",))
+    assert retry.estimated_tokens <= retry.usable_tokens
+
+
+def test_output_reserve_is_sized_from_outputs_and_grows_on_output_length(ledger: Ledger) -> None:
+    builder = SessionBuilder(ledger, window=65_536)
+    builder.user("Go.")
+    engine = ContextEngine(
+        ledger,
+        builder.session_id,
+        EngineSettings(65_536, max_output_tokens=16_000),
+        FIXED,
+        model="gpt-4o",
+    )
+    assert engine.output_reserve() == 4_096
+    for out in (2_500, 3_000, 2_800):
+        builder.answer("x", usage=Usage(100, 0, 0, out))
+    assert engine.output_reserve() == 6_000
+    builder.append(
+        "response.discarded",
+        {
+            "reason": "OUTPUT_LENGTH",
+            "message": message_to_json(user_text("partial")),
+            "usage": Usage().to_json(),
+            "output_reserve": 6_000,
+        },
+    )
+    assert engine.grow_output_reserve() == 12_000
+    builder.append(
+        "response.discarded",
+        {
+            "reason": "OUTPUT_LENGTH",
+            "message": None,
+            "usage": Usage().to_json(),
+            "output_reserve": 16_000,
+        },
+    )
+    with pytest.raises(OutputLengthError):
+        engine.grow_output_reserve()
+    # A fresh engine on the same ledger computes the same reserve (resume).
+    again = ContextEngine(
+        ledger,
+        builder.session_id,
+        EngineSettings(65_536, max_output_tokens=16_000),
+        FIXED,
+        model="gpt-4o",
+    )
+    assert again.output_reserve() == engine.output_reserve() == 16_000
+
+
+def test_compact_now_and_requested_compaction(ledger: Ledger, builder: SessionBuilder) -> None:
+    builder.user("Go.")
+    for i in range(5):
+        small_turn(builder, i)
+    engine = make_engine(ledger, builder.session_id)
+    first = engine.compact(by="user")
+    assert first.number == 1
+    assert first.by == "user"
+    builder.append("compact.requested", {"by": "user"})
+    assert engine.pending_compaction() == "user"
+    view = engine.prepare()
+    assert view.actions == ("checkpoint",)
+    assert view.checkpoint_number == 2
+    assert engine.pending_compaction() is None
+    assert [c.number for c in engine.checkpoints()] == [1, 2]

@@ -1,0 +1,152 @@
+"""The view: conversation shape, result rendering, previews, determinism, invariants."""
+
+from __future__ import annotations
+
+import pytest
+
+from comal.context.evidence import read_evidence
+from comal.errors import InvariantError
+from comal.ledger.store import Ledger
+from comal.messages import TextPart, ToolResultPart
+from comal.testing.sessions import SessionBuilder
+from tests.unit.context.conftest import make_engine
+
+
+def test_results_follow_their_call_in_call_order(ledger: Ledger, builder: SessionBuilder) -> None:
+    builder.user("list files")
+    builder.turn(
+        "Looking.",
+        [
+            ("Bash", {"command": "ls"}, "a.py\nb.py\n", 0),
+            ("Bash", {"command": "false"}, "", 1),
+        ],
+    )
+    builder.answer("Two files.")
+    view = make_engine(ledger, builder.session_id).prepare()
+    roles = [m.role for m in view.messages]
+    assert roles == ["user", "assistant", "user", "assistant"]
+    results = view.messages[2].tool_results
+    assert [r.call_id for r in results] == ["call_1", "call_2"]
+    assert results[0].content == "a.py\nb.py\n"
+    assert results[1].content == "(no output)\n[exit code: 1]"
+    assert results[1].is_error
+    assert view.actions == ()
+
+
+def test_user_text_after_results_merges_into_one_user_message(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("go")
+    builder.turn("", [("Bash", {"command": "ls"}, "x", 0)])
+    builder.user("also check y")
+    view = make_engine(ledger, builder.session_id).prepare()
+    last = view.messages[-1]
+    assert last.role == "user"
+    assert isinstance(last.parts[0], ToolResultPart)
+    assert last.parts[1] == TextPart("also check y")
+
+
+def test_large_output_enters_as_preview_with_exact_next_call(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("dump")
+    big = "\n".join(f"line {i:05d} " + "x" * 60 for i in range(2_000))
+    (result,) = builder.turn("", [("Bash", {"command": "cat big"}, big, 0)])
+    view = make_engine(ledger, builder.session_id, window=32_768).prepare()
+    content = view.messages[-1].tool_results[0].content
+    assert content.startswith(f"[ref {result.id} · Bash · {len(big):,} bytes · exit 0")
+    assert "line 00000" in content
+    assert "line 01999" in content
+    assert len(content) < 8_000
+    # The elision note names the exact call that continues where the head stops.
+    marker = '{"offset":'
+    offset = int(content.split(marker, 1)[1].split(",", 1)[0])
+    page = read_evidence(ledger, builder.session_id, result.id, offset=offset, limit=200)
+    head_end = content.split("\n[…", 1)[0]
+    assert big[: len(head_end.split("\n", 1)[1])] == big[:offset].rstrip("\n")
+    assert page.text == big[offset : offset + 200]
+
+
+def test_same_ledger_gives_byte_identical_views(ledger: Ledger, builder: SessionBuilder) -> None:
+    builder.user("go")
+    for i in range(5):
+        builder.turn(f"step {i}", [("Bash", {"command": f"echo {i}"}, f"out {i}\n" * 50, 0)])
+    first = make_engine(ledger, builder.session_id).prepare()
+    second = make_engine(ledger, builder.session_id).view()
+    assert first.messages == second.messages
+    assert first.system == second.system
+    assert first.estimated_tokens == second.estimated_tokens
+
+
+def test_a_call_without_result_is_an_invariant_error(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("go")
+    builder.assistant("", [("Bash", {"command": "sleep 100"})])
+    engine = make_engine(ledger, builder.session_id)
+    with pytest.raises(InvariantError, match="call_1"):
+        engine.prepare()
+    # Reports still work on such a session (nothing is patched, nothing raised).
+    assert engine.report().used_tokens > 0
+
+
+def test_anchor_measured_base_plus_estimate(ledger: Ledger, builder: SessionBuilder) -> None:
+    from comal.usage import Usage
+
+    builder.user("go")
+    engine = make_engine(ledger, builder.session_id)
+    view = engine.prepare()
+    assert not view.measured_base
+    request = builder.request(engine.fingerprint.to_json(), view.estimated_tokens)
+    builder.assistant(
+        "", [("Bash", {"command": "ls"})], usage=Usage(900, 100, 0, 20), request=request
+    )
+    builder.result("call_1", "Bash", "a\nb\n")
+    after = engine.prepare()
+    assert after.measured_base
+    assert 1_000 < after.estimated_tokens < 1_100
+    report = engine.report()
+    assert report.used_measured
+    assert "measured 1,000" in report.anchor
+    # A different tool catalog invalidates the anchor.
+    from comal.context.engine import ContextEngine, FixedParts
+
+    other = ContextEngine(
+        ledger, builder.session_id, engine.settings, FixedParts("x", "", ()), model="gpt-4o"
+    )
+    assert not other.view().measured_base
+
+
+def test_media_by_reference_for_a_model_without_vision(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("screenshot")
+    _, ids = builder.assistant("", [("Screenshot", {})])
+    payload = {
+        "call_id": ids[0],
+        "name": "Screenshot",
+        "status": "ok",
+        "is_error": False,
+        "exit_code": None,
+        "size_bytes": 2,
+        "digest": "sha256:x",
+        "media": [{"media_type": "image/png", "data_b64": "aGVsbG8="}],
+    }
+    entry = builder.append("tool.result", payload, body=b"ok")  # type: ignore[arg-type]
+    blind = make_engine(ledger, builder.session_id).prepare()
+    result = blind.messages[-1].tool_results[0]
+    assert result.media == ()
+    assert f"image/png · 6 bytes · kept by reference in {entry.id}" in result.content
+    assert "pixels were not seen" in result.content
+    seeing = make_engine(ledger, builder.session_id, vision=True).prepare()
+    assert seeing.messages[-1].tool_results[0].media[0].data_b64 == "aGVsbG8="
+
+
+def test_imported_peer_summary_is_marked_user_text(ledger: Ledger, builder: SessionBuilder) -> None:
+    builder.append("message.summary", {"text": "Earlier: fixed a.py", "origin": "claude-code"})
+    builder.user("continue")
+    view = make_engine(ledger, builder.session_id).prepare()
+    assert view.messages[0].role == "user"
+    assert view.messages[0].parts[0] == TextPart(
+        "[summary recorded by claude-code]\nEarlier: fixed a.py"
+    )
