@@ -45,13 +45,15 @@ COMAL = (PYTHON, "-m", "comal_shim")
 """The command that runs Comal."""
 TASK = "Create greeting.txt saying hello world and log one run."
 FINAL = "hello world\n"
-WINDOW = 9_000
+WINDOW = 16_000
 """`--context-window` for the runs: small, so the large outputs force projections/derivations."""
 
 ANSWER = "greeting.txt holds hello world; the run is logged."
 DONE = {"update": [{"id": "greeting", "status": "done"}, {"id": "log", "status": "done"}]}
 _SLOW = {"delay_s": 0.01, "chunk_chars": 6}
 _BIG = "seq 1 2500"
+_LARGE = "yes 'a line of a large build log' | head -c 4000000"
+"""A 4 MB output: a long ledger append (it enters the prompt as preview + reference)."""
 
 
 def _calls(turn: int, *calls: tuple[str, dict[str, object]]) -> dict[str, object]:
@@ -88,7 +90,11 @@ def scenario() -> list[dict[str, object]]:
         _calls(1, ("Write", {"path": "greeting.txt", "content": "hello\n"})),
         _calls(2, ("Bash", {"command": "sleep 0.3; echo run >> log.txt"})),
         # Verify each stage: an uncertain Write is never repeated, so a check repairs it.
-        _calls(3, ("Bash", {"command": f"{repair_write} || printf 'hello\\n' > greeting.txt"})),
+        _calls(
+            3,
+            ("Bash", {"command": f"{repair_write} || printf 'hello\\n' > greeting.txt"}),
+            ("Bash", {"command": _LARGE}),
+        ),
         _calls(
             4,
             ("Edit", {"path": "greeting.txt", "edits": [{"old_string": "hello", "new_string": "hello world"}]}),
@@ -252,6 +258,7 @@ class TrialResult:
     uncertain: int = 0
     credited: int = 0
     kill_points: list[str] = field(default_factory=list)
+    plans: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
@@ -281,22 +288,100 @@ def _kill_point(entries: list[Entry], workspace: Path) -> str:
     return f"after {last.kind}"
 
 
-def _run_once(
-    workspace: Path, home: Path, args: Sequence[str], kill_after: float | None, timeout: float
-) -> tuple[int | None, bytes, bytes]:
-    proc = start_comal(workspace, home, *args)
+@dataclass(frozen=True, slots=True)
+class KillPlan:
+    """When to SIGKILL a run: `delay_s` after the start, or after a matching entry appears."""
+
+    name: str
+    delay_s: float
+    kind: str | None = None
+    call_id: str | None = None
+
+    def matches(self, entry: Entry) -> bool:
+        """Whether `entry` is the one this plan waits for."""
+        if entry.kind != self.kind:
+            return False
+        return self.call_id is None or entry.payload.get("call_id") == self.call_id
+
+
+def kill_plans(rng: random.Random, span: float) -> KillPlan:
+    """A random kill: uniform over the run, or a short random delay after a chosen entry.
+
+    Waiting for entries lands kills in the narrow windows too: between a Write's durable
+    preparation and its atomic rename, after the rename before the result, during the 4 MB
+    output's append, and during the derivation that follows the last large output.
+    """
+    choices = [
+        KillPlan("uniform", rng.uniform(0.0, span)),
+        KillPlan("streaming", rng.uniform(0.0, 0.4), "provider.request"),
+        KillPlan("write", rng.uniform(0.0, 0.006), "tool.started", "t1c0"),
+        KillPlan("edit", rng.uniform(0.0, 0.006), "tool.started", "t4c0"),
+        KillPlan("sleeping bash", rng.uniform(0.0, 0.4), "tool.started", "t2c0"),
+        KillPlan("large output", rng.uniform(0.0, 0.25), "tool.started", "t3c1"),
+        KillPlan("derivation", rng.uniform(0.0, 0.08), "tool.result", "t5c1"),
+        KillPlan("finish", rng.uniform(0.0, 0.08), "tool.started", "t7c0"),
+    ]
+    return rng.choice(choices)
+
+
+def _watch(
+    proc: subprocess.Popen[bytes], home: Path, workspace: Path, plan: KillPlan, deadline: float
+) -> None:
+    """Poll the ledger until the plan's entry appears (or the run ends), then wait and kill."""
+    ledger: Ledger | None = None
+    sid: str | None = None
+    seq = 0
     try:
-        if kill_after is not None:
+        while proc.poll() is None and time.monotonic() < deadline:
+            if ledger is None:
+                sid, _ = session_entries(home, workspace)
+                if sid is None:
+                    time.sleep(0.01)
+                    continue
+                ledger = Ledger.open(home / "ledger.db")
+            assert sid is not None
+            fresh = ledger.entries(sid, after_seq=seq)
+            if fresh:
+                seq = fresh[-1].seq
+            if any(plan.matches(e) for e in fresh):
+                time.sleep(plan.delay_s)
+                proc.send_signal(signal.SIGKILL)
+                return
+            time.sleep(0.001)
+    finally:
+        if ledger is not None:
+            ledger.close()
+
+
+def _run_once(
+    workspace: Path, home: Path, args: Sequence[str], plan: KillPlan | None, timeout: float
+) -> tuple[int | None, bytes, bytes]:
+    """Run Comal once (output to files, so a full pipe never stalls it), maybe killing it."""
+    out_path, err_path = workspace.parent / "stdout", workspace.parent / "stderr"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        proc = subprocess.Popen(
+            [*COMAL, *args, "--output-format", "stream-json"],
+            cwd=workspace,
+            env=comal_env(home),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+        )
+        deadline = time.monotonic() + timeout
+        if plan is not None and plan.kind is None:
             try:
-                proc.wait(timeout=kill_after)
+                proc.wait(timeout=plan.delay_s)
             except subprocess.TimeoutExpired:
                 proc.send_signal(signal.SIGKILL)
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        return None, out, err
-    return proc.returncode, out, err
+        elif plan is not None:
+            _watch(proc, home, workspace, plan, deadline)
+        try:
+            code: int | None = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            code = None
+    return code, out_path.read_bytes(), err_path.read_bytes()
 
 
 def _workspace_faults(workspace: Path) -> tuple[int, list[str]]:
@@ -335,20 +420,21 @@ def trial(root: Path, server: FakeServerProcess, rng: random.Random, span: float
     reported: set[str] = set()
     sid: str | None = None
     for attempt in range(kills + 1):
-        kill_after = rng.uniform(0.0, span) if attempt < kills else None
+        plan = kill_plans(rng, span) if attempt < kills else None
         if sid is None:
             args = ["-p", TASK, "--context-window", str(WINDOW)]
         else:
             args = ["--resume", sid, "-p", "--context-window", str(WINDOW)]
-        code, out, err = _run_once(workspace, home, args, kill_after, timeout=120)
+        code, out, err = _run_once(workspace, home, args, plan, timeout=120)
         for event in stream_events(out):
             if event.get("type") == "tool_finished":
                 reported.add(str(event.get("call_id")))
         sid, entries = session_entries(home, workspace)
-        if kill_after is not None and code == -signal.SIGKILL:
+        if plan is not None and code == -signal.SIGKILL:
             result.kills += 1
             result.kill_points.append(_kill_point(entries, workspace))
-        elif kill_after is None and code != 0:
+            result.plans.append(plan.name)
+        elif plan is None and code != 0:
             result.problems.append(f"final run exited {code}: {err.decode()[-400:]}")
         for entry in entries:
             if seen.setdefault(entry.id, entry.content_hash) != entry.content_hash:
@@ -418,6 +504,7 @@ class Summary:
     span_s: float
     seconds: float
     kill_points: Counter[str]
+    plans: Counter[str]
     failures: list[str]
 
     def table(self) -> str:
@@ -436,6 +523,8 @@ class Summary:
         lines = ["| measure | value |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
         lines += ["", "| where the kills landed | kills |", "|---|---|"]
         lines += [f"| {point} | {n} |" for point, n in self.kill_points.most_common()]
+        lines += ["", "| kill aimed at | kills |", "|---|---|"]
+        lines += [f"| {plan} | {n} |" for plan, n in self.plans.most_common()]
         return "\n".join(lines)
 
 
@@ -464,6 +553,7 @@ def run(trials: int, seed: int, directory: Path | None = None) -> Summary:
         span_s=span,
         seconds=time.monotonic() - started,
         kill_points=Counter(p for r in results for p in r.kill_points),
+        plans=Counter(p for r in results for p in r.plans),
         failures=failures,
     )
 

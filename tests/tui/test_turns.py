@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual import events
 
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
@@ -36,7 +37,9 @@ async def test_a_text_answer_streams_into_the_transcript(
 ) -> None:
     app = make_app([ScriptedTurn(text="Hello **there**, ready.", chunk_size=4)])
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, app, "hi\npasted second line")
+        app.post_message(events.Paste("hi\npasted second line"))
+        await pilot.pause()
+        await pilot.press("enter")
         await settle(pilot, app)
         users = [u.text for u in app.query(UserItem)]
         answers = [a.text for a in app.query(AssistantItem)]

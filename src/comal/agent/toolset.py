@@ -7,9 +7,11 @@ which tools may not import; they receive small reader/recorder objects built her
 from __future__ import annotations
 
 from comal.agent.state import board_of
+from comal.context.evidence import LedgerEvidenceReader
 from comal.ledger.store import Ledger
 from comal.tools.base import Tool, default_tools
 from comal.tools.board import BoardTool, Criterion, criteria_to_json
+from comal.tools.evidence import EvidenceReadTool
 from comal.tools.finish import CheckRun, FinishTool
 
 
@@ -62,7 +64,7 @@ class LedgerBook:
 
 
 def session_tools(ledger: Ledger, session_id: str, checks: tuple[str, ...]) -> list[Tool]:
-    """The Board and finish_call tools bound to one session.
+    """The EvidenceRead, Board and finish_call tools bound to one session.
 
     Args:
         ledger: the open ledger.
@@ -70,4 +72,8 @@ def session_tools(ledger: Ledger, session_id: str, checks: tuple[str, ...]) -> l
         checks: the configured check commands finish_call runs (`Config.checks`).
     """
     book = LedgerBook(ledger, session_id)
-    return [BoardTool(book), FinishTool(book, checks)]
+    return [
+        EvidenceReadTool(LedgerEvidenceReader(ledger, session_id)),
+        BoardTool(book),
+        FinishTool(book, checks),
+    ]

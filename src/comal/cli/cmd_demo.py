@@ -20,12 +20,15 @@ from comal.agent.toolset import standard_tools
 from comal.cli.demo_model import DemoModel
 from comal.cli.demo_project import write_project
 from comal.cli.render import Renderer
-from comal.cli.reports import print_context_report
+from comal.cli.cmd_context import recorded_engine
 from comal.config import load_config
 from comal.ledger.store import Ledger
 
-DEMO_WINDOW = 9_000
+DEMO_WINDOW = 16_000
 """Small on purpose: the sample task overflows it, so the context engine has to act."""
+
+DEMO_OUTPUT_RESERVE = 2_048
+"""The scripted model writes short replies; a small reserve leaves the window to the context."""
 
 DEMO_TASK = (
     "The tests of this inventory project fail. Find the bug, fix it, make sure all tests "
@@ -64,7 +67,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     renderer = Renderer(args.output_format)
-    options = SessionOptions(max_turns=20, emit=renderer)
+    options = SessionOptions(max_turns=20, max_output_tokens=DEMO_OUTPUT_RESERVE, emit=renderer)
     with Ledger.open(config.ledger_path) as ledger:
         outcome = await run_headless(
             ledger,
@@ -76,7 +79,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         )
         if args.output_format == "text":
             print("\n", file=sys.stderr)
-            print_context_report(ledger, outcome.session_id, out=sys.stdout)
+            print(recorded_engine(ledger, outcome.session_id, config).report().render())
             print(f"\nsession: {outcome.session_id}  status: {outcome.status}")
             print(f"inspect it with: comal show {outcome.session_id}")
     renderer.finish(

@@ -26,6 +26,7 @@ from comal.providers.base import (
 
 DEMO_MODEL = "comal-demo-script"
 _REF = re.compile(r"\bevt_[0-9a-f]{32}\b")
+_STEP = re.compile(r"\bdemo_(\d+)_\d+\b")
 
 FIX_OLD = "    return ordered[middle]\n"
 FIX_NEW = (
@@ -35,19 +36,24 @@ FIX_NEW = (
 )
 
 
-def _steps_since_user(messages: tuple[Message, ...]) -> tuple[int, Message | None]:
-    """Assistant turns since the last plain user message, and the latest tool-result message."""
-    steps = 0
-    last_results: Message | None = None
+def _next_step(messages: tuple[Message, ...]) -> tuple[int, str]:
+    """The plan step to play next, and the text of the latest tool results.
+
+    The step is one past the highest `demo_<step>_…` call id visible in the request — in the
+    conversation or inside a checkpoint's text — so the plan survives the context engine's
+    projections and checkpoints exactly as a real model's memory would have to.
+    """
+    seen = -1
+    latest = ""
     for message in messages:
-        if message.role == "user" and not message.tool_results:
-            steps = 0
-            last_results = None
-        elif message.role == "assistant":
-            steps += 1
-        elif message.tool_results:
-            last_results = message
-    return steps, last_results
+        texts = [message.text, *(r.content for r in message.tool_results)]
+        texts.extend(call.call_id for call in message.tool_calls)
+        for text in texts:
+            for match in _STEP.finditer(text):
+                seen = max(seen, int(match.group(1)))
+        if message.tool_results:
+            latest = "\n".join(r.content for r in message.tool_results)
+    return seen + 1, latest
 
 
 def _call(step: int, index: int, name: str, arguments: JSONObject) -> ToolCallPart:
@@ -81,8 +87,7 @@ class DemoModel:
         return json.dumps(body, sort_keys=True).encode()
 
     def _plan(self, request: ModelRequest) -> tuple[str, tuple[ToolCallPart, ...]]:
-        step, results = _steps_since_user(request.messages)
-        previous = "" if results is None else "\n".join(r.content for r in results.tool_results)
+        step, previous = _next_step(request.messages)
         if step == 0:
             return "Let me look at the project layout and its README first.", (
                 _call(step, 0, "Glob", {"pattern": "**/*.py"}),

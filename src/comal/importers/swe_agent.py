@@ -69,7 +69,7 @@ def parse(path: Path) -> ParsedSession:
                 plan.tool_result(pending, text.encode("utf-8", "surrogateescape"), line=None)
                 pending = None
             else:
-                task = task or text
+                task = task or ("" if message.get("is_demo") else text)
                 plan.user_text(text)
         elif role == "assistant":
             pending = None

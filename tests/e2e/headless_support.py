@@ -1,0 +1,81 @@
+"""Running `python -m comal` as a real subprocess against the loopback fake server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from comal.ledger.store import Ledger
+from comal.testing.fake_server import FakeServer
+
+WIRES = ("openai-chat", "openai-responses", "anthropic-messages")
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A finished CLI run."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+    def events(self) -> list[dict[str, object]]:
+        """stream-json events printed on stdout."""
+        return [json.loads(line) for line in self.stdout.splitlines() if line.startswith("{")]
+
+    def session_id(self) -> str:
+        """The session id announced by the run."""
+        for event in self.events():
+            if event.get("type") == "session_opened":
+                return str(event["session_id"])
+        raise AssertionError(f"no session_opened event in:\n{self.stdout}\n{self.stderr}")
+
+
+def configure(workspace: Path, server: FakeServer, wire: str, **extra: object) -> None:
+    """Write `.comal/config.toml` pointing the workspace at the fake server."""
+    base = server.base_url if wire == "anthropic-messages" else server.openai_base_url
+    lines = [
+        'default_provider = "fake"',
+        "",
+        "[providers.fake]",
+        f'wire = "{wire}"',
+        f'base_url = "{base}"',
+        'model = "fake-model"',
+        "max_retries = 2",
+    ]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in extra.items()]
+    (workspace / ".comal").mkdir(parents=True, exist_ok=True)
+    (workspace / ".comal" / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+def comal(
+    *args: str, cwd: Path, env_home: Path, stdin: str | None = None, timeout: float = 60
+) -> Run:
+    """Run `python -m comal ARGS` in `cwd` with its ledger under `env_home`."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "ANTHROPIC_", "COMAL_"))
+    }
+    env["COMAL_HOME"] = str(env_home)
+    env["XDG_CONFIG_HOME"] = str(env_home / "xdg-config")
+    proc = subprocess.run(
+        [sys.executable, "-m", "comal", *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def ledger_at(env_home: Path) -> Ledger:
+    """Open the ledger a run wrote."""
+    return Ledger.open(env_home / "ledger.db")
