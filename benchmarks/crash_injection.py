@@ -1,16 +1,16 @@
 """Crash injection: scripted sessions killed with SIGKILL at random points, then resumed.
 
-Run: `.venv/bin/python -m benchmarks.crash_injection [--trials 200] [--seed 1] [--jobs 1]`.
+Run: `.venv/bin/python -m benchmarks.crash_injection [--trials 200] [--seed 1] [--dir DIR]`.
 
 Each trial is one real `python -m comal -p TASK` process in a fresh workspace (its own
-`COMAL_HOME`, provider configured in `.comal/config.toml`) against one fake server that runs as
-its own process, so it outlives every killed client and checks call/result pairing on every
-request across all of them. The client is killed with SIGKILL after a random delay — one or two
-times per trial — and `python -m comal --resume UUID -p` (no new prompt) continues it each
-time; a last resume runs unkilled. The script has slow streams, a slow Bash call with an
-append effect, Write and Edit with durable preparations, a large output (a long ledger append,
-and context pressure under the small window, so derivations happen), the board and
-finish_call; random delays land kills in all of those.
+`COMAL_HOME`, provider configured in `.comal/config.toml`) against its own fake server, which
+runs as a separate process: it outlives every killed client, checks call/result pairing on
+every request, and (`turn_by = "answered"`) serves again the turn a killed client never
+received. The client is SIGKILLed once or twice per trial — after a uniformly random delay, or
+a short random delay after a chosen ledger entry appears (the request of a slow stream, a Write
+or Edit preparation, a sleeping Bash, a 4 MB output, the last large result before a
+derivation, finish_call) — and `python -m comal --resume UUID -p` (no new prompt) continues it
+each time; the last resume runs unkilled. No test hook exists in Comal: kills land by timing.
 
 Reported per run: sessions resumed to completion (status `finished` through finish_call),
 committed entries lost (an entry seen after a kill that is missing or changed later, or a call
@@ -33,15 +33,16 @@ import tempfile
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from comal.ledger import Entry, Ledger
+from comal.messages import digest_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
-COMAL = (PYTHON, "-m", "comal_shim")
+COMAL = (PYTHON, "-m", "comal")
 """The command that runs Comal."""
 TASK = "Create greeting.txt saying hello world and log one run."
 FINAL = "hello world\n"
@@ -50,13 +51,13 @@ WINDOW = 16_000
 
 ANSWER = "greeting.txt holds hello world; the run is logged."
 DONE = {"update": [{"id": "greeting", "status": "done"}, {"id": "log", "status": "done"}]}
-_SLOW = {"delay_s": 0.01, "chunk_chars": 6}
+_SLOW = {"delay_s": 0.01, "chunk_chars": 12}
 _BIG = "seq 1 2500"
 _LARGE = "yes 'a line of a large build log' | head -c 4000000"
 """A 4 MB output: a long ledger append (it enters the prompt as preview + reference)."""
 
 
-def _calls(turn: int, *calls: tuple[str, dict[str, object]]) -> dict[str, object]:
+def _calls(turn: int, *calls: tuple[str, Mapping[str, object]]) -> dict[str, object]:
     return {
         "text": f"Step {turn}.",
         "tool_calls": [
@@ -97,7 +98,13 @@ def scenario() -> list[dict[str, object]]:
         ),
         _calls(
             4,
-            ("Edit", {"path": "greeting.txt", "edits": [{"old_string": "hello", "new_string": "hello world"}]}),
+            (
+                "Edit",
+                {
+                    "path": "greeting.txt",
+                    "edits": [{"old_string": "hello", "new_string": "hello world"}],
+                },
+            ),
             ("Bash", {"command": _BIG}),
         ),
         _calls(
@@ -131,16 +138,21 @@ class FakeServerProcess:
         options: extra script options (`turn_by`, `window`, …).
     """
 
-    def __init__(
-        self, directory: Path, turns: Sequence[object], **options: object
-    ) -> None:
+    def __init__(self, directory: Path, turns: Sequence[object], **options: object) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         script = directory / "script.json"
         script.write_text(json.dumps({"turns": list(turns), **options}), encoding="utf-8")
         self.port_file = directory / "port"
         self.proc = subprocess.Popen(
-            [PYTHON, "-m", "comal.testing.fake_server", "--script", str(script),
-             "--port-file", str(self.port_file)],
+            [
+                PYTHON,
+                "-m",
+                "comal.testing.fake_server",
+                "--script",
+                str(script),
+                "--port-file",
+                str(self.port_file),
+            ],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -204,7 +216,7 @@ def comal_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["COMAL_HOME"] = str(home)
     env["XDG_CONFIG_HOME"] = str(home / "xdg-config")
-    env["PYTHONPATH"] = str(ROOT / "src") + ":/tmp/shim"
+    env["PYTHONPATH"] = str(ROOT / "src")
     return env
 
 
@@ -274,8 +286,6 @@ def _kill_point(entries: list[Entry], workspace: Path) -> str:
         prep = last.payload.get("preparation")
         if isinstance(prep, dict):
             path = Path(str(prep.get("abs_path") or workspace / str(prep.get("path"))))
-            from comal.messages import digest_bytes
-
             current = digest_bytes(path.read_bytes()) if path.exists() else None
             if current == prep.get("digest_intended"):
                 return f"after the {name} effect, before its result"
@@ -312,7 +322,7 @@ def kill_plans(rng: random.Random, span: float) -> KillPlan:
     output's append, and during the derivation that follows the last large output.
     """
     choices = [
-        KillPlan("uniform", rng.uniform(0.0, span)),
+        KillPlan("uniform", rng.uniform(0.0, 0.9 * span)),
         KillPlan("streaming", rng.uniform(0.0, 0.4), "provider.request"),
         KillPlan("write", rng.uniform(0.0, 0.006), "tool.started", "t1c0"),
         KillPlan("edit", rng.uniform(0.0, 0.006), "tool.started", "t4c0"),

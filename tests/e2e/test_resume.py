@@ -11,12 +11,11 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from benchmarks.crash_injection import (
     COMAL,
     FakeServerProcess,
@@ -26,6 +25,7 @@ from benchmarks.crash_injection import (
     start_comal,
     stream_events,
 )
+
 from comal.ledger import Entry
 
 pytestmark = pytest.mark.e2e
@@ -92,7 +92,7 @@ def make_env(tmp_path: Path) -> Iterator[Callable[..., Env]]:
         server.stop()
 
 
-def _turn(turn_id: str, name: str, arguments: dict[str, object], **extra: object) -> object:
+def _turn(turn_id: str, name: str, arguments: Mapping[str, object], **extra: object) -> object:
     return {"tool_calls": [{"id": turn_id, "name": name, "arguments": arguments}], **extra}
 
 
@@ -135,11 +135,13 @@ def test_killed_mid_stream_resumes_to_completion_and_reclaims_the_lock(
     reclaimed = [e for e in entries if e.kind == "lock.reclaimed"]
     assert len(reclaimed) == 1
     previous = reclaimed[0].payload["previous"]
-    assert isinstance(previous, dict) and previous["pid"] == proc.pid
+    assert isinstance(previous, dict)
+    assert previous["pid"] == proc.pid
     assert (env.workspace / "greeting.txt").read_text() == "hello\n"
     assert _kinds(entries).count("message.user") == 1  # no new prompt was needed
     finished = [e for e in resumed.events() if e.get("type") == "finished"]
-    assert finished and finished[-1]["status"] == "finished"
+    assert finished
+    assert finished[-1]["status"] == "finished"
     assert env.orphans() == 0
 
 
@@ -188,7 +190,8 @@ def test_an_uncertain_bash_is_not_rerun_and_its_reissue_is_refused(
     assert results["c2"]["status"] == "denied"
     started = next(e for e in entries if e.kind == "tool.started" and e.payload["call_id"] == "c2")
     permission = started.payload["permission"]
-    assert isinstance(permission, dict) and permission["mode"] == "uncertain-repeat"
+    assert isinstance(permission, dict)
+    assert permission["mode"] == "uncertain-repeat"
     time.sleep(1.5)  # the killed call's own shell may still be finishing its sleep
     log = env.workspace / "log.txt"
     assert log.read_text().splitlines().count("run") <= 1
@@ -210,7 +213,9 @@ def test_a_finished_session_prints_its_answer_without_calling_the_model(
     assert again.returncode == 0, err
     assert int(str(env.server.stats()["requests"])) == requests
     events = stream_events(out)
-    assert any(e.get("type") == "text" and "greeting.txt says hello" in str(e["text"]) for e in events)
+    assert any(
+        e.get("type") == "text" and "greeting.txt says hello" in str(e["text"]) for e in events
+    )
     assert any(e.get("type") == "notice" and e.get("code") == "STATE" for e in events)
 
     state = subprocess.run(
@@ -223,7 +228,8 @@ def test_a_finished_session_prints_its_answer_without_calling_the_model(
     data = json.loads(state.stdout)
     assert data["status"] == "finished"
     assert data["final_answer"] == "greeting.txt says hello"
-    assert data["pending_calls"] == [] and data["uncertain_calls"] == []
+    assert data["pending_calls"] == []
+    assert data["uncertain_calls"] == []
 
 
 def test_continue_takes_the_latest_session_and_a_message_is_added(
@@ -241,6 +247,6 @@ def test_continue_takes_the_latest_session_and_a_message_is_added(
     assert sid_after == sid
     users = [e for e in entries if e.kind == "message.user"]
     assert len(users) == 2
-    assert any(e.get("type") == "finished" and e.get("answer") == "second answer"
-               for e in second.events())
-
+    assert any(
+        e.get("type") == "finished" and e.get("answer") == "second answer" for e in second.events()
+    )

@@ -19,10 +19,11 @@ from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_runner import ToolRunner
 from comal.agent.toolset import session_tools
 from comal.config import Config
+from comal.context.anchors import Fingerprint, tools_digest
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
-from comal.messages import JSONObject, ToolSpec, canonical_json
+from comal.messages import JSONObject, canonical_json
 from comal.providers.base import Provider
 from comal.tools.base import Tool, ToolContext, ToolRegistry
 from comal.tools.permissions import AskHook, PermissionPolicy
@@ -80,11 +81,6 @@ class Session:
         """Send an event to the front end."""
         self.options.emit(event)
 
-
-def tools_digest(specs: tuple[ToolSpec, ...]) -> str:
-    """Digest of the tool catalog (part of the anchor fingerprint)."""
-    blob = canonical_json([{"name": s.name, "d": s.description, "p": s.parameters} for s in specs])
-    return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
 
 
 def engine_settings(config: Config, provider: Provider, options: SessionOptions) -> EngineSettings:
@@ -160,13 +156,6 @@ def open_session(
     runner = ToolRunner(registry, permissions, context, record, confirm=options.ask)
     instructions = load_instructions(workspace, config.config_dir)
     fixed = FixedParts(system=SYSTEM_PROMPT, instructions=instructions.text, tools=registry.specs())
-    engine = ContextEngine(
-        ledger,
-        session_id,
-        engine_settings(config, provider, options),
-        fixed,
-        model=provider.model,
-    )
     config_digest = "sha256:" + hashlib.sha256(
         canonical_json(
             {
@@ -176,6 +165,22 @@ def open_session(
             }
         ).encode()
     ).hexdigest()
+    catalog_digest = tools_digest(registry.specs())
+    engine = ContextEngine(
+        ledger,
+        session_id,
+        engine_settings(config, provider, options),
+        fixed,
+        model=provider.model,
+        # Any change of model, effort, tools or configuration invalidates a measured anchor.
+        fingerprint=Fingerprint(
+            provider.model,
+            options.reasoning_effort,
+            catalog_digest,
+            config_digest,
+            compare_effort=True,
+        ),
+    )
     session = Session(
         id=session_id,
         ledger=ledger,
@@ -183,7 +188,7 @@ def open_session(
         runner=runner,
         engine=engine,
         options=options,
-        tools_digest=tools_digest(registry.specs()),
+        tools_digest=catalog_digest,
         config_digest=config_digest,
     )
     session.emit(

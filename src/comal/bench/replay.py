@@ -174,9 +174,16 @@ def replay_policy(
 
 
 def replay_transcript(
-    transcript: Transcript, windows: Sequence[int], policies: Sequence[str]
+    transcript: Transcript,
+    windows: Sequence[int],
+    policies: Sequence[str],
+    *,
+    name: str | None = None,
 ) -> list[JSONObject]:
-    """Rows for every (window, policy) of one transcript; `raw` is always replayed (baseline)."""
+    """Rows for every (window, policy) of one transcript; `raw` is always replayed (baseline).
+
+    `name` is the row's `session` (default the transcript's label).
+    """
     cache = SegmentCache()
     uses: dict[int, list[FactUse]] = {}
     for use in fact_uses(transcript):
@@ -188,24 +195,24 @@ def replay_transcript(
     for window in windows:
         budget = shared_budget(transcript, window)
         raw_cost = 0.0
-        for name in names:
-            policy = make_policy(name, transcript, budget, cache)
+        for policy_name in names:
+            policy = make_policy(policy_name, transcript, budget, cache)
             try:
                 totals = replay_policy(transcript, policy, budget, cache, uses)
             finally:
                 close = getattr(policy, "close", None)
                 if close is not None:
                     close()
-            if name == "raw":
+            if policy_name == "raw":
                 raw_cost = totals.cost()
                 if "raw" not in policies:
                     continue
             rows.append(
                 row(
                     totals,
-                    session=transcript.label,
+                    session=name or transcript.label,
                     source=transcript.source,
-                    policy=name,
+                    policy=policy_name,
                     window=window,
                     raw_cost=raw_cost,
                     physical=physical,
@@ -217,8 +224,11 @@ def replay_transcript(
 def replay_file(path: str, windows: Sequence[int], policies: Sequence[str]) -> list[JSONObject]:
     """Rows for every transcript in one recorded file (a worker's unit of work)."""
     rows: list[JSONObject] = []
+    folder = Path(path).parent.name
     for transcript in transcripts_from(parse_file(Path(path))):
-        rows.extend(replay_transcript(transcript, windows, policies))
+        # The folder keeps names unique: the same task recorded by two agents has one stem.
+        name = f"{folder}/{transcript.label}" if folder else transcript.label
+        rows.extend(replay_transcript(transcript, windows, policies, name=name))
     return rows
 
 

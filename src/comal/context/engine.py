@@ -243,8 +243,9 @@ class ContextEngine:
         self, asm: Assembly, state: ViewState, budget: Budget, actions: tuple[str, ...]
     ) -> PreparedView:
         estimate, measured = self.estimate(asm, state)
-        room = self.settings.window_tokens - estimate - budget.margin
-        send = min(self.settings.max_output_tokens, max(budget.output_reserve, room))
+        # Send exactly the budgeted reserve, not all the room left: what the budget counts is
+        # what the provider is asked for, and an OUTPUT_LENGTH can then be retried larger.
+        send = min(self.settings.max_output_tokens, budget.output_reserve)
         if self._send_cap is not None:
             send = min(send, self._send_cap)
         return PreparedView(

@@ -134,10 +134,10 @@ class _Rollout:
             self.parts.extend(parts)
             return
         self.flush()
-        if role == "user":
-            self.first_text = self.first_text or "".join(
-                p.text for p in parts if isinstance(p, TextPart)
-            )
+        text = "".join(p.text for p in parts if isinstance(p, TextPart))
+        # Environment and instruction blocks (`<environment_context>`…) make poor titles.
+        if role == "user" and not text.lstrip().startswith("<"):
+            self.first_text = self.first_text or text
         self.plan.user(tuple(parts))
 
     def _output_part(self, line: int, item: dict[str, Any]) -> Part:

@@ -83,6 +83,8 @@ async def test_full_replay_of_the_shared_trajectories(tmp_path: Path) -> None:
 
     policies = {str(a["policy"]) for a in result.aggregate}
     assert policies == set(POLICIES)
+    comal_32k = [r for r in result.rows if r["policy"] == "comal" and r["window"] == 32_000]
+    assert len({r["session"] for r in comal_32k}) == len(comal_32k)
     for item in result.aggregate:
         assert float(item["cost_vs_own_ideal"]) >= 1.0  # type: ignore[arg-type]
         if item["policy"] == "raw":

@@ -38,6 +38,7 @@ def test_a_rollout_becomes_a_comal_session(ledger: Ledger) -> None:
         "message.assistant",
         "tool.result",
     ]
+    assert ledger.session(session.session_id).title.startswith("The test tests/test_frob")
     started = entries[0].payload
     assert started["system"] == "You are Codex, a coding agent. Keep answers short."
     assert started["cwd"] == "/home/dev/widgets"

@@ -8,9 +8,10 @@ the real tool) and, when the crash came after the effect, performing the real ef
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -23,8 +24,6 @@ from comal.messages import JSONObject, Message, TextPart, ToolCallPart, message_
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
 from comal.tools.base import ToolContext
 from comal.tools.permissions import AskHook
-
-Turn = ScriptedTurn | str
 
 
 @dataclass
@@ -51,13 +50,15 @@ class Bench:
 
     def open(
         self,
-        turns: list[Turn] | None = None,
+        turns: Sequence[object] = (),
         *,
         session_id: str | None = None,
         interactive: bool = False,
         ask: AskHook | None = None,
     ) -> tuple[Session, ScriptedProvider]:
-        provider = ScriptedProvider(turns or [])
+        script = [t for t in turns if isinstance(t, ScriptedTurn | str)]
+        assert len(script) == len(turns), "turns are ScriptedTurn or str"
+        provider = ScriptedProvider(script)
         options = SessionOptions(
             max_turns=8, interactive=interactive, emit=self.events.append, ask=ask
         )
@@ -82,8 +83,8 @@ def bench(tmp_path: Path) -> Iterator[Bench]:
         yield Bench(workspace.resolve(), ledger, home)
 
 
-def call(call_id: str, name: str, arguments: JSONObject) -> ToolCallPart:
-    return ToolCallPart(call_id, name, arguments)
+def call(call_id: str, name: str, arguments: Mapping[str, object]) -> ToolCallPart:
+    return ToolCallPart(call_id, name, cast("JSONObject", dict(arguments)))
 
 
 def record_reply(s: Session, *calls: ToolCallPart, text: str = "") -> None:
@@ -96,8 +97,13 @@ def record_reply(s: Session, *calls: ToolCallPart, text: str = "") -> None:
             "wire": "openai-chat",
             "model": "scripted-model",
             "finish": "tool_calls" if calls else "stop",
-            "usage": {"new_input": 100, "cache_read": 0, "cache_write": None, "output": 10,
-                      "reasoning": None},
+            "usage": {
+                "new_input": 100,
+                "cache_read": 0,
+                "cache_write": None,
+                "output": 10,
+                "reasoning": None,
+            },
             "usage_raw": {},
             "request_entry": "",
         },

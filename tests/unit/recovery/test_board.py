@@ -41,11 +41,17 @@ async def test_set_then_update_is_recorded_whole(bench: Bench) -> None:
 async def test_bad_updates_record_nothing_and_say_why(bench: Bench) -> None:
     turns = [
         ScriptedTurn(tool_calls=(call("c1", "Board", PLAN),)),
-        ScriptedTurn(tool_calls=(call("c2", "Board", {"update": [{"id": "nope", "status": "done"}]}),)),
         ScriptedTurn(
-            tool_calls=(call("c3", "Board", {"set": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}),)
+            tool_calls=(call("c2", "Board", {"update": [{"id": "nope", "status": "done"}]}),)
         ),
-        ScriptedTurn(tool_calls=(call("c4", "Board", {"update": [{"id": "write", "status": "finished"}]}),)),
+        ScriptedTurn(
+            tool_calls=(
+                call("c3", "Board", {"set": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}),
+            )
+        ),
+        ScriptedTurn(
+            tool_calls=(call("c4", "Board", {"update": [{"id": "write", "status": "finished"}]}),)
+        ),
         "ok",
     ]
     s, _ = bench.open(turns)

@@ -45,7 +45,8 @@ async def test_a_failing_check_keeps_the_session_open_with_its_output(bench: Ben
     assert result["status"] == "error"
     text = result_text(s, "c1")
     assert "1 of 1 checks failed" in text
-    assert "FAILED test_greeting" in text and "exit 3" in text
+    assert "FAILED test_greeting" in text
+    assert "exit 3" in text
     assert s.ledger.entries(s.id, kinds=("session.finished",)) == []
     assert s.ledger.session(s.id).status != "finished"
     assert provider.remaining == 0

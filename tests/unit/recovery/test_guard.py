@@ -35,7 +35,9 @@ async def test_headless_refuses_an_identical_reissue_with_a_clear_receipt(bench:
 
     by_call = {r["call_id"]: r for r in results(s)}
     assert by_call["c2"]["status"] == "denied"
-    started = {e.payload["call_id"]: e.payload for e in s.ledger.entries(s.id, kinds=("tool.started",))}
+    started = {
+        e.payload["call_id"]: e.payload for e in s.ledger.entries(s.id, kinds=("tool.started",))
+    }
     permission = started["c2"]["permission"]
     assert isinstance(permission, dict)
     assert permission["mode"] == "uncertain-repeat"
@@ -46,7 +48,9 @@ async def test_headless_refuses_an_identical_reissue_with_a_clear_receipt(bench:
 
 async def test_the_guard_survives_another_resume(bench: Bench) -> None:
     sid = await _uncertain_bash(bench)
-    s, _ = bench.open([ScriptedTurn(tool_calls=(call("c2", "Bash", APPEND),)), "ok"], session_id=sid)
+    s, _ = bench.open(
+        [ScriptedTurn(tool_calls=(call("c2", "Bash", APPEND),)), "ok"], session_id=sid
+    )
     report = await recover(s)
     assert report.held_uncertain == 1
     await run_turn(s, None)
@@ -66,7 +70,8 @@ async def test_an_interactive_user_may_confirm_the_repeat(bench: Bench) -> None:
     await recover(s)
     await run_turn(s, None)
 
-    assert len(asked) == 1 and "uncertain" in asked[0]
+    assert len(asked) == 1
+    assert "uncertain" in asked[0]
     assert (bench.workspace / "log.txt").read_text() == "once\nonce\n"
     # Once confirmed, a later resume no longer holds it.
     bench.ledger.release_lock(s.id)

@@ -191,8 +191,12 @@ async def test_a_denied_call_without_result_is_recorded_as_denied(bench: Bench) 
 
 async def test_an_incomplete_response_at_the_tail_leaves_nothing_to_run(bench: Bench) -> None:
     s, provider = bench.open(["all done"])
-    s.record("message.user", {"message": {"role": "user", "parts": [{"type": "text", "text": "go"}]}})
-    s.record("provider.request", {"sha256": "sha256:0", "size_bytes": 0, "estimated_input_tokens": 9})
+    s.record(
+        "message.user", {"message": {"role": "user", "parts": [{"type": "text", "text": "go"}]}}
+    )
+    s.record(
+        "provider.request", {"sha256": "sha256:0", "size_bytes": 0, "estimated_input_tokens": 9}
+    )
     s.record(
         "response.discarded",
         {
@@ -200,15 +204,21 @@ async def test_an_incomplete_response_at_the_tail_leaves_nothing_to_run(bench: B
             "message": {
                 "role": "assistant",
                 "parts": [
-                    {"type": "tool_call", "call_id": "c9", "name": "Write",
-                     "arguments": {"path": "x.txt", "content": "half"}}
+                    {
+                        "type": "tool_call",
+                        "call_id": "c9",
+                        "name": "Write",
+                        "arguments": {"path": "x.txt", "content": "half"},
+                    }
                 ],
             },
             "usage": {},
             "output_reserve": 10,
         },
     )
-    s.record("provider.request", {"sha256": "sha256:1", "size_bytes": 0, "estimated_input_tokens": 9})
+    s.record(
+        "provider.request", {"sha256": "sha256:1", "size_bytes": 0, "estimated_input_tokens": 9}
+    )
 
     report = await recover(s)
 

@@ -27,12 +27,15 @@ async def test_state_lists_board_pending_uncertain_and_usage(bench: Bench) -> No
     bash = call("c9", "Bash", {"command": "true"})
     record_reply(s, bash)
     await record_started(s, bash)
-    s.record("provider.request", {"sha256": "sha256:0", "size_bytes": 0, "estimated_input_tokens": 777})
+    s.record(
+        "provider.request", {"sha256": "sha256:0", "size_bytes": 0, "estimated_input_tokens": 777}
+    )
 
     before = session_state(s.ledger, s.id)
     assert [p.call.call_id for p in before.pending] == ["c9"]
     assert before.pending[0].started is not None
-    assert before.lock is not None and before.lock.pid > 0
+    assert before.lock is not None
+    assert before.lock.pid > 0
     assert [c.text for c in before.board] == ["write it"]
     assert not before.plan_open
     assert before.usage.requests == 3
@@ -53,7 +56,10 @@ async def test_state_lists_board_pending_uncertain_and_usage(bench: Bench) -> No
     assert "estimated input ~777" in text
     data = state_to_json(after)
     assert json.loads(json.dumps(data)) == data
-    assert data["uncertain_calls"][0]["name"] == "Bash"  # type: ignore[index]
+    uncertain = data["uncertain_calls"]
+    assert isinstance(uncertain, list)
+    assert isinstance(uncertain[0], dict)
+    assert uncertain[0]["name"] == "Bash"
     assert data["last_checkpoint"] is None
 
 

@@ -1,0 +1,62 @@
+"""`comal import` and `comal bench replay` as a user runs them (subprocesses, real ledger)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.unit.importers.conftest import FIXTURES
+
+ROLLOUT = next((FIXTURES / "codex").glob("rollout-*.jsonl"))
+
+
+def comal(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "comal", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.e2e
+def test_import_prints_ids_and_the_session_shows(tmp_path: Path) -> None:
+    done = comal("import", str(ROLLOUT), "--json")
+
+    assert done.returncode == 0, done.stderr
+    (session,) = json.loads(done.stdout)["sessions"]
+    assert session["source"] == "import:codex"
+    shown = comal("show", session["id"][:13])
+    assert shown.returncode == 0, shown.stderr
+    assert "frobnicate_widget" in shown.stdout
+
+
+@pytest.mark.e2e
+def test_import_of_a_malformed_file_fails_with_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "rollout-bad.jsonl"
+    bad.write_text(ROLLOUT.read_text() + "{not json\n")
+    lines = ROLLOUT.read_text().count("\n") + 1
+
+    done = comal("import", str(ROLLOUT), str(bad))
+
+    assert done.returncode == 2
+    assert f"{bad}:{lines}: not JSON" in done.stderr
+    listed = comal("sessions", "--json")
+    assert json.loads(listed.stdout) == []
+
+
+@pytest.mark.e2e
+def test_bench_replay_writes_its_reports(tmp_path: Path) -> None:
+    done = comal(
+        "bench", "replay", str(ROLLOUT), "--window", "8k,16000", "--policy", "raw,comal",
+        "--json", str(tmp_path / "r.json"), "--png", str(tmp_path / "r.png"),
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert {(a["policy"], a["window"]) for a in doc["aggregate"]} == {
+        ("raw", 8000), ("raw", 16000), ("comal", 8000), ("comal", 16000),
+    }  # fmt: skip
+    assert "| comal | 8k |" in done.stdout
+    assert (tmp_path / "r.png").stat().st_size > 0
