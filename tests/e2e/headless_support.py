@@ -57,9 +57,7 @@ def comal(
 ) -> Run:
     """Run `python -m comal ARGS` in `cwd` with its ledger under `env_home`."""
     env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OPENAI_", "ANTHROPIC_", "COMAL_"))
+        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "COMAL_"))
     }
     env["COMAL_HOME"] = str(env_home)
     env["XDG_CONFIG_HOME"] = str(env_home / "xdg-config")

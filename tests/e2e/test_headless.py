@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ def test_text_answer(wire: str, workspace: Path, home: Path) -> None:
 @pytest.mark.parametrize("wire", WIRES)
 def test_multi_step_task_edits_real_files(wire: str, workspace: Path, home: Path) -> None:
     (workspace / "app.py").write_text("def greet():\n    return 'helo'\n")
-    turns = [
+    turns: list[Any] = [
         {"tool_calls": [{"id": "c1", "name": "Read", "arguments": {"path": "app.py"}}]},
         {
             "tool_calls": [
@@ -104,7 +105,7 @@ def test_multi_step_task_edits_real_files(wire: str, workspace: Path, home: Path
 def test_parallel_tool_calls(wire: str, workspace: Path, home: Path) -> None:
     (workspace / "a.txt").write_text("alpha\n")
     (workspace / "b.txt").write_text("beta\n")
-    turns = [
+    turns: list[Any] = [
         {
             "tool_calls": [
                 {"id": "p1", "name": "Read", "arguments": {"path": "a.txt"}},
@@ -140,7 +141,9 @@ def test_output_length_runs_nothing_and_retries_with_larger_reserve(
     }
     with FakeServer([cut, done, "Written."], max_output=32_768) as server:
         configure(workspace, server, wire)
-        run = comal("-p", "write it", "--output-format", "stream-json", cwd=workspace, env_home=home)
+        run = comal(
+            "-p", "write it", "--output-format", "stream-json", cwd=workspace, env_home=home
+        )
         assert run.code == 0, run.stderr
         assert server.stats().orphan_violations == 0
     assert not (workspace / "x.txt").exists()
@@ -204,7 +207,7 @@ def test_write_outside_workspace_is_denied_headless(
     workspace: Path, home: Path, tmp_path: Path
 ) -> None:
     outside = tmp_path / "outside" / "evil.txt"
-    turns = [
+    turns: list[Any] = [
         {
             "tool_calls": [
                 {"id": "o1", "name": "Write", "arguments": {"path": str(outside), "content": "x"}}
@@ -214,7 +217,9 @@ def test_write_outside_workspace_is_denied_headless(
     ]
     with FakeServer(turns) as server:
         configure(workspace, server, "openai-chat")
-        run = comal("-p", "write outside", "--output-format", "stream-json", cwd=workspace, env_home=home)
+        run = comal(
+            "-p", "write outside", "--output-format", "stream-json", cwd=workspace, env_home=home
+        )
         assert run.code == 0, run.stderr
         assert "permission denied" in str(server.received[1].body)
     assert not outside.exists()
@@ -230,7 +235,7 @@ def test_write_outside_workspace_is_denied_headless(
 def test_binary_tool_output_is_stored_exactly(workspace: Path, home: Path) -> None:
     raw = b"\xff\xfe\x00abc\x80"
     command = "printf '\\377\\376\\000abc\\200'"
-    turns = [
+    turns: list[Any] = [
         {"tool_calls": [{"id": "b1", "name": "Bash", "arguments": {"command": command}}]},
         "Done.",
     ]

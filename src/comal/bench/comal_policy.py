@@ -8,7 +8,9 @@ so its decisions persist as they do live. `PreparedView.messages` is the request
 
 Facts are reachable for Comal when in view or inside evidence the request names by reference
 (`evt_…` ids of `tool.result` entries): `Decision.reachable_refs` holds the planned-entry indices
-(see `Transcript.entries`) of the results named.
+(see `Transcript.entries`) of the results named. A request that prints the evidence index call
+(`EvidenceRead {"ref":"index"}`, which lists every result of the session with its exact ref)
+reaches every recorded output: `Decision.reachable_all`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from comal.bench.policies import Budget, Decision
 from comal.bench.transcript import REPLAYED_KINDS, Transcript
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
+from comal.context.evidence_index import INDEX_CALL
 from comal.context.tokens import TokenCounter
 from comal.importers import append_planned
 from comal.ledger import Ledger
@@ -94,7 +97,13 @@ class ComalPolicy:
         )
         view = engine.prepare()
         named = {self._index_of[ref] for ref in _refs(view.messages) if ref in self._index_of}
-        return Decision(tuple(view.messages), view.system, reachable_refs=frozenset(named))
+        return Decision(
+            tuple(view.messages),
+            view.system,
+            reachable_refs=frozenset(named),
+            reachable_all=_names_index(view.messages),
+            actions=view.actions,
+        )
 
     def decide(self, _history: tuple[Message, ...], call_index: int, /) -> Decision:
         """Feed the entries before call `call_index`, then prepare."""
@@ -109,6 +118,15 @@ class ComalPolicy:
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
+
+
+def _names_index(messages: tuple[Message, ...]) -> bool:
+    """Whether the request prints the exact call of the evidence index (see module docstring)."""
+    return any(
+        isinstance(part, TextPart) and INDEX_CALL in part.text
+        for message in messages
+        for part in message.parts
+    )
 
 
 def _refs(messages: tuple[Message, ...]) -> set[str]:

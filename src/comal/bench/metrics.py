@@ -4,6 +4,8 @@ Per request (summary calls included, in the order they are sent):
 - `cached` = the longest common prefix, in o200k tokens, with the previous request;
 - cost = new + 0.1 × cached, plus 5 × the output tokens of summary calls; the Anthropic-like
   variant bills new tokens at 1.25 × (cache writes);
+- a request *matches its prefix* when it begins with the whole previous request (it only
+  appended); `prefix_match_share` = matches / requests that have a predecessor;
 - under an *ideal* prefix cache, cached = the longest common prefix with any earlier request;
   `cost_vs_own_ideal` = cost / the cost of the same requests priced that way.
 The physical limit bills every content token once at full price: the tokens of the full history
@@ -42,11 +44,17 @@ class Totals:
     facts_total: int = 0
     facts_in_view: int = 0
     facts_reachable: int = 0
+    projections: int = 0
+    derivations: int = 0
+    prefix_matches: int = 0
+    """Agent requests (after the first) that begin with the whole previous request."""
 
-    def send(self, request: Sequence[Segment], *, overflow: bool) -> int:
+    def send(self, request: Sequence[Segment], *, overflow: bool, agent: bool = True) -> int:
         """Price one request (agent call or summary call); returns its tokens."""
         tokens = request_tokens(request)
         cached = common_prefix_tokens(self.previous, request) if self.previous else 0
+        if agent and self.previous and cached == request_tokens(self.previous):
+            self.prefix_matches += 1
         ideal = max(cached, self.trie.cached(request))
         self.trie.add(request)
         self.previous = tuple(request)
@@ -120,6 +128,12 @@ def row(
         "facts_in_view_count": totals.facts_in_view,
         "facts_reachable_count": totals.facts_reachable,
         "summary_tokens": totals.summary_output,
+        "projections": totals.projections,
+        "derivations": totals.derivations,
+        "prefix_match_share": round(_ratio(totals.prefix_matches, totals.calls - 1), 4)
+        if totals.calls > 1
+        else 1.0,
+        "prefix_matches": totals.prefix_matches,
         "summary_input_tokens": totals.summary_input,
         "decision_ms_p50": round(percentile(totals.decision_ms, 0.5), 3),
         "decision_ms_p99": round(percentile(totals.decision_ms, 0.99), 3),
@@ -175,6 +189,12 @@ def aggregate(rows: Sequence[JSONObject]) -> list[JSONObject]:
             if facts
             else 1.0,
             "summary_tokens": int(total("summary_tokens")),
+            "projections": int(total("projections")),
+            "derivations": int(total("derivations")),
+            # Over every request that has a predecessor: each session's first has none.
+            "prefix_match_share": round(
+                _ratio(total("prefix_matches"), calls - len(members)), 4
+            ),
             "decision_ms_p50": round(percentile(timings, 0.5), 3),
             "decision_ms_p99": round(percentile(timings, 0.99), 3),
         }

@@ -56,6 +56,12 @@ class Decision:
     reachable_refs: frozenset[int] = frozenset()
     """Planned-entry indices of tool results the request names by exact reference (Comal
     only): facts inside them count as reachable."""
+    reachable_all: bool = False
+    """The request holds an exact call listing every recorded result (Comal's evidence index):
+    facts in any earlier tool output count as reachable."""
+    actions: tuple[str, ...] = ()
+    """Pressure actions taken before this request (`projection`, `checkpoint`), as counted in
+    the report's `projections` and `derivations`."""
 
 
 Measure = Callable[[Sequence[Message]], int]

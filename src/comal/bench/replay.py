@@ -154,13 +154,17 @@ def replay_policy(
         if decision.summary_request is not None:
             summary = cache.request(decision.system, decision.summary_request)
             size = request_tokens(summary)
-            totals.summary_input += totals.send(summary, overflow=budget.overflows(size))
+            totals.summary_input += totals.send(
+                summary, overflow=budget.overflows(size), agent=False
+            )
             totals.summary_output += decision.summary_output_tokens
         request = cache.request(decision.system, decision.messages)
         size = request_tokens(request)
         totals.send(request, overflow=budget.overflows(size))
         totals.sizes.append(size)
         totals.calls += 1
+        totals.projections += decision.actions.count("projection")
+        totals.derivations += decision.actions.count("checkpoint")
         here = uses.get(call.index)
         if here:
             text = request_text(request)
@@ -168,7 +172,11 @@ def replay_policy(
                 in_view = use.fact in text
                 totals.facts_total += 1
                 totals.facts_in_view += int(in_view)
-                reachable = in_view or any(s in decision.reachable_refs for s in use.sources)
+                reachable = (
+                    in_view
+                    or (decision.reachable_all and bool(use.sources))
+                    or any(s in decision.reachable_refs for s in use.sources)
+                )
                 totals.facts_reachable += int(reachable)
     return totals
 

@@ -28,10 +28,13 @@ _COLUMNS = (
     ("facts_in_view", "facts in view"),
     ("facts_reachable", "facts reachable"),
     ("summary_tokens", "summary tokens"),
+    ("projections", "projections"),
+    ("derivations", "derivations"),
+    ("prefix_match_share", "prefix matched"),
     ("decision_ms_p50", "decision p50 ms"),
     ("decision_ms_p99", "decision p99 ms"),
 )
-_PERCENT = {"cache_hit_share", "facts_in_view", "facts_reachable"}
+_PERCENT = {"cache_hit_share", "facts_in_view", "facts_reachable", "prefix_match_share"}
 
 
 def result_json(rows: Sequence[JSONObject], aggregate: Sequence[JSONObject]) -> JSONObject:

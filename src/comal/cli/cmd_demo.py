@@ -17,10 +17,10 @@ from pathlib import Path
 from comal.agent.headless import run_headless
 from comal.agent.session import SessionOptions
 from comal.agent.toolset import standard_tools
+from comal.cli.cmd_context import recorded_engine
 from comal.cli.demo_model import DemoModel
 from comal.cli.demo_project import write_project
 from comal.cli.render import Renderer
-from comal.cli.cmd_context import recorded_engine
 from comal.config import load_config
 from comal.ledger.store import Ledger
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from comal.context.budget import Budget
 from comal.context.conversation import Block, ResultEntry
+from comal.context.evidence_index import INDEX_CALL
 from comal.context.rendering import evidence_call
 from comal.context.tokens import TokenCounter
 from comal.context.view import ResultTexts, ViewState, block_tokens
@@ -120,10 +121,10 @@ def _evidence_section(
         )
     older = covered[: len(covered) - len(newest)]
     if older:
-        lines.append(
-            f"older: {len(older)} results from {older[0].facts.ref} to {older[-1].facts.ref}"
-            f" (ledger seq {older[0].seq}–{older[-1].seq}); EvidenceRead reads any of them by id"
-        )
+        lines.append(f"older: {len(older)} results from {older[0].facts.ref} to {older[-1].facts.ref}")
+    if covered:
+        # Every result stays reachable by exact calls, however few the list above names.
+        lines.append(f"every result of this session, oldest first: {INDEX_CALL}")
     return lines
 
 

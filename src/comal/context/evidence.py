@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from comal.context.evidence_index import INDEX_REF, index_text
 from comal.context.rendering import evidence_text
 from comal.context.units import Utf16Text
 from comal.errors import (
@@ -92,10 +93,16 @@ class EvidencePage:
 
 @dataclass(frozen=True, slots=True)
 class _Source:
-    entry: Entry
+    ref: str
+    session_id: str
+    kind: str
     field: str
     text: Utf16Text
     digest: str
+
+    @classmethod
+    def of(cls, entry: Entry, field: str, text: Utf16Text, digest: str) -> _Source:
+        return cls(entry.id, entry.session_id, entry.kind, field, text, digest)
 
 
 def _str(value: JSONValue) -> str:
@@ -154,7 +161,7 @@ def _load(ledger: Ledger, entry: Entry, field: str) -> _Source:
         if entry.kind != "tool.result":
             raise EvidenceError(f"{entry.id} is a {entry.kind}; field 'output' needs a tool result")
         body = ledger.body(entry) or b""
-        return _Source(entry, field, Utf16Text.of(evidence_text(body)), digest_bytes(body))
+        return _Source.of(entry, field, Utf16Text.of(evidence_text(body)), digest_bytes(body))
     if field == "text":
         text = _message_text(entry)
     elif field == "arguments":
@@ -164,7 +171,7 @@ def _load(ledger: Ledger, entry: Entry, field: str) -> _Source:
     else:
         raise EvidenceError(f"unknown field {field!r}; use one of {', '.join(FIELDS)}")
     data = text.encode("utf-8", errors="surrogatepass")
-    return _Source(entry, field, Utf16Text.of(text), digest_bytes(data))
+    return _Source.of(entry, field, Utf16Text.of(text), digest_bytes(data))
 
 
 def resolve_entry(ledger: Ledger, session_id: str, ref: str) -> Entry:
@@ -240,7 +247,8 @@ def read_evidence(
     Args:
         ledger: the ledger.
         session_id: the reading session (its own and its direct children's evidence only).
-        ref: the entry id (`evt_…`).
+        ref: the entry id (`evt_…`), or `index`: every tool result of the session, oldest
+            first, one line each (id, tool, main argument, size, exit, digest).
         field: `output`, `text`, `arguments` or `media`.
         offset: start, in UTF-16 code units (moved back off the middle of a surrogate pair).
         limit: page length in UTF-16 units, at most 8,000.
@@ -259,23 +267,28 @@ def read_evidence(
     if limit <= 0:
         raise EvidenceError(f"limit must be ≥ 1, got {limit}")
     limit = min(limit, PAGE_UNITS)
-    entry = resolve_entry(ledger, session_id, ref)
-    key = (entry.id, field)
-    source = cache.get(key) if cache is not None else None
-    if source is None:
-        source = _load(ledger, entry, field)
-        if cache is not None:
+    if ref.strip() == INDEX_REF:
+        # The index grows with the session: rebuilt on every read, never cached.
+        text = index_text(ledger, session_id)
+        data = text.encode("utf-8", errors="surrogatepass")
+        source = _Source(INDEX_REF, session_id, "index", field, Utf16Text.of(text), digest_bytes(data))
+    else:
+        entry = resolve_entry(ledger, session_id, ref)
+        key = (entry.id, field)
+        cached = cache.get(key) if cache is not None else None
+        source = cached or _load(ledger, entry, field)
+        if cache is not None and cached is None:
             # One large evidence at a time is what paging needs; keep memory bounded.
             cache.clear()
             cache[key] = source
     if expected_digest is not None and expected_digest != source.digest:
         raise DigestMismatchError(
-            f"{entry.id} {field} has digest {source.digest}, not the expected {expected_digest}"
+            f"{source.ref} {field} has digest {source.digest}, not the expected {expected_digest}"
         )
     total = source.text.units
     if offset > total:
         raise EvidenceError(f"offset {offset:,} is past the end ({total:,} UTF-16 units)")
-    base: JSONObject = {"ref": entry.id}
+    base: JSONObject = {"ref": source.ref}
     if field != "output":
         base["field"] = field
     if search is not None:
@@ -288,18 +301,18 @@ def read_evidence(
             if regex:
                 following["regex"] = True
         return EvidencePage(
-            entry.id, field, entry.session_id, entry.kind, source.digest, total, offset, 0, "",
-            tuple(hits), search, following,
+            source.ref, field, source.session_id, source.kind, source.digest, total, offset, 0,
+            "", tuple(hits), search, following,
         )  # fmt: skip
-    text, start, end = source.text.slice(offset, offset + limit)
+    page, start, end = source.text.slice(offset, offset + limit)
     page_next: JSONObject | None = None
     if end < total:
         page_next = {**base, "offset": end}
         if limit != PAGE_UNITS:
             page_next["limit"] = limit
     return EvidencePage(
-        entry.id, field, entry.session_id, entry.kind, source.digest, total, start, end - start,
-        text, next_call=page_next,
+        source.ref, field, source.session_id, source.kind, source.digest, total, start,
+        end - start, page, next_call=page_next,
     )  # fmt: skip
 
 
