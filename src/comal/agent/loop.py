@@ -19,6 +19,7 @@ import hashlib
 from comal.agent.events import (
     AssistantReplied,
     ContextActed,
+    Notice,
     ReasoningStreamed,
     ResponseDiscarded,
     TextStreamed,
@@ -36,6 +37,7 @@ from comal.providers.base import (
     ReasoningDelta,
     TextDelta,
 )
+from comal.providers.discovery import detect_prompt_truncation
 from comal.providers.reply import Reply, collect
 
 
@@ -81,28 +83,7 @@ async def run_turn(s: Session, text: str | None) -> str:
         if reply.finish in ("length", "context_window_exceeded"):
             _discard(s, reply, view.output_reserve)
             continue
-        message = _with_invalid_calls(reply)
-        s.record(
-            "message.assistant",
-            {
-                "message": message_to_json(message),
-                "wire": str(s.provider.wire),
-                "model": s.provider.model,
-                "finish": reply.finish,
-                "usage": reply.usage.to_json(),
-                "usage_raw": reply.usage_raw,
-                "request_entry": request_entry,
-            },
-        )
-        s.emit(
-            AssistantReplied(
-                message.text,
-                len(message.tool_calls),
-                reply.finish,
-                reply.usage.total_input,
-                reply.usage.output,
-            )
-        )
+        message = _record_reply(s, reply, request_entry, view.estimated_tokens)
         if not message.tool_calls:
             return message.text
         for call in message.tool_calls:
@@ -123,6 +104,38 @@ async def run_turn(s: Session, text: str | None) -> str:
             s.emit(TextStreamed(finished + "\n"))
             return finished
     raise StepLimitError(f"the turn used all {s.options.max_turns} model calls (--max-turns)")
+
+
+def _record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -> Message:
+    """Record a finished reply (and a warning if the server seems to have cut the prompt)."""
+    message = _with_invalid_calls(reply)
+    s.record(
+        "message.assistant",
+        {
+            "message": message_to_json(message),
+            "wire": str(s.provider.wire),
+            "model": s.provider.model,
+            "finish": reply.finish,
+            "usage": reply.usage.to_json(),
+            "usage_raw": reply.usage_raw,
+            "request_entry": request_entry,
+        },
+    )
+    reported = reply.usage.total_input
+    warning = None if reported is None else detect_prompt_truncation(reported, estimated)
+    if warning is not None:
+        s.record("warning", {"code": "PROMPT_TRUNCATED", "message": warning})
+        s.emit(Notice("PROMPT_TRUNCATED", warning))
+    s.emit(
+        AssistantReplied(
+            message.text,
+            len(message.tool_calls),
+            reply.finish,
+            reply.usage.total_input,
+            reply.usage.output,
+        )
+    )
+    return message
 
 
 def _relay(s: Session, event: ProviderEvent) -> None:

@@ -192,9 +192,7 @@ def aggregate(rows: Sequence[JSONObject]) -> list[JSONObject]:
             "projections": int(total("projections")),
             "derivations": int(total("derivations")),
             # Over every request that has a predecessor: each session's first has none.
-            "prefix_match_share": round(
-                _ratio(total("prefix_matches"), calls - len(members)), 4
-            ),
+            "prefix_match_share": round(_ratio(total("prefix_matches"), calls - len(members)), 4),
             "decision_ms_p50": round(percentile(timings, 0.5), 3),
             "decision_ms_p99": round(percentile(timings, 0.99), 3),
         }

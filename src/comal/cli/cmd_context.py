@@ -16,7 +16,7 @@ from typing import Any
 
 from comal.agent.instructions import load_instructions
 from comal.agent.prompt import SYSTEM_PROMPT
-from comal.agent.toolset import standard_tools
+from comal.agent.toolset import session_tools, standard_tools
 from comal.config import DEFAULT_WINDOW_TOKENS, Config, load_config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.ledger.store import Ledger
@@ -45,6 +45,19 @@ def _window(started: dict[str, JSONValue]) -> tuple[int, str]:
     return DEFAULT_WINDOW_TOKENS, "fallback"
 
 
+def _last_reserve(ledger: Ledger, session_id: str) -> int | None:
+    """The output reserve the session's latest request was sent with, if any.
+
+    A run may have fixed its reserve with `--max-output-tokens`; the report of the recorded
+    session should show the budget that run really used, not a default.
+    """
+    requests = ledger.entries(session_id, kinds=("provider.request",))
+    if not requests:
+        return None
+    value = requests[-1].payload.get("output_reserve")
+    return value if isinstance(value, int) and value > 0 else None
+
+
 def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextEngine:
     """A context engine for a recorded session (no provider needed)."""
     info = ledger.session(session_id)
@@ -58,13 +71,16 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
         window, source = explicit, "explicit"
     workspace = Path(info.cwd) if info.cwd else config.workspace
     instructions = load_instructions(workspace, config.config_dir).text
-    tools = tuple(tool.spec for tool in standard_tools())
+    # The same catalog a live session offers, so the report counts what the model was sent.
+    offered = [*standard_tools(), *session_tools(ledger, session_id, config.checks)]
+    tools = tuple(tool.spec for tool in offered)
     settings = EngineSettings(
         window_tokens=window,
         window_source=source,
         threshold_ratio=config.context.threshold_ratio,
         large_output_threshold_bytes=config.context.large_output_threshold_bytes,
-        output_reserve_tokens=config.context.output_reserve_tokens,
+        output_reserve_tokens=config.context.output_reserve_tokens
+        or _last_reserve(ledger, session_id),
         margin_tokens=config.context.margin_tokens,
     )
     fixed = FixedParts(SYSTEM_PROMPT, instructions, tools)

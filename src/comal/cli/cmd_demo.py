@@ -24,7 +24,7 @@ from comal.cli.render import Renderer
 from comal.config import load_config
 from comal.ledger.store import Ledger
 
-DEMO_WINDOW = 16_000
+DEMO_WINDOW = 8_000
 """Small on purpose: the sample task overflows it, so the context engine has to act."""
 
 DEMO_OUTPUT_RESERVE = 2_048

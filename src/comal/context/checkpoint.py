@@ -121,7 +121,9 @@ def _evidence_section(
         )
     older = covered[: len(covered) - len(newest)]
     if older:
-        lines.append(f"older: {len(older)} results from {older[0].facts.ref} to {older[-1].facts.ref}")
+        lines.append(
+            f"older: {len(older)} results from {older[0].facts.ref} to {older[-1].facts.ref}"
+        )
     if covered:
         # Every result stays reachable by exact calls, however few the list above names.
         lines.append(f"every result of this session, oldest first: {INDEX_CALL}")

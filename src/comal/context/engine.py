@@ -32,16 +32,17 @@ from comal.context.calibration import (
     measured_after,
     refused_size,
 )
-from comal.context.checkpoint import derive
+from comal.context.checkpoint import Draft, derive
 from comal.context.conversation import Block, ConversationIndex
+from comal.context.decisions import append_checkpoint, append_projection
 from comal.context.invariants import check
-from comal.context.projection import ProjectionPlan, plan_projection
+from comal.context.pressure import cycle_cost, growth_per_call
+from comal.context.projection import plan_projection
 from comal.context.rendering import preview_chars
 from comal.context.report import ContextReport, context_report
 from comal.context.state import (
     USER_TRIGGERS,
     Checkpoint,
-    checkpoint_of,
     checkpoints,
     pressure_guard,
     state_with_draft,
@@ -287,14 +288,7 @@ class ContextEngine:
             self._derive(requested, estimate, budget)
             actions.append("checkpoint")
         elif estimate > budget.threshold:
-            plan = plan_projection(asm, self.texts(), self.counter, budget, estimate)
-            if plan.accepted:
-                self._append_projection(plan)
-                actions.append("projection")
-            else:
-                pressure_guard(self.entries(), budget)
-                self._derive("pressure", estimate, budget)
-                actions.append("checkpoint")
+            actions.append(self._relieve(asm, state, budget, estimate))
         if actions:
             state = self.state()
             asm = self.assemble(state)
@@ -316,23 +310,28 @@ class ContextEngine:
         self._send_cap = None
         return view
 
-    def _append_projection(self, plan: ProjectionPlan) -> None:
-        self.ledger.append(
-            self.session_id,
-            "projection",
-            {
-                "call_ids": list(plan.call_ids),
-                "result_ids": list(plan.result_ids),
-                "reason": plan.reason,
-                "before_tokens": plan.before_tokens,
-                "after_tokens": plan.after_tokens,
-                "target_tokens": plan.target_tokens,
-            },
-        )
+    def _relieve(self, asm: Assembly, state: ViewState, budget: Budget, estimate: int) -> str:
+        """Project or derive, whichever the cost model prices lower; returns the action."""
+        plan = plan_projection(asm, self.texts(), self.counter, budget, estimate)
+        draft, after = self._draft(state, budget)
+        if plan.accepted:
+            scale = estimate / max(asm.total_tokens, 1)
+            since = state.checkpoint.seq if state.checkpoint else 0
+            growth = growth_per_call(asm.parts, since) * scale
+            fixed = calibrated(asm.fixed_tokens, self.ratio(), exact=self.counter.exact)
+            threshold = budget.threshold
+            project = cycle_cost(plan.resent_tokens, plan.after_tokens, threshold, growth)
+            derive_ = cycle_cost(after - fixed, after, threshold, growth)
+            if project <= derive_:
+                append_projection(self.ledger, self.session_id, plan)
+                return "projection"
+        pressure_guard(self.entries(), budget)
+        append_checkpoint(self.ledger, self.session_id, draft, "pressure", estimate, after, budget)
+        return "checkpoint"
 
-    def _derive(self, by: str, before: int, budget: Budget) -> Checkpoint:
+    def _draft(self, state: ViewState, budget: Budget) -> tuple[Draft, int]:
+        """A checkpoint draft for `state` and the estimated request size it leads to."""
         entries = self.entries()
-        state = self.state()
         previous = state.checkpoint.number if state.checkpoint else 0
         asm = self.assemble(state)
         ratio = self.ratio()
@@ -349,24 +348,11 @@ class ContextEngine:
         )
         trial = state_with_draft(state, draft, entries[-1].seq + 1 if entries else 1)
         after, _ = self.estimate(self.assemble(trial), trial)
-        entry = self.ledger.append(
-            self.session_id,
-            "checkpoint",
-            {
-                "number": draft.number,
-                "title": draft.title,
-                "text": draft.text,
-                "covers_through_seq": draft.covers_through_seq,
-                "tail_from_seq": draft.tail_from_seq,
-                "projected_result_ids": list(draft.projected),
-                "before_tokens": before,
-                "after_tokens": after,
-                "target_tokens": budget.target,
-                "usable_tokens": budget.usable,
-                "by": by,
-            },
-        )
-        return checkpoint_of(entry)
+        return draft, after
+
+    def _derive(self, by: str, before: int, budget: Budget) -> Checkpoint:
+        draft, after = self._draft(self.state(), budget)
+        return append_checkpoint(self.ledger, self.session_id, draft, by, before, after, budget)
 
     def compact(self, *, by: str) -> Checkpoint:
         """Derive a checkpoint now (no model call), whatever the pressure.

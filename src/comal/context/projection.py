@@ -6,10 +6,10 @@ and are not among the most recent outputs. Projection stops once the estimate re
 target — well under the threshold, so the next pressure event is many turns away and the
 prompt prefix stays stable for provider caches meanwhile.
 
-A plan is accepted only if it pays: it frees at least 15 % of the usable room and at least
-half as many tokens as it forces to be re-sent uncached (every token after the first changed
-byte). Otherwise the engine derives a checkpoint instead, which re-sends only the checkpoint and
-its tail. Pure: same inputs ⇒ same plan.
+A plan is *feasible* when it reaches the target. Whether it pays is decided by the engine with
+the cost model of `pressure.py`: it counts the tokens the plan forces to be re-sent uncached
+(every token after the first changed byte) against the room it frees, and compares that with a
+derivation, which re-sends only the checkpoint and its tail. Pure: same inputs ⇒ same plan.
 """
 
 from __future__ import annotations
@@ -20,11 +20,6 @@ from dataclasses import dataclass
 from comal.context.budget import Budget
 from comal.context.tokens import TokenCounter
 from comal.context.view import PART_OVERHEAD, Assembly, PartCost, ResultTexts
-
-MIN_FREED_SHARE = 0.15
-"""A projection must free at least this share of the usable room."""
-MIN_PAYBACK = 0.5
-"""…and at least this many tokens freed per token it forces to be re-sent uncached."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +33,7 @@ class ProjectionPlan:
     target_tokens: int
     resent_tokens: int
     accepted: bool
+    """Feasible: it reaches the target (the engine still weighs it against a derivation)."""
     reason: str
 
     @property
@@ -123,10 +119,6 @@ def plan_projection(
         reason = "nothing old and large enough to project"
     elif after > target:
         reason = "projection cannot reach the target"
-    elif freed < MIN_FREED_SHARE * budget.usable:
-        reason = "projection frees too little"
-    elif freed < MIN_PAYBACK * resent:
-        reason = "projection does not pay back its cache re-send"
     else:
         reason = "pressure"
     return ProjectionPlan(
