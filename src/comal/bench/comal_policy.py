@@ -2,9 +2,9 @@
 
 A temporary non-durable ledger holds one replay session. Before call *k* the recorded entries up
 to that call (user messages, assistant messages, tool results — never the peer's own summaries)
-are appended, then a fresh `ContextEngine` prepares the request, as the loop does before every
-model call. The engine's own entries (projections, checkpoints) stay in the ledger between calls,
-so its decisions persist as they do live. `PreparedView.messages` is the request.
+are appended, then the session's one `ContextEngine` prepares the request, as the loop does
+before every model call. The engine's own entries (projections, checkpoints) stay in the ledger
+between calls, so its decisions persist as they do live. `PreparedView.messages` is the request.
 
 Facts are reachable for Comal when in view or inside evidence the request names by reference
 (`evt_…` ids of `tool.result` entries): `Decision.reachable_refs` holds the planned-entry indices
@@ -21,15 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from comal.bench.policies import Budget, Decision
+from comal.bench.rendering import SegmentCache, request_tokens
 from comal.bench.transcript import REPLAYED_KINDS, Transcript
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.evidence_index import INDEX_CALL
 from comal.context.tokens import TokenCounter
 from comal.importers import append_planned
+from comal.importers.plan import PlannedEntry
 from comal.ledger import Ledger
-from comal.messages import Message, TextPart, ToolResultPart
+from comal.messages import JSONObject, Message, TextPart, ToolResultPart
 
 _EVT = re.compile(r"evt_[0-9a-f]{32}")
+_Sent = tuple[str, tuple[Message, ...], JSONObject]
 
 
 @dataclass(slots=True)
@@ -45,6 +48,9 @@ class ComalPolicy:
     _session: str = ""
     _appended: int = 0
     _index_of: dict[str, int] = field(default_factory=dict)
+    _engine: ContextEngine | None = None
+    _sent: _Sent | None = None
+    """The last request prepared (system, messages, fingerprint), not yet answered."""
 
     def _open(self) -> Ledger:
         if self._ledger is None:
@@ -72,6 +78,9 @@ class ComalPolicy:
         ledger = self._open()
         for index in range(self._appended, entries_end):
             planned = self.transcript.entries[index]
+            if planned.kind == "message.assistant" and self._sent is not None:
+                planned = self._measured(ledger, planned, self._sent)
+                self._sent = None
             if planned.kind in REPLAYED_KINDS:
                 entry = append_planned(ledger, self._session, planned)
                 self._index_of[entry.id] = index
@@ -79,23 +88,12 @@ class ComalPolicy:
 
     def prepare(self) -> Decision:
         """One engine decision over what has been fed."""
-        ledger = self._open()
-        settings = EngineSettings(
-            window_tokens=self.budget.window,
-            window_source="bench",
-            output_reserve_tokens=self.budget.reserve,
-            margin_tokens=self.budget.margin,
-        )
-        fixed = FixedParts(system=self.transcript.system, instructions="", tools=())
-        engine = ContextEngine(
-            ledger,
-            self._session,
-            settings,
-            fixed,
-            model=self.transcript.model,
-            counter=self.counter,
-        )
+        engine = self._engine_for(self._open())
         view = engine.prepare()
+        if isinstance(self.counter, SegmentCache):
+            # Measured when the response is fed (outside the timed decision).
+            fingerprint = engine.fingerprint.with_checkpoint(view.checkpoint_number).to_json()
+            self._sent = (view.system, tuple(view.messages), fingerprint)
         named = {self._index_of[ref] for ref in _refs(view.messages) if ref in self._index_of}
         return Decision(
             tuple(view.messages),
@@ -105,6 +103,52 @@ class ComalPolicy:
             actions=view.actions,
         )
 
+    def _measured(self, ledger: Ledger, planned: PlannedEntry, sent: _Sent) -> PlannedEntry:
+        """The recorded response, answering the request Comal sent, measured as a provider would.
+
+        Live, the provider reports the input it measured for the request the engine prepared,
+        and the engine anchors on it (`anchors.py`). Here the measuring provider is the harness's
+        own ruler, the one every policy is priced and every peer's threshold is checked with: the
+        recorded `usage` (measured on the original agent's different request) is replaced by
+        the size of Comal's request, tied to a `provider.request` carrying its fingerprint.
+        """
+        system, messages, fingerprint = sent
+        assert isinstance(self.counter, SegmentCache)
+        size = request_tokens(self.counter.request(system, messages))
+        request = ledger.append(
+            self._session,
+            "provider.request",
+            {"model": self.transcript.model, "wire": "", "fingerprint": fingerprint},
+        )
+        usage = planned.payload.get("usage")
+        output = usage.get("output") if isinstance(usage, dict) else None
+        measured: JSONObject = {"new_input": size, "cache_read": 0, "cache_write": 0}
+        if output is not None:
+            measured["output"] = output
+        payload = {**planned.payload, "usage": measured, "request_entry": request.id}
+        return PlannedEntry(planned.kind, payload, planned.body, planned.media)
+
+    def _engine_for(self, ledger: Ledger) -> ContextEngine:
+        # One engine for the whole session, as the agent loop keeps one: it reads the ledger
+        # incrementally, and its views are a pure function of the ledger either way.
+        if self._engine is None:
+            settings = EngineSettings(
+                window_tokens=self.budget.window,
+                window_source="bench",
+                output_reserve_tokens=self.budget.reserve,
+                margin_tokens=self.budget.margin,
+            )
+            fixed = FixedParts(system=self.transcript.system, instructions="", tools=())
+            self._engine = ContextEngine(
+                ledger,
+                self._session,
+                settings,
+                fixed,
+                model=self.transcript.model,
+                counter=self.counter,
+            )
+        return self._engine
+
     def decide(self, _history: tuple[Message, ...], call_index: int, /) -> Decision:
         """Feed the entries before call `call_index`, then prepare."""
         self.feed(self.transcript.calls[call_index].entries_end)
@@ -112,6 +156,7 @@ class ComalPolicy:
 
     def close(self) -> None:
         """Drop the temporary ledger."""
+        self._engine = None
         if self._ledger is not None:
             self._ledger.close()
             self._ledger = None

@@ -150,3 +150,13 @@ def overhead_message(asm: Assembly, budget: Budget, fixed: int) -> str:
         " conversation). Nothing was sent. Offer fewer tools or shorter instructions, or"
         " configure a window the backend really supports (--context-window)."
     )
+
+
+def no_fit_message(tokens: int, budget: Budget, session_id: str) -> str:
+    """The CONTEXT_PRESSURE_LOOP message when even a checkpoint leaves the view too large."""
+    return (
+        f"even after a checkpoint the view needs ~{tokens:,} tokens and only {budget.usable:,}"
+        f" are usable (window {budget.window:,}, output reserve {budget.output_reserve:,},"
+        f" margin {budget.margin:,}). Nothing was sent; all work is kept in the ledger: resume"
+        f" session {session_id} with a larger window."
+    )

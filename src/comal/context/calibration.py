@@ -59,3 +59,30 @@ def calibration_payload(
         "estimated_tokens": counted,
         "source": source,
     }
+
+
+def usage_calibration(
+    entries: Sequence[Entry], last_counted: tuple[int, int], model: str, current: float
+) -> JSONObject | None:
+    """The `usage` calibration owed for the last prepared request.
+
+    Args:
+        entries: the session's entries.
+        last_counted: (seq the request was prepared at, its local count).
+        model: the model.
+        current: the ratio in force.
+
+    Returns:
+        None while the response is not recorded yet; `{}` when it is but nothing needs
+        recording; otherwise the `context.calibrated` payload to append.
+    """
+    prepared_at, counted = last_counted
+    answered, measured = measured_after(entries, prepared_at)
+    if not answered:
+        return None
+    if measured is None or counted <= 0:
+        return {}
+    ratio = measured / counted
+    if abs(ratio / current - 1) <= RECALIBRATE_SHIFT:
+        return {}
+    return calibration_payload(model, ratio, measured, counted, "usage")

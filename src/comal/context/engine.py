@@ -16,41 +16,38 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar, cast
+
 from comal.context.anchors import Fingerprint, calibration_ratio, find_anchor, tools_digest
 from comal.context.budget import (
     Budget,
     EngineSettings,
     default_margin,
+    no_fit_message,
     overhead_message,
     session_outputs,
     size_output_reserve,
     truncated_reserves,
 )
-from comal.context.calibration import (
-    RECALIBRATE_SHIFT,
-    calibration_payload,
-    measured_after,
-    refused_size,
-)
-from comal.context.checkpoint import Draft, derive
+from comal.context.calibration import calibration_payload, refused_size, usage_calibration
+from comal.context.checkpoint import Draft
 from comal.context.conversation import Block, ConversationIndex
-from comal.context.decisions import append_checkpoint, append_projection
+from comal.context.decisions import append_checkpoint
 from comal.context.invariants import check
-from comal.context.pressure import cycle_cost, growth_per_call
-from comal.context.projection import plan_projection
+from comal.context.relief import draft_checkpoint, relieve
 from comal.context.rendering import preview_chars
 from comal.context.report import ContextReport, context_report
 from comal.context.state import (
     USER_TRIGGERS,
     Checkpoint,
     checkpoints,
+    pending_compaction,
     pressure_guard,
-    state_with_draft,
     view_state,
 )
 from comal.context.tokens import (
     MemoCounter,
-    ScaledCounter,
     TokenCounter,
     calibrated,
     counter_for_model,
@@ -74,6 +71,7 @@ from comal.errors import (
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
 
+T = TypeVar("T")
 __all__ = [
     "Checkpoint",
     "ContextEngine",
@@ -126,8 +124,9 @@ class ContextEngine:
         self._texts: ResultTexts | None = None
         self._last_counted: tuple[int, int] | None = None
         self._send_cap: int | None = None
-
-    # --- reading --------------------------------------------------------------------------
+        # Scans of the whole ledger, memoized by the last seq they saw (the ledger only grows,
+        # so the same last seq means the same entries and the same answer).
+        self._memo: dict[str, tuple[int, object]] = {}
 
     def entries(self) -> list[Entry]:
         """The session's entries, read incrementally from the ledger."""
@@ -135,7 +134,16 @@ class ContextEngine:
         self._entries.extend(self.ledger.entries(self.session_id, after_seq=last))
         return self._entries
 
-    def _conversation(self) -> list[Block]:
+    def _at_last_seq(self, name: str, compute: Callable[[], T]) -> T:
+        last = self._entries[-1].seq if self.entries() else 0
+        hit = self._memo.get(name)
+        if hit is None or hit[0] != last:
+            hit = (last, compute())
+            self._memo[name] = hit
+        return cast(T, hit[1])
+
+    def conversation(self) -> list[Block]:
+        """The conversation blocks of the session, rebuilt only when the ledger grew."""
         entries = self.entries()
         last = entries[-1].seq if entries else 0
         if last != self._blocks_seq:
@@ -169,11 +177,11 @@ class ContextEngine:
 
     def state(self) -> ViewState:
         """Projections and the checkpoint in force."""
-        return view_state(self.entries())
+        return self._at_last_seq("state", lambda: view_state(self._entries))
 
     def assemble(self, state: ViewState | None = None) -> Assembly:
         """Build the view for `state` (default: the recorded one)."""
-        blocks = self._conversation()
+        blocks = self.conversation()
         return build_view(
             blocks,
             state or self.state(),
@@ -185,7 +193,7 @@ class ContextEngine:
 
     def ratio(self) -> float:
         """The calibration ratio in force for this model."""
-        return calibration_ratio(self.entries(), self.model)
+        return self._at_last_seq("ratio", lambda: calibration_ratio(self._entries, self.model))
 
     def estimate(self, asm: Assembly, state: ViewState) -> tuple[int, bool]:
         """(estimated input tokens, whether the base is measured) for an assembled view."""
@@ -198,17 +206,17 @@ class ContextEngine:
         delta = sum(p.tokens for p in newer) + MESSAGE_OVERHEAD * 2 * bool(newer)
         return anchor.measured_tokens + calibrated(delta, ratio, exact=self.counter.exact), True
 
-    # --- the output reserve ---------------------------------------------------------------
-
     def output_reserve(self) -> int:
         """The output reserve for the next request, from the session's recorded outputs."""
-        entries = self.entries()
         cap = min(self.settings.max_output_tokens, max(self.settings.window_tokens // 2, 1))
-        return size_output_reserve(
-            session_outputs(entries),
-            truncated_reserves(entries),
-            max_output=cap,
-            fixed=self.settings.output_reserve_tokens,
+        return self._at_last_seq(
+            "reserve",
+            lambda: size_output_reserve(
+                session_outputs(self._entries),
+                truncated_reserves(self._entries),
+                max_output=cap,
+                fixed=self.settings.output_reserve_tokens,
+            ),
         )
 
     def grow_output_reserve(self) -> int:
@@ -231,8 +239,6 @@ class ContextEngine:
     def lower_output_reserve(self, to: int) -> None:
         """Send at most `to` output tokens on the next request ("input + max_tokens exceed")."""
         self._send_cap = max(1, to)
-
-    # --- preparing a view -----------------------------------------------------------------
 
     def view(self) -> PreparedView:
         """The current view, appending nothing (no invariant check)."""
@@ -295,10 +301,7 @@ class ContextEngine:
         view = self._prepared(asm, state, budget, tuple(actions))
         if view.estimated_tokens > budget.usable:
             raise ContextPressureLoopError(
-                f"even after a checkpoint the view needs ~{view.estimated_tokens:,} tokens and"
-                f" only {budget.usable:,} are usable (window {budget.window:,}, output reserve"
-                f" {budget.output_reserve:,}, margin {budget.margin:,}). Nothing was sent; all work"
-                f" is kept in the ledger: resume session {self.session_id} with a larger window."
+                no_fit_message(view.estimated_tokens, budget, self.session_id)
             )
         if asm.missing:
             raise InvariantError(
@@ -312,43 +315,11 @@ class ContextEngine:
 
     def _relieve(self, asm: Assembly, state: ViewState, budget: Budget, estimate: int) -> str:
         """Project or derive, whichever the cost model prices lower; returns the action."""
-        plan = plan_projection(asm, self.texts(), self.counter, budget, estimate)
-        draft, after = self._draft(state, budget)
-        if plan.accepted:
-            scale = estimate / max(asm.total_tokens, 1)
-            since = state.checkpoint.seq if state.checkpoint else 0
-            growth = growth_per_call(asm.parts, since) * scale
-            fixed = calibrated(asm.fixed_tokens, self.ratio(), exact=self.counter.exact)
-            threshold = budget.threshold
-            project = cycle_cost(plan.resent_tokens, plan.after_tokens, threshold, growth)
-            derive_ = cycle_cost(after - fixed, after, threshold, growth)
-            if project <= derive_:
-                append_projection(self.ledger, self.session_id, plan)
-                return "projection"
-        pressure_guard(self.entries(), budget)
-        append_checkpoint(self.ledger, self.session_id, draft, "pressure", estimate, after, budget)
-        return "checkpoint"
+        return relieve(self, asm, state, budget, estimate)
 
     def _draft(self, state: ViewState, budget: Budget) -> tuple[Draft, int]:
         """A checkpoint draft for `state` and the estimated request size it leads to."""
-        entries = self.entries()
-        previous = state.checkpoint.number if state.checkpoint else 0
-        asm = self.assemble(state)
-        ratio = self.ratio()
-        draft = derive(
-            previous + 1,
-            entries,
-            self._conversation(),
-            state,
-            self.texts(),
-            ScaledCounter(self.counter, ratio),
-            budget,
-            calibrated(asm.fixed_tokens, ratio, exact=self.counter.exact),
-            vision=self.settings.vision,
-        )
-        trial = state_with_draft(state, draft, entries[-1].seq + 1 if entries else 1)
-        after, _ = self.estimate(self.assemble(trial), trial)
-        return draft, after
+        return draft_checkpoint(self, state, budget)
 
     def _derive(self, by: str, before: int, budget: Budget) -> Checkpoint:
         draft, after = self._draft(self.state(), budget)
@@ -378,31 +349,17 @@ class ContextEngine:
 
     def pending_compaction(self) -> str | None:
         """Who asked for a derivation not yet done (`compact.requested`), or None."""
-        requested: str | None = None
-        for entry in self.entries():
-            if entry.kind == "compact.requested":
-                by = entry.payload.get("by")
-                requested = by if isinstance(by, str) else "user"
-            elif entry.kind == "checkpoint":
-                requested = None
-        return requested
-
-    # --- calibration ----------------------------------------------------------------------
+        return self._at_last_seq("pending", lambda: pending_compaction(self._entries))
 
     def _record_calibration(self) -> None:
         """Learn measured/counted from the response to the last view this engine prepared."""
         if self._last_counted is None or self.counter.exact:
             return
-        prepared_at, counted = self._last_counted
-        answered, measured = measured_after(self.entries(), prepared_at)
-        if not answered:
+        payload = usage_calibration(self.entries(), self._last_counted, self.model, self.ratio())
+        if payload is None:
             return
         self._last_counted = None
-        if measured is None or counted <= 0:
-            return
-        ratio = measured / counted
-        if abs(ratio / self.ratio() - 1) > RECALIBRATE_SHIFT:
-            payload = calibration_payload(self.model, ratio, measured, counted, "usage")
+        if payload:
             self.ledger.append(self.session_id, "context.calibrated", payload)
 
     def on_context_length(self, error: ContextLengthError) -> None:

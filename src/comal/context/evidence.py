@@ -270,10 +270,8 @@ def read_evidence(
     if ref.strip() == INDEX_REF:
         # The index grows with the session: rebuilt on every read, never cached.
         text = index_text(ledger, session_id)
-        data = text.encode("utf-8", errors="surrogatepass")
-        source = _Source(
-            INDEX_REF, session_id, "index", field, Utf16Text.of(text), digest_bytes(data)
-        )
+        digest = digest_bytes(text.encode("utf-8", errors="surrogatepass"))
+        source = _Source(INDEX_REF, session_id, "index", field, Utf16Text.of(text), digest)
     else:
         entry = resolve_entry(ledger, session_id, ref)
         key = (entry.id, field)

@@ -76,6 +76,7 @@ def plan_projection(
     counter: TokenCounter,
     budget: Budget,
     estimate: int,
+    goal: int | None = None,
 ) -> ProjectionPlan:
     """Plan a projection of `asm` (whose calibrated size is `estimate`) down to the target.
 
@@ -85,6 +86,8 @@ def plan_projection(
         counter: token counter (the one `asm` was counted with).
         budget: the current budget.
         estimate: the current input estimate (anchored or calibrated).
+        goal: keep projecting down to this size when it is below the target (the engine passes
+            what a derivation would leave, so both candidates are priced at their deepest).
     """
     scale = estimate / max(asm.total_tokens, 1)
     target = budget.target
@@ -106,7 +109,7 @@ def plan_projection(
         chosen.append(part)
         first_index = index if first_index is None else first_index
         freed += gain * scale
-        if estimate - freed <= target:
+        if estimate - freed <= min(target, goal if goal is not None else target):
             break
     after = math.ceil(estimate - freed)
     resent = 0

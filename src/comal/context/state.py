@@ -137,3 +137,15 @@ def pressure_guard(entries: Sequence[Entry], budget: Budget) -> None:
         " window); stopped instead of deriving again. Everything is kept in the ledger and the"
         " session can be resumed: use a larger window, fewer tools or shorter instructions."
     )
+
+
+def pending_compaction(entries: Sequence[Entry]) -> str | None:
+    """Who asked for a derivation not yet done (`compact.requested`), or None."""
+    requested: str | None = None
+    for entry in entries:
+        if entry.kind == "compact.requested":
+            by = entry.payload.get("by")
+            requested = by if isinstance(by, str) else "user"
+        elif entry.kind == "checkpoint":
+            requested = None
+    return requested

@@ -25,16 +25,20 @@ EVIDENCE_SPEC = ToolSpec(
     description=(
         "Read a recorded output (or message text, call arguments, media metadata) exactly as"
         " the session ledger keeps it, without running anything again. Use the ref shown in a"
-        " `[ref evt_…]` reference or a checkpoint. Offsets and limits are UTF-16 code units;"
-        " a page is at most 8000 units. The answer ends with the exact next call to make"
-        " (next page or next search hits). `search` finds a literal (or a regex with"
-        " `regex: true`) and returns hit offsets. `expected_digest` makes a read fail if the"
-        " evidence is not the one you expect."
+        " `[ref evt_…]` reference or a checkpoint; ref `index` lists every tool result of this"
+        " session (ref, tool, main argument, size, digest), oldest first. Offsets and limits"
+        " are UTF-16 code units; a page is at most 8000 units. The answer ends with the exact"
+        " next call to make (next page or next search hits). `search` finds a literal (or a"
+        " regex with `regex: true`) and returns hit offsets. `expected_digest` makes a read"
+        " fail if the evidence is not the one you expect."
     ),
     parameters={
         "type": "object",
         "properties": {
-            "ref": {"type": "string", "description": "Evidence id, e.g. evt_0193…"},
+            "ref": {
+                "type": "string",
+                "description": "Evidence id, e.g. evt_0193…, or `index` for the list of results.",
+            },
             "field": {
                 "type": "string",
                 "enum": ["output", "text", "arguments", "media"],

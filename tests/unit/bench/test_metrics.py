@@ -270,3 +270,22 @@ def test_aggregate_has_the_documented_fields() -> None:
     assert item["calls"] == 2 * totals.calls
     assert item["cost_weighted"] == pytest.approx(2 * round(totals.cost(), 1))
     assert item["ratio_raw"] == 1.0
+
+
+def test_prefix_match_share_counts_requests_that_only_appended() -> None:
+    transcript = session(["alpha beta gamma\n", "delta\n", "eps\n"], ["a", "b", "c", "d"])
+    cache = SegmentCache()
+    raw = replay_policy(transcript, RawPolicy(transcript.system), BIG, cache)
+    # Keeping one observation rewrites the older result on every call after the second.
+    last = replay_policy(transcript, LastObservationsPolicy(transcript.system, keep=1), BIG, cache)
+
+    raw_row = row(raw, session="s", source="x", policy="raw", window=1, raw_cost=1, physical=1)
+    last_row = row(last, session="s", source="x", policy="l", window=1, raw_cost=1, physical=1)
+    assert raw.prefix_matches == 3
+    assert raw_row["prefix_match_share"] == 1.0
+    assert 0 < last.prefix_matches < 3
+    assert last_row["prefix_match_share"] == pytest.approx(round(last.prefix_matches / 3, 4))
+    merged = aggregate([raw_row, {**raw_row, "session": "t"}])
+    assert merged[0]["prefix_match_share"] == 1.0
+    assert merged[0]["projections"] == 0
+    assert merged[0]["derivations"] == 0

@@ -181,3 +181,53 @@ def test_cli_evidence_context_checkpoints(capsys: pytest.CaptureFixture[str]) ->
     assert main(["checkpoints", sid, "1"]) == 0
     assert capsys.readouterr().out.startswith("[checkpoint 1")
     assert main(["checkpoints", sid, "7"]) == 2
+
+
+def test_the_index_lists_every_result_oldest_first_and_pages_like_any_evidence(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("go")
+    refs = [
+        builder.turn("", [("Bash", {"command": f"make step{i}"}, f"out {i}\n", i % 2)])[0].id
+        for i in range(40)
+    ]
+    page = read_evidence(ledger, builder.session_id, "index", limit=600)
+    text = page.text
+    assert page.ref == "index"
+    assert page.next_call == {"ref": "index", "offset": page.offset + page.length, "limit": 600}
+    pieces = [text]
+    following: JSONObject | None = page.next_call
+    while following is not None:
+        offset = following["offset"]
+        assert isinstance(offset, int)
+        page = read_evidence(ledger, builder.session_id, "index", offset=offset, limit=600)
+        pieces.append(page.text)
+        following = page.next_call
+    lines = "".join(pieces).splitlines()
+    assert [line.split(" · ")[0].split(". ")[1] for line in lines] == refs
+    assert "Bash make step7 · 6 bytes · exit 1" in lines[7]
+    hits = read_evidence(ledger, builder.session_id, "index", search="make step39").hits
+    assert len(hits) == 1
+    assert hits[0].line == 40
+
+
+def test_the_index_is_reachable_through_the_tool_and_printed_in_checkpoints(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    from comal.context.evidence_index import INDEX_CALL
+    from tests.unit.context.conftest import listing, make_engine
+
+    builder.user("Fix the build.")
+    ref = builder.turn("", [("Bash", {"command": "make"}, "error: missing x\n", 2)])[0].id
+    for i in range(8):  # more than the checkpoint's verbatim tail can hold
+        builder.turn("", [("Read", {"path": f"src/m{i}.py"}, listing(f"m{i}", 100), None)])
+    engine = make_engine(ledger, builder.session_id)
+    checkpoint = engine.compact(by="user")
+    assert INDEX_CALL in checkpoint.text
+    call = json.loads(INDEX_CALL.removeprefix("EvidenceRead "))
+    answer = LedgerEvidenceReader(ledger, builder.session_id).render(call)
+    assert f"1. {ref} · Bash make · " in answer
+    other = SessionBuilder(ledger)
+    other.user("elsewhere")
+    # Another session's index lists only its own results.
+    assert ref not in read_evidence(ledger, other.session_id, "index").text

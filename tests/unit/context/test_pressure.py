@@ -31,18 +31,25 @@ def small_turn(builder: SessionBuilder, i: int) -> None:
 
 
 def test_projection_then_derivation_then_fits(ledger: Ledger, builder: SessionBuilder) -> None:
+    # Projection wins the cost model when it frees a lot late in the prompt (little to re-send)
+    # and calls keep appending a lot (the prompt refills fast, so re-sending weighs most).
     builder.user("Refactor the handlers in src/ and keep the tests green.")
+    for i in range(20):
+        small_turn(builder, i)
+    engine = make_engine(ledger, builder.session_id)
+    previous = engine.prepare()
     big = [
         builder.turn(
-            f"Reading part {k}.", [("Read", {"path": f"src/p{k}.py"}, listing(f"p{k}", 200), None)]
+            f"Reading part {k}.", [("Read", {"path": f"src/p{k}.py"}, listing(f"p{k}", 150), None)]
         )[0]
         for k in range(3)
     ]
-    engine = make_engine(ledger, builder.session_id)
-    previous = engine.prepare()
     actions: list[tuple[str, ...]] = []
     for i in range(400):
-        small_turn(builder, i)
+        builder.turn(
+            f"Checking part {i}.",
+            [("Bash", {"command": f"grep -n part{i} src"}, listing(f"m{i}", 40), 0)],
+        )
         view = engine.prepare()
         check_pairs(view.messages)
         assert view.estimated_tokens <= view.usable_tokens
@@ -106,7 +113,7 @@ def test_errors_and_recent_outputs_are_never_projected(
         ],
     )
     for k in range(3):
-        builder.turn("Reading.", [("Read", {"path": f"src/p{k}.py"}, listing(f"p{k}", 200), None)])
+        builder.turn("Reading.", [("Read", {"path": f"src/p{k}.py"}, listing(f"p{k}", 150), None)])
     engine = make_engine(ledger, builder.session_id)
     for i in range(400):
         small_turn(builder, i)
@@ -239,3 +246,26 @@ def test_compact_now_and_requested_compaction(ledger: Ledger, builder: SessionBu
     assert view.checkpoint_number == 2
     assert engine.pending_compaction() is None
     assert [c.number for c in engine.checkpoints()] == [1, 2]
+
+
+def test_the_cost_model_prices_deep_cheap_events_lower() -> None:
+    from comal.context.pressure import CACHED_RATE, cycle_cost, growth_per_call
+    from comal.context.view import PartCost
+
+    # resent / room + 0.1 × mean size / growth, by hand.
+    assert cycle_cost(1_000, 2_000, 10_000, 500) == pytest.approx(
+        1_000 / 8_000 + CACHED_RATE * 12_000 / 1_000
+    )
+    # Landing lower is cheaper at equal re-send; not getting under the threshold is never chosen.
+    assert cycle_cost(1_000, 2_000, 10_000, 500) < cycle_cost(1_000, 6_000, 10_000, 500)
+    assert cycle_cost(0, 10_000, 10_000, 500) == float("inf")
+    parts = [
+        PartCost(1, 50, "text", role="user"),
+        PartCost(2, 30, "call", role="assistant"),
+        PartCost(3, 400, "full", role="result"),
+        PartCost(4, 20, "call", role="assistant"),
+        PartCost(5, 100, "full", role="result"),
+    ]
+    assert growth_per_call(parts) == pytest.approx(600 / 2)
+    assert growth_per_call(parts, since_seq=3) == pytest.approx(120)
+    assert growth_per_call(parts, since_seq=9) == pytest.approx(300)

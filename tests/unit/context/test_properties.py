@@ -94,7 +94,7 @@ def test_derivation_is_byte_identical_when_rerun(steps: list) -> None:  # type: 
             _apply(builder, item, n)
         engine = make_engine(ledger, builder.session_id, window=12_000)
         entries = engine.entries()
-        blocks = engine._conversation()  # the engine's own parse of the ledger
+        blocks = engine.conversation()  # the engine's own parse of the ledger
         drafts = [
             derive(
                 1,
