@@ -116,14 +116,17 @@ def test_provider_context_length_is_recovered_once(workspace: Path, home: Path) 
 
 
 def test_pressure_loop_stops_with_a_clear_error(workspace: Path, home: Path) -> None:
-    # Custom instructions (never compacted) leave almost no room for the conversation: every
-    # derivation lands over the threshold again, so Comal must stop instead of deriving forever.
+    # Custom instructions (never compacted) fill more than the automatic threshold (half the
+    # usable room here) on their own: no derivation can get under it, so every call would
+    # derive again. Comal must stop instead of deriving forever.
     rules = "\n".join(f"- rule {i}: keep module m{i} free of global state" for i in range(220))
     (workspace / "AGENTS.md").write_text(rules + "\n")
     turns: list[Any] = [bash_turn(i, f"seq {i} {i + 400}") for i in range(1, 8)]
     turns.append("unreachable")
     with FakeServer(turns) as server:
         configure(workspace, server, "openai-chat")
+        with (workspace / ".comal" / "config.toml").open("a") as config:
+            config.write("\n[context]\nthreshold_ratio = 0.5\n")
         run = comal(
             "-p",
             "go",

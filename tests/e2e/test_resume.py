@@ -115,7 +115,7 @@ def test_killed_mid_stream_resumes_to_completion_and_reclaims_the_lock(
 ) -> None:
     env = make_env(
         [
-            _turn("c1", "Write", WRITE, delay_s=0.2, chunk_chars=2),
+            _turn("c1", "Write", WRITE, delay_s=0.05, chunk_chars=2),
             _turn("c2", "finish_call", FINISH),
         ],
         checks=("grep -qx hello greeting.txt",),

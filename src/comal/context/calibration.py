@@ -6,7 +6,11 @@ Two sources, each recorded as a `context.calibrated` entry (the latest for a mod
   the ratio by more than 5 %);
 - `context_length`: a provider refused the input; the numbers in the error (or, without them, the
   smallest size consistent with the refusal) become the measurement. This also invalidates
-  earlier anchors, so the next `prepare()` relieves pressure from calibrated counts.
+  earlier anchors, so the next `prepare()` relieves pressure from calibrated counts. When the
+  error states the provider's real limit (`limit_tokens`) and it is below the configured
+  window, the payload records it; from then on the session's window is the smaller of the two
+  (`provider_window`), read back from the ledger so a resumed session and `comal context`
+  budget with it too.
 """
 
 from __future__ import annotations
@@ -48,17 +52,45 @@ def refused_size(error: ContextLengthError, window: int) -> int:
     return limit + 1
 
 
+PROVIDER_WINDOW_SOURCE = "provider error"
+"""The window source shown once a provider's refusal stated a limit below the configured one."""
+
+
 def calibration_payload(
-    model: str, ratio: float, measured: int, counted: int, source: str
+    model: str,
+    ratio: float,
+    measured: int,
+    counted: int,
+    source: str,
+    limit: int | None = None,
 ) -> JSONObject:
-    """The `context.calibrated` payload."""
-    return {
+    """The `context.calibrated` payload (`limit_tokens` only when a provider stated one)."""
+    payload: JSONObject = {
         "model": model,
         "ratio": round(ratio, 4),
         "measured_tokens": measured,
         "estimated_tokens": counted,
         "source": source,
     }
+    if limit is not None:
+        payload["limit_tokens"] = limit
+    return payload
+
+
+def provider_window(entries: Sequence[Entry], model: str, configured: int) -> tuple[int, bool]:
+    """The window to budget with: the configured one, or a smaller limit a provider stated.
+
+    Returns:
+        (window tokens, whether a provider's stated limit set it).
+    """
+    window, limited = configured, False
+    for entry in entries:
+        if entry.kind != "context.calibrated" or entry.payload.get("model") != model:
+            continue
+        limit = entry.payload.get("limit_tokens")
+        if isinstance(limit, int) and not isinstance(limit, bool) and 0 < limit < window:
+            window, limited = limit, True
+    return window, limited
 
 
 def usage_calibration(

@@ -53,6 +53,7 @@ def append_checkpoint(
             "before_tokens": before,
             "after_tokens": after,
             "target_tokens": budget.target,
+            "threshold_tokens": budget.threshold,
             "usable_tokens": budget.usable,
             "by": by,
         },

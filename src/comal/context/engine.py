@@ -30,7 +30,13 @@ from comal.context.budget import (
     size_output_reserve,
     truncated_reserves,
 )
-from comal.context.calibration import calibration_payload, refused_size, usage_calibration
+from comal.context.calibration import (
+    PROVIDER_WINDOW_SOURCE,
+    calibration_payload,
+    provider_window,
+    refused_size,
+    usage_calibration,
+)
 from comal.context.checkpoint import Draft
 from comal.context.conversation import Block, ConversationIndex
 from comal.context.decisions import append_checkpoint
@@ -121,7 +127,7 @@ class ContextEngine:
         self._indexed = 0
         self._blocks: list[Block] = []
         self._blocks_seq = -1
-        self._texts: ResultTexts | None = None
+        self._texts: tuple[int, ResultTexts] | None = None
         self._last_counted: tuple[int, int] | None = None
         self._send_cap: int | None = None
         # Scans of the whole ledger, memoized by the last seq they saw (the ledger only grows,
@@ -153,9 +159,18 @@ class ContextEngine:
             self._blocks_seq = last
         return self._blocks
 
+    def window(self) -> tuple[int, str]:
+        """(window tokens, source) in force: the configured window, or the smaller limit a
+        provider stated in a CONTEXT_LENGTH refusal (recorded, so resumes see it too)."""
+        configured = self.settings.window_tokens
+        tokens, limited = self._at_last_seq(
+            "window", lambda: provider_window(self._entries, self.model, configured)
+        )
+        return tokens, PROVIDER_WINDOW_SOURCE if limited else self.settings.window_source
+
     def budget(self) -> Budget:
         """The budget for the next request."""
-        window = self.settings.window_tokens
+        window = self.window()[0]
         margin = self.settings.margin_tokens
         return Budget(
             window,
@@ -166,14 +181,14 @@ class ContextEngine:
 
     def texts(self) -> ResultTexts:
         """Memoized result renderings for this engine's settings."""
-        if self._texts is None:
-            usable = (
-                self.settings.window_tokens - 4_096 - default_margin(self.settings.window_tokens)
-            )
-            self._texts = ResultTexts(
+        window = self.window()[0]
+        if self._texts is None or self._texts[0] != window:
+            usable = window - 4_096 - default_margin(window)
+            texts = ResultTexts(
                 self.ledger, self.settings.large_output_threshold_bytes, preview_chars(usable)
             )
-        return self._texts
+            self._texts = (window, texts)
+        return self._texts[1]
 
     def state(self) -> ViewState:
         """Projections and the checkpoint in force."""
@@ -208,7 +223,7 @@ class ContextEngine:
 
     def output_reserve(self) -> int:
         """The output reserve for the next request, from the session's recorded outputs."""
-        cap = min(self.settings.max_output_tokens, max(self.settings.window_tokens // 2, 1))
+        cap = min(self.settings.max_output_tokens, max(self.window()[0] // 2, 1))
         return self._at_last_seq(
             "reserve",
             lambda: size_output_reserve(
@@ -232,7 +247,7 @@ class ContextEngine:
             raise OutputLengthError(
                 f"the response needed more than {last:,} output tokens, the most this model and"
                 f" window allow ({self.settings.max_output_tokens:,} max output, window"
-                f" {self.settings.window_tokens:,}); ask for smaller steps"
+                f" {self.window()[0]:,}); ask for smaller steps"
             )
         return new
 
@@ -366,12 +381,20 @@ class ContextEngine:
         """Recalibrate from a provider CONTEXT_LENGTH so the next `prepare()` relieves pressure.
 
         Appends `context.calibrated` (source `context_length`, which also invalidates earlier
-        anchors). For "input + max_tokens exceed", the next request also sends only the reserve.
+        anchors). A limit the error states below the window in force is recorded as
+        `limit_tokens`: from then on the budget uses it as the window, so the next `prepare()`
+        projects or derives to fit the provider's real window. For "input + max_tokens
+        exceed", the next request also sends only the reserve.
         """
         counted = self._last_counted[1] if self._last_counted else self.assemble().total_tokens
-        measured = refused_size(error, self.settings.window_tokens)
+        window = self.window()[0]
+        measured = refused_size(error, window)
         ratio = max(measured / max(counted, 1), self.ratio())
-        payload = calibration_payload(self.model, ratio, measured, counted, "context_length")
+        limit = error.limit_tokens
+        stated = limit if limit is not None and 0 < limit < window else None
+        payload = calibration_payload(
+            self.model, ratio, measured, counted, "context_length", stated
+        )
         self.ledger.append(self.session_id, "context.calibrated", payload)
         if error.fixable_by_output_reserve:
             self._send_cap = self.output_reserve()

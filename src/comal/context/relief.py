@@ -3,8 +3,8 @@
 Both candidates are priced with the cost model of `pressure.py` at their deepest: the
 derivation as drafted (checkpoint plus verbatim tail), the projection planned down to what the
 derivation would leave (or as deep as old large outputs allow). The projection is kept when its
-cycle cost is not higher — it keeps every small result verbatim, so on a tie it keeps more in
-view; otherwise the checkpoint is appended (after the CONTEXT_PRESSURE_LOOP guard). Same ledger
+cycle cost is not higher within the precision of the estimates it rests on — it keeps every
+small result verbatim, so on a tie it keeps more in view; otherwise the checkpoint is appended (after the CONTEXT_PRESSURE_LOOP guard). Same ledger
 ⇒ same drafts, same plan, same choice.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from comal.context.budget import Budget
+from comal.context.calibration import RECALIBRATE_SHIFT
 from comal.context.checkpoint import Draft, derive
 from comal.context.decisions import append_checkpoint, append_projection
 from comal.context.pressure import cycle_cost, growth_per_call
@@ -23,6 +24,10 @@ from comal.context.view import Assembly, ViewState
 
 if TYPE_CHECKING:
     from comal.context.engine import ContextEngine
+
+TIE_PRECISION = RECALIBRATE_SHIFT
+"""Relative precision of the two cycle prices: they rest on estimated sizes, trusted to the
+share by which a measurement must move the calibration before the engine records it."""
 
 
 def draft_checkpoint(engine: ContextEngine, state: ViewState, budget: Budget) -> tuple[Draft, int]:
@@ -69,7 +74,9 @@ def relieve(
         projecting = cycle_cost(plan.resent_tokens, plan.after_tokens, threshold, growth)
         # A checkpoint re-sends everything after the fixed parts.
         deriving = cycle_cost(after - fixed, after, threshold, growth)
-        if projecting <= deriving:
+        # Prices within the estimates' own precision are a tie, and a tie goes to the
+        # projection, which keeps every small result verbatim.
+        if projecting <= deriving * (1 + TIE_PRECISION):
             append_projection(engine.ledger, engine.session_id, plan)
             return "projection"
     pressure_guard(engine.entries(), budget)

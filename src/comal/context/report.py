@@ -152,7 +152,7 @@ def context_report(engine: ContextEngine) -> ContextReport:
         counter=engine.counter.name,
         counter_exact=exact,
         window_tokens=window,
-        window_source=engine.settings.window_source,
+        window_source=engine.window()[1],
         used_tokens=used,
         used_measured=measured,
         threshold_tokens=budget.threshold,

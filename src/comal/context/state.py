@@ -4,8 +4,18 @@
   those a checkpoint referenced in its tail — once projected, always projected) and the latest
   checkpoint.
 - `pressure_guard(entries, budget)`: CONTEXT_PRESSURE_LOOP when the last two automatic
-  derivations made no progress (did not land under their target, or freed under 15 % of the
-  usable room), so a third is never attempted.
+  derivations made no progress, so a third is never attempted.
+
+Progress. The guard exists to stop a fill/derive cycle that cannot go on (peers' endless
+compaction loops), never a session that can. A derivation made progress when both hold:
+- it brought the view under the automatic threshold — otherwise the fixed parts, the
+  checkpoint and the minimal tail alone keep the session under pressure, and every call
+  derives again without room to work;
+- at least one model turn (`message.assistant`) happened since the previous checkpoint — two
+  derivations with nothing in between re-derive the same history.
+Landing between the target and the threshold is progress: the derivation made room and the
+conversation advanced, even if pressure returns soon (small windows with big tool outputs do
+this on every call). At most two derivations in a row without progress, then the error.
 """
 
 from __future__ import annotations
@@ -20,9 +30,9 @@ from comal.errors import ContextPressureLoopError
 from comal.ledger.entry import Entry
 from comal.messages import JSONValue
 
-MIN_DERIVATION_SAVING = 0.15
-"""A derivation that frees less than this share of the usable room made no progress."""
 MAX_FRUITLESS = 2
+"""Consecutive automatic derivations without progress tolerated before CONTEXT_PRESSURE_LOOP:
+one can be bad luck (a big result right at the boundary); two in a row are a loop."""
 USER_TRIGGERS = frozenset({"user"})
 
 
@@ -106,34 +116,67 @@ def state_with_draft(state: ViewState, draft: Draft, seq: int) -> ViewState:
     return ViewState(projected, cp)
 
 
-def made_progress(entry: Entry, usable_default: int) -> bool:
-    """Whether a recorded derivation landed under its target and freed enough."""
-    p = entry.payload
-    usable = _int(p.get("usable_tokens"), usable_default)
-    before = _int(p.get("before_tokens"))
-    after = _int(p.get("after_tokens"))
-    target = _int(p.get("target_tokens"), usable)
-    return after <= target and before - after >= MIN_DERIVATION_SAVING * usable
+@dataclass(frozen=True, slots=True)
+class Derivation:
+    """One recorded checkpoint, judged for the CONTEXT_PRESSURE_LOOP guard."""
+
+    number: int
+    automatic: bool
+    after_tokens: int
+    threshold_tokens: int
+    turns_since_previous: int
+
+    @property
+    def progressed(self) -> bool:
+        """Under the threshold, with the conversation advanced since the previous checkpoint."""
+        return self.after_tokens <= self.threshold_tokens and self.turns_since_previous > 0
+
+
+def derivations(entries: Sequence[Entry], budget: Budget) -> list[Derivation]:
+    """Every checkpoint of the session with what the guard judges it by, oldest first.
+
+    Entries recorded before `threshold_tokens` was stored get it from their `usable_tokens`
+    and the threshold ratio in force.
+    """
+    out: list[Derivation] = []
+    turns = 0
+    for entry in entries:
+        if entry.kind == "message.assistant":
+            turns += 1
+        elif entry.kind == "checkpoint":
+            p = entry.payload
+            usable = _int(p.get("usable_tokens"), budget.usable)
+            threshold = _int(p.get("threshold_tokens"), int(usable * budget.threshold_ratio))
+            automatic = str(p.get("by") or "pressure") not in USER_TRIGGERS
+            out.append(
+                Derivation(
+                    _int(p.get("number")), automatic, _int(p.get("after_tokens")), threshold, turns
+                )
+            )
+            turns = 0
+    return out
 
 
 def pressure_guard(entries: Sequence[Entry], budget: Budget) -> None:
-    """Refuse a third automatic derivation after two without progress.
+    """Refuse a third automatic derivation after two in a row without progress.
 
     Raises:
         ContextPressureLoopError: the last two automatic derivations made no progress.
     """
-    automatic = [
-        e
-        for e in entries
-        if e.kind == "checkpoint" and str(e.payload.get("by") or "pressure") not in USER_TRIGGERS
-    ]
-    recent = automatic[-MAX_FRUITLESS:]
-    if len(recent) < MAX_FRUITLESS or any(made_progress(e, budget.usable) for e in recent):
+    recent = [d for d in derivations(entries, budget) if d.automatic][-MAX_FRUITLESS:]
+    if len(recent) < MAX_FRUITLESS or any(d.progressed for d in recent):
         return
-    numbers = ", ".join(str(_int(e.payload.get("number"))) for e in recent)
+    numbers = ", ".join(str(d.number) for d in recent)
+    if all(d.turns_since_previous == 0 for d in recent):
+        why = "followed each other with no model turn in between"
+    else:
+        worst = max(d.after_tokens for d in recent)
+        why = (
+            f"left the context over its threshold of {budget.threshold:,} tokens (up to"
+            f" ~{worst:,}): the fixed parts, a checkpoint and the minimal tail leave no room"
+        )
     raise ContextPressureLoopError(
-        f"checkpoints {numbers} did not bring the context under its target of"
-        f" {budget.target:,} tokens (usable {budget.usable:,} of a {budget.window:,}-token"
+        f"checkpoints {numbers} {why} (usable {budget.usable:,} of a {budget.window:,}-token"
         " window); stopped instead of deriving again. Everything is kept in the ledger and the"
         " session can be resumed: use a larger window, fewer tools or shorter instructions."
     )

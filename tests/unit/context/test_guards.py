@@ -1,0 +1,110 @@
+"""Guards: a provider's stated window limit, and what counts as progress for derivations."""
+
+from __future__ import annotations
+
+import pytest
+
+from comal.context.calibration import PROVIDER_WINDOW_SOURCE
+from comal.context.invariants import check_pairs
+from comal.errors import ContextLengthError, ContextPressureLoopError
+from comal.ledger.store import Ledger
+from comal.testing.sessions import SessionBuilder
+from tests.unit.context.conftest import listing, make_engine
+
+
+def output_turn(builder: SessionBuilder, i: int, lines: int) -> None:
+    builder.turn(
+        f"Reading part {i}.",
+        [("Bash", {"command": f"cat src/part{i}.log"}, listing(f"p{i}", lines), 0)],
+    )
+
+
+def test_a_provider_limit_below_the_window_becomes_the_window(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("Go.")
+    for i in range(12):
+        output_turn(builder, i, 60)
+    engine = make_engine(ledger, builder.session_id, window=16_384)
+    first = engine.prepare()
+    assert first.estimated_tokens > 6_000  # too big for the server's real window
+    engine.on_context_length(
+        ContextLengthError(
+            "This model's maximum context length is 9000 tokens. However, your messages"
+            " resulted in 9800 tokens.",
+            reported_tokens=9_800,
+            limit_tokens=9_000,
+        )
+    )
+    calibration = ledger.entries(builder.session_id, kinds=("context.calibrated",))[-1]
+    assert calibration.payload["limit_tokens"] == 9_000
+    assert calibration.payload["source"] == "context_length"
+    assert engine.window() == (9_000, PROVIDER_WINDOW_SOURCE)
+    retry = engine.prepare()
+    assert retry.actions in (("projection",), ("checkpoint",))
+    budget = engine.budget()
+    assert budget.window == 9_000
+    # The retried request fits the provider's real window with its reserve.
+    assert retry.estimated_tokens + retry.output_reserve <= 9_000
+    # A resumed session (a fresh engine over the same ledger) and the report see it too.
+    resumed = make_engine(ledger, builder.session_id, window=16_384)
+    assert resumed.budget().window == 9_000
+    report = resumed.report()
+    assert (report.window_tokens, report.window_source) == (9_000, "provider error")
+
+
+def test_a_limit_at_or_above_the_window_is_not_recorded(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("Go.")
+    output_turn(builder, 0, 40)
+    engine = make_engine(ledger, builder.session_id, window=16_384)
+    engine.prepare()
+    engine.on_context_length(
+        ContextLengthError("too long", reported_tokens=17_000, limit_tokens=20_000)
+    )
+    calibration = ledger.entries(builder.session_id, kinds=("context.calibrated",))[-1]
+    assert "limit_tokens" not in calibration.payload
+    assert engine.window() == (16_384, "fallback")
+
+
+def test_a_derivation_on_every_call_goes_on_while_turns_advance(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    # A 4,500-token window with outputs of ~1,000 tokens: each derivation lands under the
+    # threshold but above the target, and pressure is back one call later. Each one made room
+    # and the conversation advanced, so the session goes on.
+    builder.user("Inspect every part.")
+    engine = make_engine(ledger, builder.session_id, window=4_500)
+    for i in range(12):
+        output_turn(builder, i, 80)
+        view = engine.prepare()
+        check_pairs(view.messages)
+        assert view.estimated_tokens <= view.usable_tokens
+    checkpoints = ledger.entries(builder.session_id, kinds=("checkpoint",))
+    assert len(checkpoints) >= 4
+    landed = [c.payload["after_tokens"] for c in checkpoints]
+    threshold = engine.budget().threshold
+    target = engine.budget().target
+    assert all(isinstance(a, int) and a <= threshold for a in landed)
+    assert any(isinstance(a, int) and a > target for a in landed)
+
+
+def test_derivations_with_no_turn_in_between_are_not_progress(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("Go.")
+    for i in range(6):
+        output_turn(builder, i, 40)
+    engine = make_engine(ledger, builder.session_id)
+    engine.compact(by="pressure")  # turns happened before: progress
+    engine.compact(by="pressure")  # nothing new since: no progress
+    engine.compact(by="pressure")  # still nothing: the second in a row without progress
+    with pytest.raises(ContextPressureLoopError, match="no model turn in between"):
+        engine.compact(by="pressure")
+    assert len(ledger.entries(builder.session_id, kinds=("checkpoint",))) == 3
+    # A person may always compact; a new turn makes automatic derivation progress again.
+    engine.compact(by="user")
+    output_turn(builder, 7, 40)
+    engine.compact(by="pressure")
+    assert len(ledger.entries(builder.session_id, kinds=("checkpoint",))) == 5
