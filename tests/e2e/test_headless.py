@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -262,3 +263,24 @@ def test_demo_runs_to_completion(tmp_path: Path, home: Path) -> None:
     names = kinds(home, sid)
     assert "tool.result" in names
     assert names.count("message.assistant") >= 7
+
+
+def test_no_provider_is_a_clear_error(workspace: Path, home: Path) -> None:
+    run = comal("-p", "hello", cwd=workspace, env_home=home)
+    assert run.code == 2
+    assert "no model provider is configured" in run.stderr
+    assert "comal demo" in run.stderr
+
+
+def test_task_from_stdin_and_json_output(workspace: Path, home: Path) -> None:
+    with FakeServer(["Read from stdin."]) as server:
+        configure(workspace, server, "openai-chat")
+        run = comal(
+            "-p", "--output-format", "json", cwd=workspace, env_home=home, stdin="task on stdin\n"
+        )
+        assert "task on stdin" in str(server.received[0].body)
+    assert run.code == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["answer"] == "Read from stdin."
+    assert result["status"] == "answered"
+    assert result["error"] is None

@@ -27,6 +27,10 @@ from comal.context.view import ResultTexts, ViewState, block_tokens
 from comal.context.workstate import WorkState, clip, collect_calls, describe_call, work_state
 from comal.ledger.entry import Entry
 
+FACTS_HORIZON_TOKENS = 8_192
+"""Most a verbatim tail holds: later-used facts are overwhelmingly used within ~8k tokens of
+the output they came from (DESIGN §4b), so a longer tail is re-billed on every later call for
+facts the checkpoint's exact references keep reachable anyway."""
 LONG_ASK_CHARS = 2_000
 """User messages longer than this appear by head + reference."""
 
@@ -267,7 +271,7 @@ def derive(
             texts,
             counter,
             vision=vision,
-            tail_budget=min(usable // 6, max(room, 0)),
+            tail_budget=min(usable // 6, FACTS_HORIZON_TOKENS, max(room, 0)),
             room=max(room, 0),
         )
         text, title = checkpoint_text(number, entries, blocks, start, texts, counter, limits)

@@ -4,8 +4,8 @@ Both candidates are priced with the cost model of `pressure.py` at their deepest
 derivation as drafted (checkpoint plus verbatim tail), the projection planned down to what the
 derivation would leave (or as deep as old large outputs allow). The projection is kept when its
 cycle cost is not higher within the precision of the estimates it rests on — it keeps every
-small result verbatim, so on a tie it keeps more in view; otherwise the checkpoint is appended (after the CONTEXT_PRESSURE_LOOP guard). Same ledger
-⇒ same drafts, same plan, same choice.
+small result verbatim, so on a tie it keeps more in view; otherwise the checkpoint is appended
+(after the CONTEXT_PRESSURE_LOOP guard). Same ledger ⇒ same drafts, same plan, same choice.
 """
 
 from __future__ import annotations

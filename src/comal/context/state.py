@@ -146,7 +146,10 @@ def derivations(entries: Sequence[Entry], budget: Budget) -> list[Derivation]:
         elif entry.kind == "checkpoint":
             p = entry.payload
             usable = _int(p.get("usable_tokens"), budget.usable)
-            threshold = _int(p.get("threshold_tokens"), int(usable * budget.threshold_ratio))
+            recorded = _int(p.get("threshold_tokens"), int(usable * budget.threshold_ratio))
+            # Under the threshold it was made for, or under today's when a larger window was
+            # configured since: either way it left room to work.
+            threshold = max(recorded, budget.threshold)
             automatic = str(p.get("by") or "pressure") not in USER_TRIGGERS
             out.append(
                 Derivation(
