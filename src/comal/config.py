@@ -9,6 +9,7 @@ variable that holds its key, and `api_key()` reads it at call time.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -77,6 +78,33 @@ class PermissionsConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class McpServerConfig:
+    """One MCP server whose tools are offered to the model (`[mcp_servers.NAME]`).
+
+    Exactly one of `command` (a local server spoken to over stdio) and `url` (a Streamable HTTP
+    endpoint) is set. `${VAR}` in `args`, `env`, `url` and `headers` is replaced from the
+    environment when the configuration is loaded; a variable that is not set is listed in
+    `missing_env`, and the server is then reported as unavailable instead of started.
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    """Variables set for the server process, over a minimal inherited environment."""
+    url: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    """HTTP headers sent to a `url` server (e.g. an authorization token)."""
+    enabled: bool = True
+    timeout_s: float = 300.0
+    """Seconds one tool call may take before it is reported as failed."""
+    startup_timeout_s: float = 30.0
+    """Seconds to start (or connect to) the server and list its tools."""
+    missing_env: tuple[str, ...] = ()
+    """`${VAR}` references whose variable is not set."""
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """Everything Comal reads from files and the environment, resolved once."""
 
@@ -93,6 +121,8 @@ class Config:
     max_turns: int = 50
     env: Mapping[str, str] = field(default_factory=dict)
     """The environment this config was resolved from (for keys and local-server discovery)."""
+    mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
+    """Configured MCP servers by name, sorted by name (disabled ones included)."""
 
     @property
     def ledger_path(self) -> Path:
@@ -193,6 +223,82 @@ def _env_providers(env: Mapping[str, str]) -> dict[str, ProviderConfig]:
     return found
 
 
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_MCP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+
+
+def _expand(value: object, where: str, env: Mapping[str, str], missing: list[str]) -> str:
+    """`value` as a string with `${VAR}` replaced from `env`; unset names go to `missing`."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{where} must be a string, got {value!r}")
+
+    def sub(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in env:
+            missing.append(name)
+            return ""
+        return env[name]
+
+    return _ENV_REF.sub(sub, value)
+
+
+def _string_table(
+    raw: object, where: str, env: Mapping[str, str], missing: list[str]
+) -> tuple[tuple[str, str], ...]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where} must be a table of strings")
+    return tuple(sorted((str(k), _expand(v, f"{where}.{k}", env, missing)) for k, v in raw.items()))
+
+
+def _positive_seconds(raw: Mapping[str, Any], key: str, where: str, default: float) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{where}.{key} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _mcp_server(name: str, raw: object, env: Mapping[str, str]) -> McpServerConfig:
+    where = f"mcp_servers.{name}"
+    if not _MCP_NAME.fullmatch(name) or "__" in name:
+        raise ConfigError(
+            f"{where}: a server name is 1-32 letters, digits, '-' or '_' (no '__'), because it"
+            " becomes part of tool names (mcp__<server>__<tool>)"
+        )
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where} must be a table")
+    command, url = raw.get("command"), raw.get("url")
+    if (command is None) == (url is None):
+        raise ConfigError(f"{where} needs exactly one of command (stdio) or url (HTTP)")
+    missing: list[str] = []
+    args = raw.get("args", [])
+    if not isinstance(args, list):
+        raise ConfigError(f"{where}.args must be a list of strings")
+    enabled = raw.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{where}.enabled must be true or false")
+    server = McpServerConfig(
+        name=name,
+        command=None if command is None else _expand(command, f"{where}.command", env, missing),
+        args=tuple(_expand(a, f"{where}.args", env, missing) for a in args),
+        env=_string_table(raw.get("env", {}), f"{where}.env", env, missing),
+        url=None if url is None else _expand(url, f"{where}.url", env, missing),
+        headers=_string_table(raw.get("headers", {}), f"{where}.headers", env, missing),
+        enabled=enabled,
+        timeout_s=_positive_seconds(raw, "timeout_s", where, 300.0),
+        startup_timeout_s=_positive_seconds(raw, "startup_timeout_s", where, 30.0),
+        missing_env=tuple(dict.fromkeys(missing)),
+    )
+    if server.command == "" or server.url == "":
+        raise ConfigError(f"{where}: command or url must not be empty")
+    return server
+
+
+def _mcp_servers(raw: object, env: Mapping[str, str]) -> dict[str, McpServerConfig]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError("mcp_servers must be a table of [mcp_servers.NAME] tables")
+    return {name: _mcp_server(name, raw[name], env) for name in sorted(raw)}
+
+
 def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
     """Resolve the configuration from files and the environment.
 
@@ -257,4 +363,5 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         checks=tuple(str(c) for c in raw.get("checks", [])),
         max_turns=int(raw.get("max_turns", 50)),
         env=env,
+        mcp_servers=_mcp_servers(raw.get("mcp_servers", {}), env),
     )

@@ -256,6 +256,7 @@ def test_demo_runs_to_completion(tmp_path: Path, home: Path) -> None:
     assert run.code == 0, run.stderr
     assert "SCRIPTED" in run.stderr
     assert "All 4 tests pass" in run.stdout
+    assert "status: finished" in run.stdout
     sid = run.stdout.split("session: ")[1].split()[0]
     shown = comal("show", sid, cwd=tmp_path, env_home=home)
     assert shown.code == 0

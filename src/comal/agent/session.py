@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from comal.agent.events import AgentEvent, SessionOpened
+from comal.agent.events import AgentEvent, Notice, SessionOpened
 from comal.agent.instructions import load_instructions
 from comal.agent.prompt import SYSTEM_PROMPT
+from comal.agent.tool_catalog import MCP_WARNING, record_tool_catalog
 from comal.agent.tool_runner import ToolRunner
 from comal.agent.toolset import session_tools
 from comal.config import Config
@@ -26,6 +27,7 @@ from comal.ledger.store import Ledger
 from comal.messages import JSONObject, canonical_json
 from comal.providers.base import Provider
 from comal.tools.base import Tool, ToolContext, ToolRegistry
+from comal.tools.mcp import McpServerFailure, is_mcp_tool
 from comal.tools.permissions import AskHook, PermissionPolicy
 
 EmitFn = Callable[[AgentEvent], None]
@@ -49,6 +51,8 @@ class SessionOptions:
     """Confirms `ask` permission verdicts (the TUI's prompt); None denies them."""
     cancel: asyncio.Event | None = None
     """Set by an interactive front end to stop the running tool call (Esc)."""
+    mcp_failures: tuple[McpServerFailure, ...] = ()
+    """Configured MCP servers that did not start; recorded as warnings when the session opens."""
 
 
 @dataclass(slots=True)
@@ -147,7 +151,11 @@ def open_session(
     offered = {tool.spec.name for tool in tools}
     bound = session_tools(ledger, session_id, config.checks)
     bound = [tool for tool in bound if tool.spec.name not in offered]
-    registry = ToolRegistry([*tools, *bound])
+    # MCP schemas are their own budget row, offered after every native tool.
+    mcp = [tool for tool in tools if is_mcp_tool(tool)]
+    native = [tool for tool in tools if not is_mcp_tool(tool)]
+    registry = ToolRegistry([*native, *bound, *mcp])
+    native_specs = tuple(tool.spec for tool in (*native, *bound))
     sid = session_id
 
     def record(kind: str, payload: JSONObject, body: bytes | None) -> None:
@@ -155,7 +163,12 @@ def open_session(
 
     runner = ToolRunner(registry, permissions, context, record, confirm=options.ask)
     instructions = load_instructions(workspace, config.config_dir)
-    fixed = FixedParts(system=SYSTEM_PROMPT, instructions=instructions.text, tools=registry.specs())
+    fixed = FixedParts(
+        system=SYSTEM_PROMPT,
+        instructions=instructions.text,
+        tools=native_specs,
+        mcp_tools=tuple(tool.spec for tool in mcp),
+    )
     config_digest = "sha256:" + hashlib.sha256(
         canonical_json(
             {
@@ -165,7 +178,7 @@ def open_session(
             }
         ).encode()
     ).hexdigest()
-    catalog_digest = tools_digest(registry.specs())
+    catalog_digest = tools_digest(fixed.all_tools)
     engine = ContextEngine(
         ledger,
         session_id,
@@ -201,4 +214,8 @@ def open_session(
             resumed=resumed,
         )
     )
+    if mcp or options.mcp_failures or any(s.enabled for s in config.mcp_servers.values()):
+        record_tool_catalog(ledger, session_id, native_specs, mcp, options.mcp_failures)
+        for failure in options.mcp_failures:
+            session.emit(Notice(MCP_WARNING, failure.message))
     return session

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from comal.agent.headless import run_headless
 from comal.agent.session import SessionOptions
+from comal.agent.state import render_state, session_state
 from comal.agent.toolset import standard_tools
 from comal.cli.cmd_context import recorded_engine
 from comal.cli.demo_model import DemoModel
@@ -45,9 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--context-window", type=int, default=DEMO_WINDOW, help="the demo's (small) window"
     )
-    parser.add_argument(
-        "--output-format", choices=("text", "json", "stream-json"), default="text"
-    )
+    parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text")
     parser.set_defaults(func=run_demo)
 
 
@@ -80,6 +79,8 @@ async def run_demo(args: argparse.Namespace) -> int:
         if args.output_format == "text":
             print("\n", file=sys.stderr)
             print(recorded_engine(ledger, outcome.session_id, config).report().render())
+            print()
+            print(render_state(session_state(ledger, outcome.session_id)))
             print(f"\nsession: {outcome.session_id}  status: {outcome.status}")
             print(f"inspect it with: comal show {outcome.session_id}")
     renderer.finish(

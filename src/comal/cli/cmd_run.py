@@ -22,6 +22,7 @@ import httpx2
 
 from comal.agent.headless import Outcome, run_headless
 from comal.agent.session import SessionOptions
+from comal.agent.tool_catalog import configured_mcp_tools
 from comal.agent.toolset import standard_tools
 from comal.cli.provider_choice import choose_provider
 from comal.cli.render import Renderer
@@ -142,22 +143,19 @@ async def run_command(args: argparse.Namespace) -> int:
         )
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=10.0)) as client:
             provider = await build_provider(config, args, client)
-            if interactive:
-                # Imported only here so that `comal -p` never loads Textual.
-                from comal.tui.launch import run_tui
+            async with configured_mcp_tools(config) as mcp:
+                tools = [*standard_tools(), *mcp.tools]
+                options.mcp_failures = mcp.failures
+                if interactive:
+                    # Imported only here so that `comal -p` never loads Textual.
+                    from comal.tui.launch import run_tui
 
-                return await run_tui(
-                    ledger, config, provider, standard_tools(), options, session_id=session_id
+                    return await run_tui(
+                        ledger, config, provider, tools, options, session_id=session_id
+                    )
+                outcome = await run_headless(
+                    ledger, config, provider, tools, options, prompt=prompt, session_id=session_id
                 )
-            outcome = await run_headless(
-                ledger,
-                config,
-                provider,
-                standard_tools(),
-                options,
-                prompt=prompt,
-                session_id=session_id,
-            )
     return _finish(renderer, outcome)
 
 

@@ -1,10 +1,11 @@
 """The offline scripted model behind `comal demo` — clearly a script, not a language model.
 
-It follows a fixed plan for the sample project (look around, read, run the failing tests,
-produce a large report, search it through EvidenceRead, fix the bug, re-run, answer). Its only
-"intelligence" is reading the request it receives: how many steps it has taken since the last
-user message, and the `evt_…` reference the context engine put in a large result. It reports
-no token usage (unknown), so every figure the demo shows is Comal's own estimate, marked `~`.
+It follows a fixed plan for the sample project (plan on the board, look around, read, run the
+failing tests, produce a large report, search it through EvidenceRead, fix the bug, re-run,
+close through finish_call, which runs the board's checks). Its only "intelligence" is reading
+the request it receives: which step it reached, and the `evt_…` reference the context engine put
+in a large result. It reports no token usage (unknown), so every figure the demo shows is
+Comal's own estimate, marked `~`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import re
 from collections.abc import AsyncIterator
 
-from comal.messages import JSONObject, Message, ToolCallPart, message_to_json
+from comal.messages import JSONObject, JSONValue, Message, ToolCallPart, message_to_json
 from comal.providers.base import (
     Capabilities,
     Completed,
@@ -33,6 +34,23 @@ FIX_NEW = (
     "    if len(ordered) % 2 == 0:\n"
     "        return (ordered[middle - 1] + ordered[middle]) / 2\n"
     "    return ordered[middle]\n"
+)
+
+
+PLAN_IDS = ("bug", "fix", "report")
+PLAN: list[JSONValue] = [
+    {"id": "bug", "text": "find why the tests fail", "status": "in_progress"},
+    {
+        "id": "fix",
+        "text": "fix the bug; all tests pass",
+        "status": "pending",
+        "check": "python -m unittest -q",
+    },
+    {"id": "report", "text": "name the low-stock item from the report", "status": "pending"},
+]
+FINAL_ANSWER = (
+    "Fixed `median` in inventory/stats.py: an even-length list now returns the mean of the two "
+    "middle values. All 4 tests pass. The stock report's low-stock item is item-0113."
 )
 
 
@@ -89,9 +107,10 @@ class DemoModel:
     def _plan(self, request: ModelRequest) -> tuple[str, tuple[ToolCallPart, ...]]:
         step, previous = _next_step(request.messages)
         if step == 0:
-            return "Let me look at the project layout and its README first.", (
-                _call(step, 0, "Glob", {"pattern": "**/*.py"}),
-                _call(step, 1, "Read", {"path": "README.md"}),
+            return "I'll plan this as small criteria, then look at the project layout.", (
+                _call(step, 0, "Board", {"set": PLAN}),
+                _call(step, 1, "Glob", {"pattern": "**/*.py"}),
+                _call(step, 2, "Read", {"path": "README.md"}),
             )
         if step == 1:
             return "Reading the statistics module.", (
@@ -128,12 +147,13 @@ class DemoModel:
             return "Re-running the tests.", (
                 _call(step, 0, "Bash", {"command": "python -m unittest -v 2>&1"}),
             )
-        return (
-            "Fixed `median` in inventory/stats.py: an even-length list now returns the mean of "
-            "the two middle values. All 4 tests pass. The stock report's low-stock item is "
-            "item-0113.",
-            (),
-        )
+        if step == 7:
+            done: list[JSONValue] = [{"id": key, "status": "done"} for key in PLAN_IDS]
+            return "All criteria hold; closing the task through finish_call.", (
+                _call(step, 0, "Board", {"update": done}),
+                _call(step, 1, "finish_call", {"answer": FINAL_ANSWER}),
+            )
+        return FINAL_ANSWER, ()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         """Yield the next planned step as streamed text plus complete tool calls."""

@@ -1,0 +1,357 @@
+"""The MCP SDK side of `comal.tools.mcp`: one connection task per server, and its tools.
+
+Each server lives in its own asyncio task, which enters the SDK `Client` (and, for stdio, the
+server process in its own process group) and leaves it in that same task, as the SDK's anyio
+task groups require. A server that dies mid-session ends only its own task: its tools then
+answer with an error outcome, and the session goes on.
+
+Invariants:
+- Starting never raises: a failure becomes an `McpServerFailure` naming the server and the
+  cause, with the tail of what the server wrote to stderr in this run.
+- A call never raises: transport errors, timeouts, a dead server and cancellation (Esc) come
+  back as error outcomes that say the effect is unknown where it is.
+- `outcome_from_result` keeps what the server returned: text blocks joined by newlines,
+  structured content as canonical JSON when no text block carries it, images as media; other
+  blocks (audio, binary resources, links) are described by a bracketed note, never invented.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, TextIO
+
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+from mcp.types import Tool as RemoteTool
+
+from comal.config import McpServerConfig
+from comal.messages import JSONObject, MediaPart, ToolSpec, canonical_json
+from comal.tools.base import NoPreparation, Preparation, ToolContext, ToolOutcome, error_outcome
+from comal.tools.mcp import (
+    McpServerFailure,
+    McpToolset,
+    input_schema,
+    mcp_tool_name,
+    tool_description,
+)
+
+_INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
+"""What a stdio server inherits from Comal's environment (the MCP SDK's safe set, plus locale
+and temp dir); everything else must be given in the server's `env` table."""
+_MAX_PAGES = 100
+"""tools/list pages read at most: a server whose cursor never ends cannot hang the start."""
+_STDERR_TAIL = 600
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (possibly nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for an SDK or transport error."""
+    leaf = _leaf(exc)
+    if isinstance(leaf, MCPError):
+        return leaf.message
+    text = str(leaf).strip()
+    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+
+
+def outcome_from_result(result: CallToolResult) -> ToolOutcome:
+    """The outcome of a `tools/call` result (see the module invariants)."""
+    texts: list[str] = []
+    media: list[MediaPart] = []
+    has_text = False
+    for block in result.content:
+        if isinstance(block, TextContent):
+            texts.append(block.text)
+            has_text = True
+        elif isinstance(block, ImageContent):
+            media.append(MediaPart(block.mime_type, block.data))
+        elif isinstance(block, AudioContent):
+            texts.append(f"[audio {block.mime_type}: {len(block.data):,} base64 chars not shown]")
+        elif isinstance(block, EmbeddedResource):
+            inner = block.resource
+            if isinstance(inner, TextResourceContents):
+                texts.append(inner.text)
+                has_text = True
+            elif isinstance(inner, BlobResourceContents):
+                kind = inner.mime_type or "binary"
+                texts.append(f"[resource {inner.uri} ({kind}): {len(inner.blob):,} base64 chars]")
+        elif isinstance(block, ResourceLink):
+            texts.append(f"[resource link: {block.uri} {block.name}]".rstrip())
+    if result.structured_content is not None and not has_text:
+        texts.append(canonical_json(result.structured_content))
+    output = "\n".join(texts).encode("utf-8", errors="surrogateescape")
+    if result.is_error:
+        return ToolOutcome(output, is_error=True, media=tuple(media), status="error")
+    return ToolOutcome(output, media=tuple(media))
+
+
+class McpServerLink:
+    """One configured server: its connection task and the calls made through it.
+
+    Args:
+        config: the server's configuration.
+        env: Comal's environment (a minimal part is inherited by stdio servers).
+        cwd: the working directory of a stdio server.
+        log_dir: where the server's stderr goes; None discards it.
+    """
+
+    def __init__(
+        self, config: McpServerConfig, env: Mapping[str, str], cwd: Path, log_dir: Path | None
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self._env = env
+        self._cwd = cwd
+        self._log_path = None if log_dir is None else log_dir / f"mcp-{config.name}.log"
+        self._log_start = 0
+        self._client: Client | None = None
+        self._stop = asyncio.Event()
+        self._gone = asyncio.Event()
+        self._ended: str | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def _stdio_env(self) -> dict[str, str]:
+        base = {k: self._env[k] for k in _INHERITED_ENV if k in self._env}
+        return base | dict(self.config.env)
+
+    def _open_log(self, stack: AsyncExitStack) -> TextIO:
+        if self._log_path is None:
+            return stack.enter_context(Path(os.devnull).open("w", encoding="utf-8"))
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = stack.enter_context(self._log_path.open("a", encoding="utf-8"))
+        self._log_start = log.tell()
+        return log
+
+    def stderr_tail(self) -> str:
+        """The last lines the server wrote to stderr in this run ("" when none or discarded)."""
+        if self._log_path is None or not self._log_path.is_file():
+            return ""
+        with self._log_path.open("rb") as fh:
+            fh.seek(self._log_start)
+            data = fh.read()
+        text = data.decode("utf-8", "replace").strip()
+        return text[-_STDERR_TAIL:]
+
+    async def _enter_client(self, stack: AsyncExitStack) -> Client:
+        cfg = self.config
+        if cfg.command is not None:
+            params = StdioServerParameters(
+                command=cfg.command, args=list(cfg.args), env=self._stdio_env(), cwd=self._cwd
+            )
+            transport = stdio_client(params, errlog=self._open_log(stack))
+        else:
+            assert cfg.url is not None  # the configuration requires command or url
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(
+                    headers=dict(cfg.headers),
+                    timeout=httpx2.Timeout(cfg.startup_timeout_s, read=cfg.timeout_s),
+                )
+            )
+            transport = streamable_http_client(cfg.url, http_client=http)
+        client = Client(transport, cache=None)
+        return await stack.enter_async_context(client)
+
+    async def _serve(self, ready: asyncio.Future[list[RemoteTool]]) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                client = await self._enter_client(stack)
+                tools: list[RemoteTool] = []
+                cursor: str | None = None
+                for _ in range(_MAX_PAGES):
+                    page = await client.list_tools(cursor=cursor)
+                    tools.extend(page.tools)
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
+                self._client = client
+                ready.set_result(tools)
+                await self._stop.wait()
+        except Exception as exc:  # noqa: BLE001 - any server failure is reported, never raised
+            if not ready.done():
+                ready.set_exception(exc)
+            else:
+                self._ended = describe_error(exc)
+        finally:
+            self._client = None
+            if self._ended is None:
+                self._ended = "it has stopped"
+            self._gone.set()
+
+    async def start(self) -> list[RemoteTool]:
+        """Start the connection task and wait for the tool list.
+
+        Raises:
+            Exception: whatever stopped the server from starting (the caller reports it).
+        """
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[list[RemoteTool]] = loop.create_future()
+        self._task = asyncio.create_task(self._serve(ready), name=f"mcp-{self.name}")
+        try:
+            return await asyncio.wait_for(ready, self.config.startup_timeout_s)
+        except TimeoutError as exc:
+            raise TimeoutError(
+                f"no tool list within {self.config.startup_timeout_s:g} s (startup_timeout_s)"
+            ) from exc
+
+    async def aclose(self) -> None:
+        """Stop the connection (closing the server's stdin, then ending its process group)."""
+        self._stop.set()
+        task = self._task
+        if task is None or task.done():
+            return
+        if self._client is None:
+            task.cancel()  # still starting: nothing to say goodbye to
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    async def call(
+        self, remote_name: str, arguments: JSONObject, cancel: asyncio.Event | None
+    ) -> ToolOutcome:
+        """Call `remote_name` on the server; every failure is an error outcome."""
+        client = self._client
+        if client is None:
+            return error_outcome(
+                f"MCP server {self.name!r} is not available ({self._ended or 'not started'});"
+                f" {remote_name} was not called"
+            )
+        call = asyncio.ensure_future(
+            client.call_tool(
+                remote_name, dict(arguments), read_timeout_seconds=self.config.timeout_s
+            )
+        )
+        watchers = [asyncio.ensure_future(self._gone.wait())]
+        if cancel is not None:
+            watchers.append(asyncio.ensure_future(cancel.wait()))
+        try:
+            await asyncio.wait([call, *watchers], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in (*watchers, call):
+                if not waiter.done():
+                    waiter.cancel()
+            await asyncio.gather(call, *watchers, return_exceptions=True)
+        unknown = "whether it had an effect is unknown"
+        if call.cancelled():
+            why = "the call was cancelled" if cancel and cancel.is_set() else self._ended
+            return error_outcome(f"MCP {self.name}/{remote_name}: {why}; {unknown}")
+        exc = call.exception()
+        if exc is not None:
+            return error_outcome(
+                f"MCP {self.name}/{remote_name} failed: {describe_error(exc)}; {unknown}"
+            )
+        return outcome_from_result(call.result())
+
+
+class McpTool(NoPreparation):
+    """A tool of an MCP server, offered to the model as `mcp__<server>__<tool>`."""
+
+    read_only = False
+
+    def __init__(self, link: McpServerLink, spec: ToolSpec, remote_name: str) -> None:
+        self.spec = spec
+        self.server = link.name
+        self.remote_name = remote_name
+        self._link = link
+
+    def target(self, arguments: JSONObject) -> str | None:  # noqa: ARG002 - protocol signature
+        """The exposed tool name: permission patterns match it like the tool name."""
+        return self.spec.name
+
+    def paths(self, arguments: JSONObject) -> tuple[str, ...]:  # noqa: ARG002
+        """None known: what a server touches is outside Comal's sight."""
+        return ()
+
+    async def run(
+        self,
+        arguments: JSONObject,
+        ctx: ToolContext,
+        preparation: Preparation | None,  # noqa: ARG002 - protocol signature
+    ) -> ToolOutcome:
+        """Call the tool on its server."""
+        return await self._link.call(self.remote_name, arguments, ctx.cancel)
+
+
+def _tools_of(link: McpServerLink, remote: Sequence[RemoteTool]) -> list[McpTool]:
+    taken: set[str] = set()
+    tools: list[McpTool] = []
+    for item in sorted(remote, key=lambda t: t.name):
+        name = mcp_tool_name(link.name, item.name, taken)
+        taken.add(name)
+        schema: dict[str, Any] = dict(item.input_schema or {})
+        spec = ToolSpec(
+            name,
+            tool_description(link.name, item.name, item.description, item.title),
+            input_schema(schema),
+        )
+        tools.append(McpTool(link, spec, item.name))
+    return tools
+
+
+class McpConnections:
+    """Every enabled server of a session (see `comal.tools.mcp.open_mcp_servers`)."""
+
+    def __init__(
+        self,
+        servers: Sequence[McpServerConfig],
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        log_dir: Path | None,
+    ) -> None:
+        self._links = [McpServerLink(s, env, cwd, log_dir) for s in servers]
+
+    async def _start(self, link: McpServerLink) -> list[McpTool] | McpServerFailure:
+        missing = link.config.missing_env
+        if missing:
+            names = ", ".join(missing)
+            return McpServerFailure(
+                link.name, f"MCP server {link.name!r} not started: {names} is not set"
+            )
+        try:
+            remote = await link.start()
+        except Exception as exc:  # noqa: BLE001 - reported as a failure, the session goes on
+            await link.aclose()
+            message = f"MCP server {link.name!r} is unavailable: {describe_error(exc)}"
+            tail = link.stderr_tail()
+            if tail:
+                message += f"; its stderr ends with: {tail}"
+            return McpServerFailure(link.name, message)
+        return _tools_of(link, remote)
+
+    async def start(self) -> McpToolset:
+        """Start every server at once; the toolset lists tools and failures in server order."""
+        started = await asyncio.gather(*(self._start(link) for link in self._links))
+        tools: list[McpTool] = []
+        failures: list[McpServerFailure] = []
+        for item in started:
+            if isinstance(item, McpServerFailure):
+                failures.append(item)
+            else:
+                tools.extend(item)
+        return McpToolset(tuple(tools), tuple(failures))
+
+    async def aclose(self) -> None:
+        """Shut every server down (in parallel; each shutdown is bounded by the SDK)."""
+        await asyncio.gather(*(link.aclose() for link in self._links))
