@@ -86,6 +86,15 @@ class Session:
         self.options.emit(event)
 
 
+def _config_digest(config: Config, instructions: str) -> str:
+    """Digest of the configuration a measured anchor depends on."""
+    settings: JSONObject = {
+        "threshold": config.context.threshold_ratio,
+        "large": config.context.large_output_threshold_bytes,
+        "instructions": instructions,
+    }
+    return "sha256:" + hashlib.sha256(canonical_json(settings).encode()).hexdigest()
+
 
 def engine_settings(config: Config, provider: Provider, options: SessionOptions) -> EngineSettings:
     """Context-engine settings from the provider's capabilities and the configuration."""
@@ -169,15 +178,7 @@ def open_session(
         tools=native_specs,
         mcp_tools=tuple(tool.spec for tool in mcp),
     )
-    config_digest = "sha256:" + hashlib.sha256(
-        canonical_json(
-            {
-                "threshold": config.context.threshold_ratio,
-                "large": config.context.large_output_threshold_bytes,
-                "instructions": instructions.text,
-            }
-        ).encode()
-    ).hexdigest()
+    config_digest = _config_digest(config, instructions.text)
     catalog_digest = tools_digest(fixed.all_tools)
     engine = ContextEngine(
         ledger,

@@ -110,19 +110,15 @@ def recorded_mcp_specs(ledger: Ledger, session_id: str) -> tuple[ToolSpec, ...]:
         raw = json.loads(body)
     except ValueError as exc:
         raise LedgerError(f"{TOOLS_KIND} entry {latest.id}: catalog is not JSON: {exc}") from exc
+    if not isinstance(raw, list):
+        raise LedgerError(f"{TOOLS_KIND} entry {latest.id}: catalog is not a list")
     specs: list[ToolSpec] = []
-    for item in raw if isinstance(raw, list) else [None]:
-        if not isinstance(item, dict):
-            raise LedgerError(f"{TOOLS_KIND} entry {latest.id}: malformed tool spec {item!r}")
-        name, description, parameters = (
-            item.get("name"),
-            item.get("description"),
-            item.get("parameters"),
-        )
-        if (
-            not isinstance(name, str)
-            or not isinstance(description, str)
-            or not isinstance(parameters, dict)
+    for item in raw:
+        fields = item if isinstance(item, dict) else {}
+        name, description = fields.get("name"), fields.get("description")
+        parameters = fields.get("parameters")
+        if not (
+            isinstance(name, str) and isinstance(description, str) and isinstance(parameters, dict)
         ):
             raise LedgerError(f"{TOOLS_KIND} entry {latest.id}: malformed tool spec {item!r}")
         specs.append(ToolSpec(name, description, parameters))

@@ -43,7 +43,7 @@ def restock_needed(levels: dict[str, int], threshold: int) -> list[str]:
     return sorted(name for name, level in levels.items() if level < threshold)
 ''',
     "tests/__init__.py": "",
-    "tests/test_stats.py": '''\
+    "tests/test_stats.py": """\
 import unittest
 
 from inventory.stats import mean, median, restock_needed
@@ -65,7 +65,7 @@ class StatsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
-''',
+""",
     "tools/report.py": '''\
 """Print a long stock report (one line per item and warehouse)."""
 

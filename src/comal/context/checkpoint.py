@@ -23,8 +23,16 @@ from comal.context.conversation import Block, ResultEntry
 from comal.context.evidence_index import INDEX_CALL
 from comal.context.rendering import evidence_call
 from comal.context.tokens import TokenCounter
-from comal.context.view import ResultTexts, ViewState, block_tokens
-from comal.context.workstate import WorkState, clip, collect_calls, describe_call, work_state
+from comal.context.projection import min_projectable_tokens
+from comal.context.view import PART_OVERHEAD, ResultTexts, ViewState, block_parts, block_tokens
+from comal.context.workstate import (
+    WorkState,
+    clip,
+    collect_calls,
+    describe_call,
+    without_refs,
+    work_state,
+)
 from comal.ledger.entry import Entry
 
 FACTS_HORIZON_TOKENS = 8_192
@@ -40,7 +48,7 @@ class Limits:
     """Section bounds of a checkpoint; tightened when the checkpoint must shrink."""
 
     request_tokens: int
-    evidence_items: int = 20
+    evidence_items: int = 0
     statement_chars: int = 1_500
     work_state: bool = True
 
@@ -74,7 +82,31 @@ def _ask(entry: Entry, text: str) -> str:
     return f"({entry.id}, {len(text):,} characters; the rest with {call})\n{head}…"
 
 
+def _distinct(asks: list[tuple[Entry, str]]) -> list[tuple[Entry, str]]:
+    """Each distinct ask once, where it was last sent, its earlier copies named by reference.
+
+    A verbatim repeat (a harness re-sending the same format reminder, say) adds no information
+    but would be re-billed on every later call.
+    """
+    last: dict[str, int] = {}
+    first: dict[str, Entry] = {}
+    count: dict[str, int] = {}
+    for index, (entry, text) in enumerate(asks):
+        last[text] = index
+        first.setdefault(text, entry)
+        count[text] = count.get(text, 0) + 1
+    out = []
+    for index, (entry, text) in enumerate(asks):
+        if last[text] != index:
+            continue
+        if count[text] > 1:
+            text = f"[sent {count[text]} times, first as {first[text].id}]\n{text}"
+        out.append((entry, text))
+    return out
+
+
 def _request_section(asks: list[tuple[Entry, str]], counter: TokenCounter, limit: int) -> list[str]:
+    asks = _distinct(asks)
     rendered = [_ask(entry, text) for entry, text in asks]
     if not rendered:
         return ["(no user message recorded)"]
@@ -108,10 +140,12 @@ def _last_statement(blocks: Sequence[Block], size: int) -> str | None:
 
 
 def _evidence_section(
-    covered: list[ResultEntry], entries: Sequence[Entry], limit: int
+    covered: list[ResultEntry], entries: Sequence[Entry], limit: int, named: str
 ) -> list[str]:
+    """The newest covered results not already named in `named` (the work state), bounded."""
     calls = collect_calls(entries)
-    newest = covered[-limit:] if limit else []
+    unnamed = [item for item in covered if item.facts.ref not in named]
+    newest = unnamed[-limit:] if limit else []
     lines = []
     for item in reversed(newest):
         call = calls.get(item.call_id)
@@ -123,7 +157,8 @@ def _evidence_section(
             f"{item.facts.ref} · {what} · {item.facts.size_bytes:,} bytes{exit_note}{status}"
             f" · {item.facts.digest[:19]}"
         )
-    older = covered[: len(covered) - len(newest)]
+    listed = {item.facts.ref for item in newest}
+    older = [item for item in covered if item.facts.ref not in listed]
     if older:
         lines.append(
             f"older: {len(older)} results from {older[0].facts.ref} to {older[-1].facts.ref}"
@@ -169,7 +204,9 @@ def checkpoint_text(
         counter: token counter.
         limits: section bounds.
     """
-    state = work_state(entries, blobs_texts.blobs)
+    # What the verbatim tail shows is not repeated: every later call would re-bill it twice.
+    tail_refs = {item.facts.ref for block in blocks[covered:] for item in block.results}
+    state = without_refs(work_state(entries, blobs_texts.blobs), tail_refs)
     asks = _user_texts(blocks)
     title = title_for(number, state, asks)
     last_seq = blocks[covered - 1].last_seq if covered else 0
@@ -183,21 +220,46 @@ def checkpoint_text(
         "## Request (the user's messages, verbatim)",
         *_request_section(asks, counter, limits.request_tokens),
     ]
+    work: list[str] = []
     if limits.work_state:
-        lines += ["", "## Work state"]
-        lines += _section("Board", state.board) or ["Board: (none recorded)"]
-        lines += _section("Files", state.files)
-        lines += _section("Recent commands", state.commands)
-        lines += _section("Open errors", state.errors)
-        lines += _section("Pending or uncertain calls (not re-run)", state.pending)
+        work += ["", "## Work state"]
+        work += _section("Board", state.board) or ["Board: (none recorded)"]
+        work += _section("Files", state.files)
+        work += _section("Recent commands", state.commands)
+        work += _section("Open errors", state.errors)
+        work += _section("Pending or uncertain calls (not re-run)", state.pending)
         statement = _last_statement(blocks[:covered], limits.statement_chars)
         if statement is not None:
-            lines += ["Last assistant statement " + statement]
+            work += ["Last assistant statement " + statement]
+    lines += work
     results = [item for block in blocks[:covered] for item in block.results]
-    evidence = _evidence_section(results, entries, limits.evidence_items)
+    evidence = _evidence_section(results, entries, limits.evidence_items, "\n".join(work))
     if evidence:
         lines += ["", "## Evidence (newest first)", *(f"- {e}" for e in evidence)]
     return "\n".join(lines), title
+
+
+def _big_outputs(
+    block: Block, state: ViewState, texts: ResultTexts, counter: TokenCounter, floor: int
+) -> set[str]:
+    """Results of `block` big enough to enter an older tail turn by reference.
+
+    Big outputs (file dumps, logs) carry the fewest later-used facts per token (DESIGN §4b);
+    as references (preview + exact EvidenceRead) they leave the tail's room to more turns.
+    Chosen as stage 1 chooses: at least `floor` tokens, and the reference saves half of them.
+    """
+    _, _, costs = block_parts(block, state, texts, counter)
+    out = set()
+    for cost in costs:
+        item = cost.result
+        if item is None or cost.kind not in ("full", "preview") or not item.projectable:
+            continue
+        if cost.tokens < floor:
+            continue
+        ref = counter.count(texts.text(item, "ref")) + PART_OVERHEAD
+        if (cost.tokens - ref) * 2 >= cost.tokens:
+            out.add(item.entry.id)
+    return out
 
 
 def _tail(
@@ -209,6 +271,7 @@ def _tail(
     vision: bool,
     tail_budget: int,
     room: int,
+    floor: int,
 ) -> tuple[int, frozenset[str], int]:
     """(first tail block index, extra projected result ids, tail tokens)."""
     start = len(blocks)
@@ -218,9 +281,11 @@ def _tail(
         block = blocks[start - 1]
         newest = start == len(blocks)
         limit = room if newest else tail_budget
-        trial = ViewState(frozenset(projected), None)
-        cost = block_tokens(block, trial, texts, counter, vision=vision)
         extra: set[str] = set()
+        if not newest:
+            extra = _big_outputs(block, ViewState(frozenset(projected), None), texts, counter, floor)
+        trial = ViewState(frozenset(projected | extra), None)
+        cost = block_tokens(block, trial, texts, counter, vision=vision)
         if used + cost > limit:
             # Reference the block's own large outputs (errors stay whole).
             extra = {r.entry.id for r in block.results if r.projectable}
@@ -273,6 +338,7 @@ def derive(
             vision=vision,
             tail_budget=min(usable // 6, FACTS_HORIZON_TOKENS, max(room, 0)),
             room=max(room, 0),
+            floor=min_projectable_tokens(usable),
         )
         text, title = checkpoint_text(number, entries, blocks, start, texts, counter, limits)
         tail_from = blocks[start].seq if start < len(blocks) else last_seq + 1

@@ -203,3 +203,16 @@ def _board_lines(criteria: JSONValue) -> tuple[str, ...]:
         suffix = f" (check: {clip(check, 80)})" if check else ""
         lines.append(f"[{status}] {ident}: {text}{suffix}")
     return tuple(lines)
+
+
+def without_refs(state: WorkState, refs: set[str]) -> WorkState:
+    """`state` without the file, command and error lines of results in `refs`.
+
+    The checkpoint passes the results its verbatim tail shows: those lines would only repeat
+    what the tail says. Board and pending calls stay (no tail result stands for them).
+    """
+
+    def keep(lines: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(line for line in lines if not any(ref in line for ref in refs))
+
+    return WorkState(state.board, keep(state.files), keep(state.commands), keep(state.errors), state.pending)

@@ -2,23 +2,27 @@
 
 It speaks MCP over stdio through the MCP SDK, like any server a user configures. Tools:
 `add` (two integers; text plus structured content), `echo` (text back), `fail` (a result with
-`isError`), `big` (`size` bytes of numbered lines), `image` (a 1x1 PNG), `data` (structured
-content only) and `sleep` (waits `seconds`, for cancellation and timeout tests).
-
-`--fail-startup MESSAGE` writes MESSAGE to stderr and exits with status 3 before speaking MCP:
-the shape of a server that cannot start (missing token, bad install).
+`isError`), `big` (`size` characters of numbered lines), `image` (a 1x1 PNG), `data`
+(structured content only), `note` (appends a line to a file in the server's working directory:
+an effect tests can observe), `sleep` (waits `seconds`, for cancellation tests) and `crash`
+(the process exits at once, as a server that dies mid-session).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
+from pathlib import Path
 
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent
 
-PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+PNG_1X1 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAE"
+    "hQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 """A 1x1 PNG, base64."""
 
 
@@ -71,10 +75,22 @@ def build_server(name: str) -> MCPServer:
         return CallToolResult(content=[], structured_content={"key": key, "values": [3, 1, 2]})
 
     @server.tool()
+    def note(path: str, text: str) -> str:
+        """Append `text` and a newline to the file `path` (relative to the working directory)."""
+        with Path(path).open("a", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+        return f"noted in {path}"
+
+    @server.tool()
     async def sleep(seconds: float) -> str:
         """Wait `seconds`, then say so."""
         await asyncio.sleep(seconds)
         return f"slept {seconds}"
+
+    @server.tool()
+    def crash() -> str:
+        """Exit the server process immediately, without answering."""
+        os._exit(7)
 
     return server
 
@@ -83,11 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the server over stdio until stdin closes."""
     parser = argparse.ArgumentParser(prog="python -m comal.testing.mcp_server")
     parser.add_argument("--name", default="calc", help="the server name it reports")
-    parser.add_argument("--fail-startup", metavar="MESSAGE", help="exit with MESSAGE on stderr")
     args = parser.parse_args(argv)
-    if args.fail_startup:
-        print(args.fail_startup, file=sys.stderr, flush=True)
-        return 3
     build_server(args.name).run("stdio")
     return 0
 

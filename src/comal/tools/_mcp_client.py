@@ -18,7 +18,6 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -31,6 +30,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    CONNECTION_CLOSED,
     AudioContent,
     BlobResourceContents,
     CallToolResult,
@@ -224,8 +224,8 @@ class McpServerLink:
             return
         if self._client is None:
             task.cancel()  # still starting: nothing to say goodbye to
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        # The task reports its own failures; whatever it ended with is not the caller's error.
+        await asyncio.gather(task, return_exceptions=True)
 
     async def call(
         self, remote_name: str, arguments: JSONObject, cancel: asyncio.Event | None
@@ -257,6 +257,10 @@ class McpServerLink:
             why = "the call was cancelled" if cancel and cancel.is_set() else self._ended
             return error_outcome(f"MCP {self.name}/{remote_name}: {why}; {unknown}")
         exc = call.exception()
+        if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+            # Later calls are refused up front: they could not reach the server at all.
+            self._client = None
+            self._ended = "its connection closed"
         if exc is not None:
             return error_outcome(
                 f"MCP {self.name}/{remote_name} failed: {describe_error(exc)}; {unknown}"

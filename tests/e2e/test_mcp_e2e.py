@@ -1,0 +1,86 @@
+"""`comal -p` with configured MCP servers, against the loopback fake provider.
+
+The model (scripted by the fake server) calls `mcp__calc__add` on a real stdio server
+(`comal.testing.mcp_server`); a second configured server cannot start, which must leave a
+warning and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from comal.testing.fake_server import FakeServer
+from tests.e2e.headless_support import comal, configure, ledger_at
+
+pytestmark = pytest.mark.e2e
+
+
+def add_mcp_servers(workspace: Path) -> None:
+    config = workspace / ".comal" / "config.toml"
+    lines = [
+        "",
+        "[mcp_servers.calc]",
+        f"command = {json.dumps(sys.executable)}",
+        'args = ["-m", "comal.testing.mcp_server"]',
+        "",
+        "[mcp_servers.broken]",
+        f"command = {json.dumps(str(workspace / 'no-such-mcp-server'))}",
+    ]
+    config.write_text(config.read_text() + "\n".join(lines) + "\n")
+
+
+def tool_names(body: dict[str, Any]) -> list[str]:
+    return [tool["function"]["name"] for tool in body.get("tools", [])]
+
+
+def test_the_model_calls_an_mcp_tool_through_comal(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    turns: list[Any] = [
+        {
+            "tool_calls": [
+                {"id": "call_add", "name": "mcp__calc__add", "arguments": {"a": 40, "b": 2}}
+            ]
+        },
+        "The sum is 42.",
+    ]
+    with FakeServer(turns) as server:
+        configure(workspace, server, "openai-chat")
+        add_mcp_servers(workspace)
+        run = comal(
+            "-p", "add 40 and 2", "--output-format", "stream-json", cwd=workspace, env_home=home
+        )
+        assert run.code == 0, run.stderr + run.stdout[-2000:]
+        stats = server.stats()
+        assert (stats.requests, stats.orphan_violations, stats.unexpected_requests) == (2, 0, 0)
+        first, second = (dict[str, Any](request.body) for request in server.received)
+    assert "mcp__calc__add" in tool_names(first)
+    assert tool_names(first) == tool_names(second)
+    assert not any(name.startswith("mcp__broken__") for name in tool_names(first))
+    tool_messages = [m for m in second["messages"] if m.get("role") == "tool"]
+    assert tool_messages == [{"role": "tool", "tool_call_id": "call_add", "content": "42"}]
+
+    notices = [e for e in run.events() if e["type"] == "notice"]
+    assert [e["code"] for e in notices] == ["MCP_SERVER_UNAVAILABLE"]
+    assert "broken" in str(notices[0]["message"])
+    session_id = run.session_id()
+    with ledger_at(home) as ledger:
+        kinds = [e.kind for e in ledger.entries(session_id)]
+        (result,) = ledger.entries(session_id, kinds=("tool.result",))
+        assert ledger.body(result) == b"42"
+    assert "session.tools" in kinds
+    assert "warning" in kinds
+    assert (home / "logs" / "mcp-calc.log").exists()
+
+    shown = comal("context", session_id, "--json", cwd=workspace, env_home=home)
+    assert shown.code == 0, shown.stderr
+    rows = {row["name"]: row["tokens"] for row in json.loads(shown.stdout)["rows"]}
+    assert rows["MCP tools"] > 0
+    verified = comal("verify", session_id, cwd=workspace, env_home=home)
+    assert verified.code == 0, verified.stderr
