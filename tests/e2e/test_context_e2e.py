@@ -34,6 +34,15 @@ def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
 
 
+# A detailed task: a checkpoint must re-send it, a projection keeps it in the cached prefix, so
+# with big outputs late in the prompt the cost model prefers a projection first.
+TASK = "Inspect the numbers.\n" + "\n".join(
+    f"- range {i}: check that every number from {i * 100_000} on is printed once, in order,"
+    " and note the first and the last one you see."
+    for i in range(1, 15)
+)
+
+
 def test_long_session_projects_then_derives_then_finishes(workspace: Path, home: Path) -> None:
     window = 14_000
     # Each output is ~9 KB: under the large-output threshold, so it enters verbatim and only
@@ -46,7 +55,7 @@ def test_long_session_projects_then_derives_then_finishes(workspace: Path, home:
         configure(workspace, server, "openai-chat")
         run = comal(
             "-p",
-            "inspect the numbers",
+            TASK,
             "--context-window",
             str(window),
             "--max-output-tokens",

@@ -3,9 +3,11 @@
 The checkpoint text holds the **request** (the user's messages verbatim; very long ones, or too
 many, by reference), the **work state** (board, files with digests, recent commands with exit
 codes, open errors, pending/uncertain calls, the last assistant statement) and bounded
-**evidence references** (the newest covered results plus the id range of the older ones).
-Active memory becomes that text followed by the most recent complete blocks that fit in about a
-sixth of the usable room (the newest block always, its own large outputs by reference if
+**evidence references** (the results of the newest covered turn plus the id range of the
+others and the index call). Nothing the tail shows verbatim is repeated in it, and a message
+the user sent many times verbatim appears once. Active memory becomes that text followed by the
+most recent complete blocks that fit in about a sixth of the usable room and, with the text,
+within the facts horizon (the newest block always, its own large outputs by reference if
 needed). A block is never split, so tool pairs (and Anthropic thinking + tool_use turns) stay
 whole.
 
@@ -23,8 +25,7 @@ from comal.context.conversation import Block, ResultEntry
 from comal.context.evidence_index import INDEX_CALL
 from comal.context.rendering import evidence_call
 from comal.context.tokens import TokenCounter
-from comal.context.projection import min_projectable_tokens
-from comal.context.view import PART_OVERHEAD, ResultTexts, ViewState, block_parts, block_tokens
+from comal.context.view import ResultTexts, ViewState, block_tokens
 from comal.context.workstate import (
     WorkState,
     clip,
@@ -36,9 +37,10 @@ from comal.context.workstate import (
 from comal.ledger.entry import Entry
 
 FACTS_HORIZON_TOKENS = 8_192
-"""Most a verbatim tail holds: later-used facts are overwhelmingly used within ~8k tokens of
-the output they came from (DESIGN §4b), so a longer tail is re-billed on every later call for
-facts the checkpoint's exact references keep reachable anyway."""
+"""Most a checkpoint and its verbatim tail hold together: later-used facts are overwhelmingly
+used within ~8k tokens of the output they came from (DESIGN §4b). Both stand for that recent
+past and both are re-billed on every later call, so carrying more costs every call for facts
+the checkpoint's exact references keep reachable anyway."""
 LONG_ASK_CHARS = 2_000
 """User messages longer than this appear by head + reference."""
 
@@ -48,7 +50,9 @@ class Limits:
     """Section bounds of a checkpoint; tightened when the checkpoint must shrink."""
 
     request_tokens: int
-    evidence_items: int = 0
+    evidence_items: int = 20
+    """Most results of the newest covered turn listed: a turn of many parallel calls is still
+    named within a few hundred tokens; the rest by id range and the index call."""
     statement_chars: int = 1_500
     work_state: bool = True
 
@@ -140,11 +144,19 @@ def _last_statement(blocks: Sequence[Block], size: int) -> str | None:
 
 
 def _evidence_section(
-    covered: list[ResultEntry], entries: Sequence[Entry], limit: int, named: str
+    covered: list[ResultEntry],
+    last_turn: Sequence[ResultEntry],
+    entries: Sequence[Entry],
+    limit: int,
+    named: str,
 ) -> list[str]:
-    """The newest covered results not already named in `named` (the work state), bounded."""
+    """The results of the newest covered turn — the one the tail continues from — that `named`
+    (the work state) does not already name, at most `limit`; then the id range of the rest and
+    the index call. Every listed line is re-billed on every later call, and the index call
+    reaches every result anyway, so the list names only what the next turn most likely needs.
+    """
     calls = collect_calls(entries)
-    unnamed = [item for item in covered if item.facts.ref not in named]
+    unnamed = [item for item in last_turn if item.facts.ref not in named]
     newest = unnamed[-limit:] if limit else []
     lines = []
     for item in reversed(newest):
@@ -233,33 +245,13 @@ def checkpoint_text(
             work += ["Last assistant statement " + statement]
     lines += work
     results = [item for block in blocks[:covered] for item in block.results]
-    evidence = _evidence_section(results, entries, limits.evidence_items, "\n".join(work))
+    last_turn = next((b.results for b in reversed(blocks[:covered]) if b.results), ())
+    evidence = _evidence_section(
+        results, last_turn, entries, limits.evidence_items, "\n".join(work)
+    )
     if evidence:
         lines += ["", "## Evidence (newest first)", *(f"- {e}" for e in evidence)]
     return "\n".join(lines), title
-
-
-def _big_outputs(
-    block: Block, state: ViewState, texts: ResultTexts, counter: TokenCounter, floor: int
-) -> set[str]:
-    """Results of `block` big enough to enter an older tail turn by reference.
-
-    Big outputs (file dumps, logs) carry the fewest later-used facts per token (DESIGN §4b);
-    as references (preview + exact EvidenceRead) they leave the tail's room to more turns.
-    Chosen as stage 1 chooses: at least `floor` tokens, and the reference saves half of them.
-    """
-    _, _, costs = block_parts(block, state, texts, counter)
-    out = set()
-    for cost in costs:
-        item = cost.result
-        if item is None or cost.kind not in ("full", "preview") or not item.projectable:
-            continue
-        if cost.tokens < floor:
-            continue
-        ref = counter.count(texts.text(item, "ref")) + PART_OVERHEAD
-        if (cost.tokens - ref) * 2 >= cost.tokens:
-            out.add(item.entry.id)
-    return out
 
 
 def _tail(
@@ -271,7 +263,6 @@ def _tail(
     vision: bool,
     tail_budget: int,
     room: int,
-    floor: int,
 ) -> tuple[int, frozenset[str], int]:
     """(first tail block index, extra projected result ids, tail tokens)."""
     start = len(blocks)
@@ -281,11 +272,9 @@ def _tail(
         block = blocks[start - 1]
         newest = start == len(blocks)
         limit = room if newest else tail_budget
-        extra: set[str] = set()
-        if not newest:
-            extra = _big_outputs(block, ViewState(frozenset(projected), None), texts, counter, floor)
-        trial = ViewState(frozenset(projected | extra), None)
+        trial = ViewState(frozenset(projected), None)
         cost = block_tokens(block, trial, texts, counter, vision=vision)
+        extra: set[str] = set()
         if used + cost > limit:
             # Reference the block's own large outputs (errors stay whole).
             extra = {r.entry.id for r in block.results if r.projectable}
@@ -325,22 +314,26 @@ def derive(
     )
     draft: Draft | None = None
     for limits in forms:
-        # The text depends on where the tail starts and vice versa: size the tail against a
-        # checkpoint covering everything (the largest it can be), then write the final text.
+        # The text depends on where the tail starts and vice versa. The room under the target
+        # is taken against a checkpoint covering everything (the largest it can be). The facts
+        # horizon bounds the checkpoint and its tail together — both are carried, and re-billed,
+        # on every later call: sized first against that largest text, then once more against
+        # the text the first tail leads to (smaller: it leaves out what the tail shows).
         probe, _ = checkpoint_text(number, entries, blocks, len(blocks), texts, counter, limits)
-        probe_tokens = counter.count(probe)
-        room = budget.target - fixed_tokens - probe_tokens
-        start, extra, tail_tokens = _tail(
-            blocks,
-            state,
-            texts,
-            counter,
-            vision=vision,
-            tail_budget=min(usable // 6, FACTS_HORIZON_TOKENS, max(room, 0)),
-            room=max(room, 0),
-            floor=min_projectable_tokens(usable),
-        )
-        text, title = checkpoint_text(number, entries, blocks, start, texts, counter, limits)
+        room = max(budget.target - fixed_tokens - counter.count(probe), 0)
+        text = probe
+        horizon = FACTS_HORIZON_TOKENS
+        for _ in range(2):
+            start, extra, tail_tokens = _tail(
+                blocks,
+                state,
+                texts,
+                counter,
+                vision=vision,
+                tail_budget=min(usable // 6, max(horizon - counter.count(text), 0), room),
+                room=room,
+            )
+            text, title = checkpoint_text(number, entries, blocks, start, texts, counter, limits)
         tail_from = blocks[start].seq if start < len(blocks) else last_seq + 1
         covers = blocks[start - 1].last_seq if start else 0
         draft = Draft(number, title, text, covers, tail_from, tuple(sorted(extra)), tail_tokens)

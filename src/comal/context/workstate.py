@@ -215,4 +215,5 @@ def without_refs(state: WorkState, refs: set[str]) -> WorkState:
     def keep(lines: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(line for line in lines if not any(ref in line for ref in refs))
 
-    return WorkState(state.board, keep(state.files), keep(state.commands), keep(state.errors), state.pending)
+    files, commands, errors = keep(state.files), keep(state.commands), keep(state.errors)
+    return WorkState(state.board, files, commands, errors, state.pending)

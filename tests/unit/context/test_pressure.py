@@ -18,6 +18,12 @@ from comal.testing.sessions import SessionBuilder
 from comal.usage import Usage
 from tests.unit.context.conftest import BASH, FIXED, listing, make_engine
 
+TASK = "Refactor the handlers in src/ and keep the tests green.\n" + "\n".join(
+    f"- handler_{i}: keep its signature, move its parsing into src/parse/p{i}.py and add a test"
+    f" for the empty input, the unicode input and the {i}-item input."
+    for i in range(12)
+)
+
 
 def flat(view_messages: tuple) -> list:  # type: ignore[type-arg]
     return [(m.role, p) for m in view_messages for p in m.parts]
@@ -32,8 +38,9 @@ def small_turn(builder: SessionBuilder, i: int) -> None:
 
 def test_projection_then_derivation_then_fits(ledger: Ledger, builder: SessionBuilder) -> None:
     # Projection wins the cost model when it frees a lot late in the prompt (little to re-send)
-    # and calls keep appending a lot (the prompt refills fast, so re-sending weighs most).
-    builder.user("Refactor the handlers in src/ and keep the tests green.")
+    # and calls keep appending a lot (the prompt refills fast, so re-sending weighs most); a
+    # detailed task, which a checkpoint must re-send but a projection keeps cached, adds to it.
+    builder.user(TASK)
     for i in range(20):
         small_turn(builder, i)
     engine = make_engine(ledger, builder.session_id)
@@ -71,7 +78,7 @@ def test_projection_then_derivation_then_fits(ledger: Ledger, builder: SessionBu
     assert checkpoint.payload["number"] == 1
     text = previous.messages[0].parts[0].text  # type: ignore[union-attr]
     assert text.startswith("[checkpoint 1 · Refactor the handlers")
-    assert "Refactor the handlers in src/ and keep the tests green." in text
+    assert TASK in text
     assert previous.checkpoint_number == 1
     # The run goes on after the checkpoint and keeps fitting.
     for i in range(400, 440):
