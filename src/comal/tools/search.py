@@ -101,7 +101,21 @@ def _prefixed(prefix: str, rel: str) -> str:
     return rel if prefix == "." else f"{prefix}/{rel}"
 
 
-class GlobTool(NoPreparation):
+class _SearchTool(NoPreparation):
+    """What Glob and Grep share: both search under the optional `path` argument."""
+
+    def target(self, arguments: JSONObject) -> str | None:
+        """The file or directory searched."""
+        value = arguments.get("path", ".")
+        return value if isinstance(value, str) else None
+
+    def paths(self, arguments: JSONObject) -> tuple[str, ...]:
+        """The file or directory searched."""
+        value = arguments.get("path", ".")
+        return (value or ".",) if isinstance(value, str) else ()
+
+
+class GlobTool(_SearchTool):
     """The `Glob` tool.
 
     Args:
@@ -113,16 +127,6 @@ class GlobTool(NoPreparation):
 
     def __init__(self, max_results: int = MAX_GLOB_RESULTS) -> None:
         self.max_results = max_results
-
-    def target(self, arguments: JSONObject) -> str | None:
-        """The directory searched."""
-        value = arguments.get("path", ".")
-        return value if isinstance(value, str) else None
-
-    def paths(self, arguments: JSONObject) -> tuple[str, ...]:
-        """The directory searched."""
-        value = arguments.get("path", ".")
-        return (value or ".",) if isinstance(value, str) else ()
 
     async def run(
         self,
@@ -156,7 +160,7 @@ class GlobTool(NoPreparation):
         return text_outcome("\n".join(shown) + "\n")
 
 
-class GrepTool(NoPreparation):
+class GrepTool(_SearchTool):
     """The `Grep` tool.
 
     Args:
@@ -173,16 +177,6 @@ class GrepTool(NoPreparation):
     ) -> None:
         self.use_ripgrep = use_ripgrep
         self.output_limit_bytes = output_limit_bytes
-
-    def target(self, arguments: JSONObject) -> str | None:
-        """The file or directory searched."""
-        value = arguments.get("path", ".")
-        return value if isinstance(value, str) else None
-
-    def paths(self, arguments: JSONObject) -> tuple[str, ...]:
-        """The file or directory searched."""
-        value = arguments.get("path", ".")
-        return (value or ".",) if isinstance(value, str) else ()
 
     async def run(
         self,
