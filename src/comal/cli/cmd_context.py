@@ -23,6 +23,7 @@ from comal.config import DEFAULT_WINDOW_TOKENS, Config, load_config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.ledger.store import Ledger
 from comal.messages import JSONValue
+from comal.providers import catalog
 
 
 def emit(text: str) -> None:
@@ -37,13 +38,17 @@ def emit_json(value: Any) -> None:
     emit(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
-def _window(started: dict[str, JSONValue]) -> tuple[int, str]:
+def _window(started: dict[str, JSONValue], model: str) -> tuple[int, str]:
+    """The window a session ran with; an imported one (none recorded) gets its model's."""
     window = started.get("window")
     if isinstance(window, dict):
         tokens = window.get("tokens")
         source = window.get("source")
         if isinstance(tokens, int) and tokens > 0:
             return tokens, source if isinstance(source, str) else "recorded"
+    entry = catalog.lookup(model) if model else None
+    if entry is not None:
+        return entry.window, "catalog"
     return DEFAULT_WINDOW_TOKENS, "fallback"
 
 
@@ -67,7 +72,7 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
     payload: dict[str, JSONValue] = dict(started[0].payload) if started else {}
     model = payload.get("model")
     model_name = model if isinstance(model, str) and model else info.model
-    window, source = _window(payload)
+    window, source = _window(payload, model_name)
     explicit = config.context.context_window
     if explicit is not None and explicit < window:
         window, source = explicit, "explicit"

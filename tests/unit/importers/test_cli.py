@@ -60,3 +60,17 @@ def test_bench_replay_writes_its_reports(tmp_path: Path) -> None:
     }  # fmt: skip
     assert "| comal | 8k |" in done.stdout
     assert (tmp_path / "r.png").stat().st_size > 0
+
+
+@pytest.mark.e2e
+def test_context_of_an_imported_session_uses_its_models_catalog_window() -> None:
+    done = comal("import", str(ROLLOUT), "--json")
+    assert done.returncode == 0, done.stderr
+    (session,) = json.loads(done.stdout)["sessions"]
+
+    report = comal("context", session["id"], "--json")
+
+    assert report.returncode == 0, report.stderr
+    window = json.loads(report.stdout)["window"]
+    assert window["source"] == "catalog"
+    assert window["tokens"] > 45_000
