@@ -94,6 +94,7 @@ def test_multi_step_task_edits_real_files(wire: str, workspace: Path, home: Path
         "Bash",
     ]
     assert events[-1]["type"] == "finished"
+    assert events[-1]["steps"] == 5
     sid = run.session_id()
     with ledger_at(home) as ledger:
         started = [e for e in ledger.entries(sid) if e.kind == "tool.started"]

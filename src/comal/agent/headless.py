@@ -33,6 +33,11 @@ class Outcome:
     error: ComalError | None
 
 
+def _replies(session: Session) -> int:
+    """Model replies recorded so far (the steps a turn took is the difference)."""
+    return len(session.ledger.entries(session.id, kinds=("message.assistant",)))
+
+
 async def run_session(session: Session, prompt: str | None) -> Outcome:
     """Run one turn on an open session and record its end state.
 
@@ -40,6 +45,7 @@ async def run_session(session: Session, prompt: str | None) -> Outcome:
         session: an open, locked session.
         prompt: the user's message, or None to continue from the ledger.
     """
+    replies_before = _replies(session)
     try:
         answer = await run_turn(session, prompt)
     except ComalError as exc:
@@ -54,7 +60,7 @@ async def run_session(session: Session, prompt: str | None) -> Outcome:
     if status not in ("finished",):
         status = "answered"
         session.ledger.set_status(session.id, "active")
-    session.emit(TurnFinished(session.id, answer, 0, status))
+    session.emit(TurnFinished(session.id, answer, _replies(session) - replies_before, status))
     return Outcome(session.id, status, answer, None)
 
 
