@@ -183,5 +183,11 @@ def test_data_survives_reopening(ledger_path) -> None:
 
 def test_close_is_idempotent(ledger_path) -> None:
     ledger = Ledger.open(ledger_path)
+    sid = ledger.create_session(cwd="/w")
+    ledger.acquire_lock(sid)
     ledger.close()
-    ledger.close()
+    ledger.close()  # a second close is a no-op, not an error
+    with Ledger.open(ledger_path) as again:
+        # The first close released the lock and kept what was written.
+        assert again.lock_holder(sid) is None
+        assert again.session(sid).id == sid
