@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -84,10 +85,11 @@ async def run_demo(args: argparse.Namespace) -> int:
             print(f"\nsession: {outcome.session_id}  status: {outcome.status}")
             print(f"inspect it with: comal show {outcome.session_id}")
     renderer.finish(
-        session_id=outcome.session_id, status=outcome.status, answer=outcome.answer, error=None
+        session_id=outcome.session_id,
+        status=outcome.status,
+        answer=outcome.answer,
+        error=outcome.error,
     )
     if not args.keep:
-        import shutil
-
         shutil.rmtree(tmp, ignore_errors=True)
     return 0 if outcome.error is None else outcome.error.exit_code

@@ -160,13 +160,11 @@ async def run_command(args: argparse.Namespace) -> int:
 
 
 def _finish(renderer: Renderer, outcome: Outcome) -> int:
-    error = None
-    if outcome.error is not None:
-        from comal.agent.events import Failed
-
-        error = Failed(outcome.session_id, outcome.error.code, outcome.error.message)
     renderer.finish(
-        session_id=outcome.session_id, status=outcome.status, answer=outcome.answer, error=error
+        session_id=outcome.session_id,
+        status=outcome.status,
+        answer=outcome.answer,
+        error=outcome.error,
     )
     if renderer.fmt == "text":
         print(f"session {outcome.session_id} · {outcome.status}", file=sys.stderr)

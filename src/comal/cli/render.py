@@ -26,6 +26,7 @@ from comal.agent.events import (
     TurnFinished,
     event_to_json,
 )
+from comal.errors import ComalError
 
 
 @dataclass(slots=True)
@@ -95,7 +96,9 @@ class Renderer:
             self.out.write("\n")
             self._mid_line = False
 
-    def finish(self, *, session_id: str, status: str, answer: str, error: Failed | None) -> None:
+    def finish(
+        self, *, session_id: str, status: str, answer: str, error: ComalError | None
+    ) -> None:
         """Print the closing object (json format) or nothing more (other formats)."""
         if self.fmt != "json":
             return
