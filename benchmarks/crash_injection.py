@@ -378,19 +378,22 @@ def _run_once(
             stderr=err,
         )
         deadline = time.monotonic() + timeout
-        if plan is not None and plan.kind is None:
-            try:
-                proc.wait(timeout=plan.delay_s)
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGKILL)
-        elif plan is not None:
-            _watch(proc, home, workspace, plan, deadline)
         try:
+            if plan is not None and plan.kind is None:
+                try:
+                    proc.wait(timeout=plan.delay_s)
+                except subprocess.TimeoutExpired:
+                    proc.send_signal(signal.SIGKILL)
+            elif plan is not None:
+                _watch(proc, home, workspace, plan, deadline)
             code: int | None = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
             code = None
+        finally:
+            # Never leave the client running, whatever the watcher raised.
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     return code, out_path.read_bytes(), err_path.read_bytes()
 
 

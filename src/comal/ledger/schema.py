@@ -123,8 +123,15 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     return row is not None
 
 
-def _check_version(conn: sqlite3.Connection, path: Path) -> None:
-    """Raise unless this Comal may write the ledger behind `conn` (which may be read-only)."""
+def _check_version(conn: sqlite3.Connection, path: Path, *, probe: bool = False) -> None:
+    """Raise unless this Comal may write the ledger behind `conn` (which may be read-only).
+
+    With `probe` (a read-only look before any write), a ledger that has its `migrations`
+    table but shows no applied migration is not refused: after a writer was killed, a
+    read-only connection cannot recover the WAL index and may see an inconsistent snapshot.
+    The authoritative check runs again under the write lock in `migrate`, where SQLite
+    recovers the WAL first.
+    """
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     applied: set[str] = set()
     if _has_table(conn, "migrations"):
@@ -137,6 +144,8 @@ def _check_version(conn: sqlite3.Connection, path: Path) -> None:
             f" schema {SCHEMA_VERSION}); upgrade Comal to use it — it was left untouched"
         )
     if not applied:
+        if probe and _has_table(conn, "migrations"):
+            return
         tables = [
             row[0]
             for row in conn.execute(
@@ -163,7 +172,7 @@ def check_readable(path: Path) -> None:
     except sqlite3.Error as exc:
         raise LedgerError(f"cannot open ledger {path}: {exc}") from exc
     try:
-        _check_version(conn, path)
+        _check_version(conn, path, probe=True)
     except sqlite3.DatabaseError as exc:
         raise LedgerError(f"{path} is not a Comal ledger: {exc}") from exc
     finally:

@@ -10,7 +10,7 @@ import pytest
 
 from comal.errors import LedgerError, SchemaTooNewError
 from comal.ledger import Ledger
-from comal.ledger.schema import MIGRATIONS, SCHEMA_VERSION
+from comal.ledger.schema import MIGRATIONS, SCHEMA_VERSION, check_readable
 
 
 def _raw(path: Path) -> sqlite3.Connection:
@@ -169,3 +169,18 @@ def test_foreign_sqlite_database_is_refused_untouched(ledger_path: Path) -> None
     with pytest.raises(LedgerError, match="not a Comal ledger"):
         Ledger.open(ledger_path)
     assert ledger_path.read_bytes() == before
+
+
+def test_read_only_probe_defers_a_ledger_shaped_file_to_the_locked_check(
+    ledger_path: Path,
+) -> None:
+    # A read-only look after a killed writer may see a torn snapshot, so the probe does not
+    # refuse a file that has Comal's `migrations` table; the check under the write lock does.
+    ledger_path.parent.mkdir(parents=True)
+    conn = _raw(ledger_path)
+    conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
+    conn.execute("CREATE TABLE notes (text TEXT)")
+    conn.close()
+    check_readable(ledger_path)
+    with pytest.raises(LedgerError, match="not a Comal ledger"):
+        Ledger.open(ledger_path)
