@@ -1,8 +1,15 @@
 """The budget: window, output reserve, margin, usable room, threshold and the pressure target.
 
     usable    = window − output reserve − margin
-    threshold = threshold_ratio × usable           (automatic pressure, default 90 %)
+    threshold = threshold_ratio × window − output reserve − margin
+                                                   (automatic pressure, default 90 %)
     target    = threshold − usable / 5             (where a pressure event lands: hysteresis)
+
+The threshold is a share of the window itself, the way the budget's rows are shown: the output
+reserve and the margin are part of the window's use (`/context` shows them as the buffer row),
+so pressure starts when everything, buffer included, reaches 90 % of the window. It never falls
+below half the usable room, so a window that a large reserve nearly fills still leaves the
+conversation room to grow between events.
 
 The output reserve is sized from the outputs the session actually produced (twice their 95th
 percentile, at least ~4k, at most the model's maximum) and grows after every OUTPUT_LENGTH
@@ -62,8 +69,9 @@ class Budget:
 
     @property
     def threshold(self) -> int:
-        """Input size above which pressure is relieved automatically."""
-        return int(self.usable * self.threshold_ratio)
+        """Input size above which pressure is relieved automatically (see module docstring)."""
+        share = int(self.window * self.threshold_ratio) - self.output_reserve - self.margin
+        return max(share, self.usable // 2)
 
     @property
     def target(self) -> int:

@@ -17,6 +17,7 @@ ledger always gives the same bytes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ FACTS_HORIZON_TOKENS = 8_192
 used within ~8k tokens of the output they came from (DESIGN §4b). Both stand for that recent
 past and both are re-billed on every later call, so carrying more costs every call for facts
 the checkpoint's exact references keep reachable anyway."""
+_DIGITS = re.compile(r"\d+")
 LONG_ASK_CHARS = 2_000
 """User messages longer than this appear by head + reference."""
 
@@ -86,25 +88,36 @@ def _ask(entry: Entry, text: str) -> str:
     return f"({entry.id}, {len(text):,} characters; the rest with {call})\n{head}…"
 
 
+def _shape(text: str) -> str:
+    """A message with its numbers blanked: repeats that differ only in a count share it."""
+    return _DIGITS.sub("#", text)
+
+
 def _distinct(asks: list[tuple[Entry, str]]) -> list[tuple[Entry, str]]:
     """Each distinct ask once, where it was last sent, its earlier copies named by reference.
 
-    A verbatim repeat (a harness re-sending the same format reminder, say) adds no information
-    but would be re-billed on every later call.
+    A repeat (a harness re-sending the same format reminder, "found 3 actions" then "found 2
+    actions") adds no information but would be re-billed on every later call, so messages that
+    differ only in their numbers count as one, shown as last sent.
     """
     last: dict[str, int] = {}
     first: dict[str, Entry] = {}
+    texts: dict[str, set[str]] = {}
     count: dict[str, int] = {}
     for index, (entry, text) in enumerate(asks):
-        last[text] = index
-        first.setdefault(text, entry)
-        count[text] = count.get(text, 0) + 1
+        key = _shape(text)
+        last[key] = index
+        first.setdefault(key, entry)
+        texts.setdefault(key, set()).add(text)
+        count[key] = count.get(key, 0) + 1
     out = []
     for index, (entry, text) in enumerate(asks):
-        if last[text] != index:
+        key = _shape(text)
+        if last[key] != index:
             continue
-        if count[text] > 1:
-            text = f"[sent {count[text]} times, first as {first[text].id}]\n{text}"
+        if count[key] > 1:
+            how = "" if len(texts[key]) == 1 else " with other numbers"
+            text = f"[sent {count[key]} times{how}, first as {first[key].id}]\n{text}"
         out.append((entry, text))
     return out
 

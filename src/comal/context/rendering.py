@@ -162,11 +162,79 @@ def _cut_tail(text: str, size: int) -> str:
     return text[cut + 1 if cut != -1 else start :]
 
 
+_EXCEPTION = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Exit|Interrupt)|Traceback)\b.*")
+_FRAME = re.compile(r'^\s*File "[^"]+", line \d+')
+_DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class|func|fn|function|interface|struct)\s+\w")
+_PATH_LINE = re.compile(r"[\w./\\-]+\.\w{1,8}:\d+")
+
+
+def _rank(line: str) -> int | None:
+    """How much a hidden line matters to someone reading a preview (lower first), or None.
+
+    Exceptions and traceback frames say what broke and where; error and failure lines and test
+    ids come next; then definitions (the outline of a dumped file); then `path:line` mentions.
+    """
+    if _EXCEPTION.match(line) or _FRAME.match(line):
+        return 0
+    if _SALIENT.search(line) and not _PATH_LINE.search(line):
+        return 1
+    if _DEFINITION.match(line):
+        return 2
+    if _PATH_LINE.search(line):
+        return 3
+    return None
+
+
+def notable_lines(lines: list[str], budget: int) -> list[tuple[int, str]]:
+    """Lines of note in a hidden stretch, as (index in `lines`, clipped text), in order.
+
+    The most telling classes of `_rank` are taken first, each in order of position, until
+    `budget` characters are used; the code line under a traceback frame goes with its frame.
+    Repeated lines are taken once. Pure and deterministic.
+    """
+    ranked: list[tuple[int, int]] = []
+    seen: set[str] = set()
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped in seen:
+            continue
+        rank = _rank(line)
+        if rank is None and index and _FRAME.match(lines[index - 1]):
+            rank = 0
+        if rank is not None:
+            seen.add(stripped)
+            ranked.append((rank, index))
+    chosen: list[int] = []
+    used = 0
+    for _, index in sorted(ranked):
+        cost = len(_clip(lines[index].rstrip())) + 8
+        if used + cost > budget:
+            continue
+        chosen.append(index)
+        used += cost
+    return [(i, _clip(lines[i].rstrip())) for i in sorted(chosen)]
+
+
 def preview_text(facts: ResultFacts, body: bytes, chars: int) -> str:
-    """A large output as it enters active memory: header, head, elision note, tail, calls."""
+    """A large output as it enters active memory: header, head, elision note, tail, calls.
+
+    Of the `chars` the preview may use, a quarter goes to the tail and up to an eighth to the
+    lines of note in the hidden middle (`notable_lines`: what broke, where, the outline of a
+    dumped file) — a log's traceback or a file's definitions are what is looked for later, and
+    they are rarely at either end. The head takes the rest.
+    """
     text = evidence_text(body)
-    head = _cut_head(text, chars * 3 // 4)
-    tail = _cut_tail(text[len(head) :], chars // 4)
+    tail = _cut_tail(text, chars // 4)
+    rest = text[: len(text) - len(tail)]
+    head = _cut_head(rest, chars * 3 // 4)
+    middle_lines = rest[len(head) :].splitlines()
+    notes = notable_lines(middle_lines, chars // 8) if middle_lines else []
+    if notes:
+        head = _cut_head(rest, chars * 3 // 4 - sum(len(n) + 8 for _, n in notes))
+        middle_lines = rest[len(head) :].splitlines()
+        notes = notable_lines(middle_lines, chars // 8)
+    if len(head) == len(rest):
+        head, tail = text, ""
     hidden_from = utf16_len(head)
     hidden = text[len(head) : len(text) - len(tail)]
     hidden_units = utf16_len(hidden)
@@ -182,6 +250,11 @@ def preview_text(facts: ResultFacts, body: bytes, chars: int) -> str:
             f"{hidden_from + hidden_units:,}); read them with {call}, "
             f"or find text with {evidence_call(facts.ref, search='<text>')}]"
         )
+        if notes:
+            first_line = head.count("\n") + 1
+            parts.append("[lines of note in the part not shown, by line number:]")
+            parts.extend(f"{first_line + i}| {line}" for i, line in notes)
+            parts.append("[end of lines of note]")
     if tail:
         parts.append(tail.rstrip("\n"))
     return _join("\n".join(parts), trailer(facts.status, facts.exit_code))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from comal.bench.report import markdown_table, write_json, write_png
 from comal.bench.transcript import transcripts_from
 from comal.context.budget import default_margin
 from comal.importers import parse_file
+from comal.messages import JSONObject
 from tests.unit.bench.test_metrics import session
 
 TRAJECTORIES = (Path(__file__).parents[3] / "../shared/trajectories").resolve()
@@ -92,7 +94,38 @@ async def test_full_replay_of_the_shared_trajectories(tmp_path: Path) -> None:
         if item["policy"] == "comal":
             assert item["summary_tokens"] == 0
             assert item["overflows"] == 0
+    _assert_comal_ahead_of_every_peer_without_overflows(result.rows)
     table = markdown_table(result.aggregate)
     assert table.count("\n") == 2 + len(result.aggregate)
     write_png(tmp_path / "plot.png", result.aggregate)
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _assert_comal_ahead_of_every_peer_without_overflows(rows: Sequence[JSONObject]) -> None:
+    """The replay's goal: at every window Comal never overflows, reaches every later-used
+    fact, writes no summary, stays within 5 % of its own ideal cache, and is at least as cheap
+    as, with at least as many facts in view as, every peer policy that does not overflow."""
+    totals: dict[tuple[str, int], dict[str, float]] = {}
+    for r in rows:
+        key = (str(r["policy"]), int(r["window"]))  # type: ignore[arg-type]
+        into = totals.setdefault(key, {})
+        for field in (
+            "cost_weighted",
+            "ideal_cost_weighted",
+            "overflows",
+            "facts_total",
+            "facts_in_view_count",
+            "facts_reachable_count",
+            "summary_tokens",
+        ):
+            into[field] = into.get(field, 0.0) + float(r[field])  # type: ignore[arg-type]
+    for (policy, window), peer in totals.items():
+        comal = totals[("comal", window)]
+        if policy == "comal":
+            assert comal["overflows"] == 0
+            assert comal["summary_tokens"] == 0
+            assert comal["facts_reachable_count"] == comal["facts_total"]
+            assert comal["cost_weighted"] <= 1.05 * comal["ideal_cost_weighted"]
+        elif peer["overflows"] == 0:
+            assert comal["cost_weighted"] <= peer["cost_weighted"], (policy, window)
+            assert comal["facts_in_view_count"] >= peer["facts_in_view_count"], (policy, window)

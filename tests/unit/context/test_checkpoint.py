@@ -38,6 +38,27 @@ def test_a_message_sent_many_times_appears_once(ledger: Ledger, builder: Session
     assert request.index(task.id) < request.index(reminders[-1].id)
 
 
+def test_repeats_that_differ_only_in_numbers_appear_once(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("Fix the parser.")
+    reminders = []
+    for found in (4, 3, 2):
+        command_turns(builder, 1)
+        reminders.append(builder.user(f"Exactly one action, please: found {found} actions."))
+    builder.user("Also keep 2 tests.")
+    command_turns(builder, 4)
+    checkpoint = make_engine(ledger, builder.session_id).compact(by="user")
+    request = checkpoint.text.split("## Request", 1)[1].split("## Work state", 1)[0]
+    # Shown once, as last sent; the first copy named by reference.
+    assert "found 2 actions" in request
+    assert "found 4 actions" not in request
+    assert "found 3 actions" not in request
+    assert f"[sent 3 times with other numbers, first as {reminders[0].id}]" in request
+    # A message of another shape is its own ask.
+    assert "Also keep 2 tests." in request
+
+
 def test_what_the_tail_shows_is_not_repeated(ledger: Ledger, builder: SessionBuilder) -> None:
     builder.user("Survey the source tree.")
     results = command_turns(builder, 30, lines=40)

@@ -278,3 +278,20 @@ def test_the_cost_model_prices_deep_cheap_events_lower() -> None:
     assert growth_per_call(parts) == pytest.approx(600 / 2)
     assert growth_per_call(parts, since_seq=3) == pytest.approx(120)
     assert growth_per_call(parts, since_seq=9) == pytest.approx(300)
+
+
+def test_the_threshold_is_a_share_of_the_window_buffer_included() -> None:
+    from comal.context.budget import Budget
+
+    # 90 % of 64,000 is 57,600; the reserve and margin (the buffer row) are part of that use.
+    budget = Budget(64_000, 4_096, 4_000, 0.90)
+    assert budget.usable == 55_904
+    assert budget.threshold == 57_600 - 4_096 - 4_000
+    assert budget.threshold < int(budget.usable * 0.90)
+    # The whole window as the share: pressure only when the usable room is full.
+    assert Budget(64_000, 4_096, 4_000, 1.0).threshold == budget.usable
+    # A reserve that nearly fills the window: half the usable room is still left to grow in.
+    tight = Budget(10_000, 8_000, 625, 0.90)
+    assert tight.usable == 1_375
+    assert tight.threshold == 687
+    assert tight.target <= tight.threshold

@@ -67,6 +67,51 @@ def test_large_output_enters_as_preview_with_exact_next_call(
     assert page.text == big[offset : offset + 200]
 
 
+def _log_with_a_traceback_in_the_middle() -> tuple[str, list[str]]:
+    noise = [
+        f"src/mod{i % 40}.py:{i}:0: C0103: name does not conform (invalid-name)" for i in range(900)
+    ]
+    trace = [
+        "Traceback (most recent call last):",
+        '  File "/repo/lint/runner.py", line 661, in check_all_files',
+        "    self.check_one(parse_tree, visit_module, path)",
+        '  File "/repo/lint/walker.py", line 92, in visit_module',
+        "    callback(node)",
+        "KeyError: 'format_spec_field'",
+    ]
+    lines = noise[:450] + trace + noise[450:]
+    return "\n".join(lines) + "\n", trace
+
+
+def test_a_preview_shows_the_lines_of_note_its_head_and_tail_leave_out(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    builder.user("lint")
+    log, trace = _log_with_a_traceback_in_the_middle()
+    (result,) = builder.turn("", [("Bash", {"command": "lint ."}, log, 1)])
+    view = make_engine(ledger, builder.session_id, window=128_000).prepare()
+    content = view.messages[-1].tool_results[0].content
+    assert content.startswith(f"[ref {result.id} · Bash · {len(log):,} bytes · exit 1")
+    note = content.split("[lines of note in the part not shown, by line number:]\n", 1)[1]
+    note = note.split("\n[end of lines of note]", 1)[0]
+    shown = dict(line.split("| ", 1) for line in note.splitlines())
+    # Every traceback line, the code under each frame included, under its real line number.
+    source = log.splitlines()
+    for line in trace:
+        number = source.index(line) + 1
+        assert shown[str(number)] == line
+    # Each shown line is the original line of that number.
+    assert all(source[int(n) - 1] == text for n, text in shown.items())
+    # The preview keeps its size: the lines of note come out of the head's share.
+    plain = "\n".join(f"plain line {i:05d} " + "y" * 60 for i in range(900)) + "\n"
+    builder.turn("", [("Bash", {"command": "cat plain"}, plain, 0)])
+    view = make_engine(ledger, builder.session_id, window=128_000).prepare()
+    without = view.messages[-1].tool_results[0].content
+    assert "[lines of note" not in without
+    assert abs(len(content) - len(without)) < 2_000
+    assert len(content) < 18_000
+
+
 def test_same_ledger_gives_byte_identical_views(ledger: Ledger, builder: SessionBuilder) -> None:
     builder.user("go")
     for i in range(5):
@@ -150,3 +195,27 @@ def test_imported_peer_summary_is_marked_user_text(ledger: Ledger, builder: Sess
     assert view.messages[0].parts[0] == TextPart(
         "[summary recorded by claude-code]\nEarlier: fixed a.py"
     )
+
+
+def test_lines_of_note_are_taken_by_class_within_the_budget() -> None:
+    from comal.context.rendering import notable_lines
+
+    lines = [
+        "plain text",
+        "src/app.py:12: mentioned here",
+        "def parse_header(raw):",
+        "    return raw",
+        "FAILED tests/test_app.py::test_header - assert 1 == 2",
+        "ValueError: bad header",
+        "plain text",
+        "ValueError: bad header",
+    ]
+    # Everything of note fits: in line order, each repeat once, plain lines never.
+    everything = notable_lines(lines, 10_000)
+    assert [i for i, _ in everything] == [1, 2, 4, 5]
+    # A budget for two lines: the exception, then the failure line, before the outline.
+    two = sum(len(lines[i]) + 8 for i in (4, 5))
+    assert [i for i, _ in notable_lines(lines, two)] == [4, 5]
+    # One more line's room goes to the definition, not the path mention.
+    three = two + len(lines[2]) + 8
+    assert [i for i, _ in notable_lines(lines, three)] == [2, 4, 5]
