@@ -258,6 +258,13 @@ def test_demo_runs_to_completion(tmp_path: Path, home: Path) -> None:
     assert "SCRIPTED" in run.stderr
     assert "All 4 tests pass" in run.stdout
     assert "status: finished" in run.stdout
+    # The window forces a checkpoint mid-plan; the plan goes on from what the checkpoint keeps
+    # (board, files, commands, the report's reference) instead of starting over.
+    shown_all = run.stdout + run.stderr
+    assert "context: checkpoint #1" in shown_all
+    assert shown_all.count("I'll plan this as small criteria") == 1
+    assert shown_all.count("→ Bash python tools/report.py") == 1
+    assert "→ EvidenceRead evt_" in shown_all
     sid = run.stdout.split("session: ")[1].split()[0]
     shown = comal("show", sid, cwd=tmp_path, env_home=home)
     assert shown.code == 0

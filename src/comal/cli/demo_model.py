@@ -54,12 +54,25 @@ FINAL_ANSWER = (
 )
 
 
-def _next_step(messages: tuple[Message, ...]) -> tuple[int, str]:
-    """The plan step to play next, and the text of the latest tool results.
+_DONE_IN_CHECKPOINT = (
+    # What a checkpoint's work state shows once each step has run (see `context/workstate.py`).
+    (0, re.compile(r"^- \[\w+\] bug: ", re.M)),
+    (1, re.compile(r"^- inventory/stats\.py: read ", re.M)),
+    (2, re.compile(r"^- \$ python -m unittest -v 2>&1 → exit 1 ", re.M)),
+    (3, re.compile(r"^- \$ python tools/report\.py → exit 0 · (evt_[0-9a-f]{32})", re.M)),
+    (5, re.compile(r"^- inventory/stats\.py: edited ", re.M)),
+    (6, re.compile(r"^- \$ python -m unittest -v 2>&1 → exit 0 ", re.M)),
+)
 
-    The step is one past the highest `demo_<step>_…` call id visible in the request — in the
-    conversation or inside a checkpoint's text — so the plan survives the context engine's
-    projections and checkpoints exactly as a real model's memory would have to.
+
+def _next_step(messages: tuple[Message, ...]) -> tuple[int, str]:
+    """The plan step to play next, and the text where the report's reference may be found.
+
+    The step is one past the highest step the request shows done: a `demo_<step>_…` call id in
+    the conversation, or, once a checkpoint replaced those turns, the step's trace in the
+    checkpoint's work state (board, files, recent commands). The plan thus survives the context
+    engine's projections and checkpoints only through what they actually keep, exactly as a
+    real model's memory would have to.
     """
     seen = -1
     latest = ""
@@ -69,6 +82,11 @@ def _next_step(messages: tuple[Message, ...]) -> tuple[int, str]:
         for text in texts:
             for match in _STEP.finditer(text):
                 seen = max(seen, int(match.group(1)))
+            for step, pattern in _DONE_IN_CHECKPOINT:
+                found = pattern.search(text)
+                if found is not None and step >= seen:
+                    seen = step
+                    latest = found.group(0)
         if message.tool_results:
             latest = "\n".join(r.content for r in message.tool_results)
     return seen + 1, latest
