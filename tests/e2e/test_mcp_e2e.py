@@ -2,7 +2,8 @@
 
 The model (scripted by the fake server) calls `mcp__calc__add` on a real stdio server
 (`comal.testing.mcp_server`); a second configured server cannot start, which must leave a
-warning and nothing else.
+warning and nothing else. The same server over Streamable HTTP, configured by `url`, serves a
+tool call the same way.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from comal.testing.fake_server import FakeServer
+from comal.testing.mcp_server import McpHttpServer
 from tests.e2e.headless_support import comal, configure, ledger_at
 
 pytestmark = pytest.mark.e2e
@@ -84,3 +86,54 @@ def test_the_model_calls_an_mcp_tool_through_comal(tmp_path: Path) -> None:
     assert rows["MCP tools"] > 0
     verified = comal("verify", session_id, cwd=workspace, env_home=home)
     assert verified.code == 0, verified.stderr
+
+
+def test_the_model_calls_a_tool_of_a_server_configured_by_url(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    served = tmp_path / "served"
+    served.mkdir()
+    home = tmp_path / "home"
+    turns: list[Any] = [
+        {
+            "tool_calls": [
+                {
+                    "id": "call_note",
+                    "name": "mcp__web__note",
+                    "arguments": {"path": "seen.txt", "text": "over http"},
+                },
+                {"id": "call_fail", "name": "mcp__web__fail", "arguments": {"reason": "nope"}},
+            ]
+        },
+        "Noted.",
+    ]
+    with McpHttpServer(served, name="web") as mcp, FakeServer(turns) as server:
+        configure(workspace, server, "openai-chat")
+        config = workspace / ".comal" / "config.toml"
+        config.write_text(
+            config.read_text() + f"\n[mcp_servers.web]\nurl = {json.dumps(mcp.url)}\n"
+        )
+        run = comal("-p", "note it", "--output-format", "stream-json", cwd=workspace, env_home=home)
+        assert run.code == 0, run.stderr + run.stdout[-2000:]
+        stats = server.stats()
+        assert (stats.requests, stats.orphan_violations, stats.unexpected_requests) == (2, 0, 0)
+        first, second = (dict[str, Any](request.body) for request in server.received)
+        # The server keeps serving after Comal's session ended.
+        assert mcp.returncode is None
+    assert {"mcp__web__add", "mcp__web__note"} <= set(tool_names(first))
+    assert tool_names(first) == tool_names(second)
+    # The effect happened where the server runs, not in Comal's workspace.
+    assert (served / "seen.txt").read_text() == "over http\n"
+    assert not (workspace / "seen.txt").exists()
+    tool_messages = [m for m in second["messages"] if m.get("role") == "tool"]
+    assert [(m["tool_call_id"], m["content"]) for m in tool_messages] == [
+        ("call_note", "noted in seen.txt"),
+        ("call_fail", "nope"),
+    ]
+    assert [e for e in run.events() if e["type"] == "notice"] == []
+    with ledger_at(home) as ledger:
+        results = ledger.entries(run.session_id(), kinds=("tool.result",))
+        assert [(e.payload["status"], ledger.body(e)) for e in results] == [
+            ("ok", b"noted in seen.txt"),
+            ("error", b"nope"),
+        ]

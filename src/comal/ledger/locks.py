@@ -15,8 +15,10 @@ import os
 import socket
 import sqlite3
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
+from comal.errors import SessionLockedError
 from comal.messages import JSONObject
 
 _PROC = Path("/proc")
@@ -122,6 +124,15 @@ def holder_alive(lock: LockInfo, me: ProcessIdentity) -> bool:
 def held_by(lock: LockInfo, me: ProcessIdentity) -> bool:
     """Whether `lock` belongs to the process `me`."""
     return (lock.pid, lock.host, lock.process_start_id) == (me.pid, me.host, me.start_id)
+
+
+def held_elsewhere(lock: LockInfo) -> SessionLockedError:
+    """The error for a session that the live process recorded in `lock` holds."""
+    since = datetime.fromtimestamp(lock.acquired_at / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return SessionLockedError(
+        f"session {lock.session_id} is held by pid {lock.pid} on {lock.host}"
+        f" since {since}; stop that process first"
+    )
 
 
 def lock_payload(lock: LockInfo) -> JSONObject:

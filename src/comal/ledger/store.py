@@ -9,67 +9,61 @@ Invariants:
 - Blobs are content-addressed (`sha256:<hex>`) and stored once.
 - The database file and its WAL/SHM companions are created 0600 (SQLite gives the companions
   the main file's mode). A ledger written by a newer schema is refused before any write.
-- All SQL lives in this package; callers see only `Entry`, `SessionInfo`, `LockInfo` and
-  `VerifyReport` values, so another backend can stand behind the same methods later.
+- All SQL lives in this package (the tables' statements in `session_rows`, `entry_rows`,
+  `blobs` and `locks`; this class holds the transactions around them); callers see only
+  `Entry`, `SessionInfo`, `LockInfo` and `VerifyReport` values, so another backend can stand
+  behind the same methods later.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-import uuid
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
-from comal.errors import (
-    AmbiguousSessionError,
-    LedgerError,
-    SessionLockedError,
-    UnknownEntryError,
-    UnknownSessionError,
-)
-from comal.ids import new_id, new_session_id, now_ms
-from comal.ledger.blobs import has_blob, insert_blob, read_blob
-from comal.ledger.canonical import check_kind, content_hash, decode_payload, encode_payload
+from comal.errors import LedgerError, UnknownEntryError
+from comal.ids import new_id, now_ms
+from comal.ledger.blobs import insert_blob, read_blob
+from comal.ledger.canonical import content_hash, encode_payload
 from comal.ledger.entry import Entry, SessionInfo
+from comal.ledger.entry_rows import (
+    entry_payload,
+    insert_entry,
+    require_body_blob,
+    select_entries,
+    select_entry,
+)
 from comal.ledger.locks import (
     LockInfo,
     current_process,
     delete_lock,
     held_by,
+    held_elsewhere,
     holder_alive,
     lock_payload,
     read_lock,
     write_lock,
 )
 from comal.ledger.schema import connect
-from comal.ledger.verify import VerifyReport, verify_ledger
-from comal.messages import JSONObject, JSONValue, digest_bytes
-
-STATUSES = ("active", "finished", "failed", "interrupted")
-"""The statuses a session can have."""
-
-_ENTRY_COLUMNS = "seq, id, session_id, kind, payload, content_hash, created_at"
-_SESSION_COLUMNS = (
-    "id, parent_id, created_at, cwd, model, status, title, source, entry_count, last_activity_at"
+from comal.ledger.session_rows import (
+    STATUSES,
+    all_sessions,
+    check_status,
+    child_ids,
+    insert_session,
+    latest_session_id,
+    require_session,
+    resolve_prefix,
+    select_session,
+    session_id_to_create,
 )
-_CANDIDATES_SHOWN = 10
+from comal.ledger.verify import VerifyReport, verify_ledger
+from comal.messages import JSONObject
 
-
-def _entry(row: tuple[int, str, str, str, str, str, int]) -> Entry:
-    seq, entry_id, session_id, kind, payload, digest, created_at = row
-    return Entry(seq, entry_id, session_id, kind, decode_payload(payload), digest, created_at)
-
-
-def _session(row: tuple[str, str | None, int, str, str, str, str, str, int, int]) -> SessionInfo:
-    return SessionInfo(*row)
-
-
-def _utc(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+__all__ = ["STATUSES", "Ledger"]
 
 
 class Ledger:
@@ -178,37 +172,27 @@ class Ledger:
             UnknownSessionError: `parent_id` names no session.
             LedgerError: `session_id` is not a UUID or already exists.
         """
-        if session_id is None:
-            session_id = new_session_id()
-        else:
-            try:
-                session_id = str(uuid.UUID(session_id))
-            except ValueError as exc:
-                raise LedgerError(f"session id must be a UUID, got {session_id!r}") from exc
+        session_id = session_id_to_create(session_id)
         created = now_ms()
         with self._write() as conn:
             if parent_id is not None:
                 self._require_session(parent_id)
-            if self._session_row(session_id) is not None:
+            if select_session(conn, session_id) is not None:
                 raise LedgerError(f"session {session_id} already exists")
-            conn.execute(
-                "INSERT INTO sessions (id, parent_id, cwd, model, title, source, status,"
-                " created_at, last_activity_at) VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)",
-                (session_id, parent_id, cwd, model, title, source, created, created),
+            insert_session(
+                conn,
+                session_id,
+                parent_id=parent_id,
+                cwd=cwd,
+                model=model,
+                title=title,
+                source=source,
+                created_at=created,
             )
         return session_id
 
-    def _session_row(self, session_id: str) -> SessionInfo | None:
-        row = self._conn.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        return None if row is None else _session(row)
-
     def _require_session(self, session_id: str) -> SessionInfo:
-        info = self._session_row(session_id)
-        if info is None:
-            raise UnknownSessionError(f"no session {session_id!r} in {self.path}")
-        return info
+        return require_session(self._conn, session_id, self.path)
 
     def session(self, session_id: str) -> SessionInfo:
         """The session row with its entry count and last activity.
@@ -222,19 +206,12 @@ class Ledger:
     def sessions(self) -> list[SessionInfo]:
         """Every session, newest first."""
         with self._mutex:
-            rows = self._conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at DESC, rowid DESC"
-            ).fetchall()
-        return [_session(row) for row in rows]
+            return all_sessions(self._conn)
 
     def children(self, session_id: str) -> list[str]:
         """Ids of the sessions whose parent is `session_id`, oldest first."""
         with self._mutex:
-            rows = self._conn.execute(
-                "SELECT id FROM sessions WHERE parent_id = ? ORDER BY created_at, rowid",
-                (session_id,),
-            ).fetchall()
-        return [row[0] for row in rows]
+            return child_ids(self._conn, session_id)
 
     def resolve(self, prefix: str) -> str:
         """The full session id that `prefix` (git-like, case-insensitive) uniquely starts.
@@ -243,36 +220,13 @@ class Ledger:
             UnknownSessionError: no session starts with `prefix`.
             AmbiguousSessionError: several do; the message lists them.
         """
-        wanted = prefix.strip().lower()
-        if not wanted or any(c not in "0123456789abcdef-" for c in wanted):
-            raise UnknownSessionError(f"{prefix!r} is not a session id or id prefix")
         with self._mutex:
-            # A range scan on the primary key: ids are lowercase hex and dashes.
-            rows = self._conn.execute(
-                "SELECT id, created_at, cwd FROM sessions WHERE id >= ? AND id < ?"
-                " ORDER BY created_at DESC LIMIT ?",
-                (wanted, wanted + "\x7f", _CANDIDATES_SHOWN + 1),
-            ).fetchall()
-        exact = [row for row in rows if row[0] == wanted]
-        if exact or len(rows) == 1:
-            return str((exact or rows)[0][0])
-        if not rows:
-            raise UnknownSessionError(f"no session id starts with {prefix!r} in {self.path}")
-        listed = "\n".join(f"  {row[0]}  {row[2]}" for row in rows[:_CANDIDATES_SHOWN])
-        more = "\n  …" if len(rows) > _CANDIDATES_SHOWN else ""
-        raise AmbiguousSessionError(
-            f"{prefix!r} matches several sessions; give more characters:\n{listed}{more}"
-        )
+            return resolve_prefix(self._conn, prefix, self.path)
 
     def latest_session(self, cwd: str) -> str | None:
         """The top-level session in `cwd` with the most recent activity, if any."""
         with self._mutex:
-            row = self._conn.execute(
-                "SELECT id FROM sessions WHERE cwd = ? AND parent_id IS NULL"
-                " ORDER BY last_activity_at DESC, last_seq DESC, rowid DESC LIMIT 1",
-                (cwd,),
-            ).fetchone()
-        return None if row is None else str(row[0])
+            return latest_session_id(self._conn, cwd)
 
     def set_status(self, session_id: str, status: str) -> None:
         """Set the session's status (`active`, `finished`, `failed` or `interrupted`).
@@ -281,8 +235,7 @@ class Ledger:
             LedgerError: unknown status.
             UnknownSessionError: no such session.
         """
-        if status not in STATUSES:
-            raise LedgerError(f"unknown session status {status!r}; one of {', '.join(STATUSES)}")
+        check_status(status)
         with self._write() as conn:
             self._require_session(session_id)
             conn.execute("UPDATE sessions SET status = ? WHERE id = ?", (status, session_id))
@@ -316,16 +269,7 @@ class Ledger:
             LedgerError: bad kind, a payload that is not JSON, `body` given while the payload
                 already has one, or a payload `body` naming a blob the ledger does not hold.
         """
-        check_kind(kind)
-        if not isinstance(payload, dict):
-            raise LedgerError(f"entry payload must be a JSON object, got {type(payload).__name__}")
-        digest: str | None = None
-        if body is not None:
-            if "body" in payload:
-                raise LedgerError("payload already has a 'body'; pass the bytes or the ref")
-            digest = digest_bytes(body)
-            payload = {**payload, "body": {"blob": digest, "size_bytes": len(body)}}
-        text, decoded = encode_payload(payload)
+        text, decoded, digest = entry_payload(kind, payload, body)
         entry_id = new_id("evt")
         with self._write() as conn:
             # Stamped under the write lock, so created_at never decreases along seq.
@@ -334,43 +278,9 @@ class Ledger:
             if body is not None:
                 insert_blob(conn, body, digest)
             else:
-                self._require_body_blob(decoded.get("body"))
-            seq = self._insert_entry(conn, session_id, kind, text, entry_id, created)
+                require_body_blob(conn, decoded.get("body"))
+            seq = insert_entry(conn, session_id, kind, text, entry_id, created)
         return Entry(seq, entry_id, session_id, kind, decoded, content_hash(kind, text), created)
-
-    @staticmethod
-    def _insert_entry(
-        conn: sqlite3.Connection,
-        session_id: str,
-        kind: str,
-        text: str,
-        entry_id: str | None = None,
-        created_at: int | None = None,
-    ) -> int:
-        """Insert one entry row inside the caller's transaction and return its seq."""
-        cursor = conn.execute(
-            "INSERT INTO entries (id, session_id, kind, payload, content_hash, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                entry_id or new_id("evt"),
-                session_id,
-                kind,
-                text,
-                content_hash(kind, text),
-                now_ms() if created_at is None else created_at,
-            ),
-        )
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
-
-    def _require_body_blob(self, body: JSONValue) -> None:
-        if body is None:
-            return
-        digest = body.get("blob") if isinstance(body, dict) else None
-        if not isinstance(digest, str):
-            raise LedgerError("payload 'body' must be {'blob': 'sha256:…', 'size_bytes': n}")
-        if not has_blob(self._conn, digest):
-            raise LedgerError(f"payload 'body' names blob {digest}, which the ledger lacks")
 
     def put_blob(self, data: bytes) -> str:
         """Store `data` once (content-addressed) and return its digest `sha256:<hex>`."""
@@ -406,18 +316,11 @@ class Ledger:
         Raises:
             UnknownSessionError: no such session.
         """
-        sql = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE session_id = ? AND seq > ?"
-        params: list[str | int] = [session_id, after_seq]
-        if kinds is not None:
-            wanted = sorted(set(kinds))
-            if not wanted:
-                return []
-            sql += f" AND kind IN ({', '.join('?' * len(wanted))})"
-            params.extend(wanted)
+        if kinds is not None and not kinds:
+            return []  # asked for no kind: nothing to read, not even the session
         with self._mutex:
             self._require_session(session_id)
-            rows = self._conn.execute(sql + " ORDER BY seq", params).fetchall()
-        return [_entry(row) for row in rows]
+            return select_entries(self._conn, session_id, after_seq, kinds)
 
     def entry(self, entry_id: str) -> Entry:
         """One entry by its `evt_` id.
@@ -426,12 +329,10 @@ class Ledger:
             UnknownEntryError: no entry has that id.
         """
         with self._mutex:
-            row = self._conn.execute(
-                f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,)
-            ).fetchone()
-        if row is None:
+            found = select_entry(self._conn, entry_id)
+        if found is None:
             raise UnknownEntryError(f"no entry {entry_id!r} in {self.path}")
-        return _entry(row)
+        return found
 
     def verify(self, session_id: str | None = None) -> VerifyReport:
         """Re-hash the entries of one session (or of the whole ledger) and their blobs.
@@ -464,10 +365,7 @@ class Ledger:
                 self._held.add(session_id)
                 return current
             if current is not None and holder_alive(current, me):
-                raise SessionLockedError(
-                    f"session {session_id} is held by pid {current.pid} on {current.host}"
-                    f" since {_utc(current.acquired_at)}; stop that process first"
-                )
+                raise held_elsewhere(current)
             lock = LockInfo(session_id, me.pid, me.host, me.start_id, me.started_at, now_ms())
             write_lock(conn, lock)
             payload = lock_payload(lock)
@@ -475,7 +373,7 @@ class Ledger:
             if current is not None:
                 kind = "lock.reclaimed"
                 payload["previous"] = lock_payload(current)
-            self._insert_entry(conn, session_id, kind, encode_payload(payload)[0])
+            insert_entry(conn, session_id, kind, encode_payload(payload)[0])
         self._held.add(session_id)
         return lock
 

@@ -10,6 +10,7 @@ Invariants (the harness must never break them; each break is a counted violation
 
 Request size: the o200k token count (toktok) of every text the request carries (instructions,
 message text, tool results, tool-call arguments, tool schemas), plus 4 tokens per message.
+Other facts read from a request: the tool calls it answers and the output limit it asks for.
 """
 
 from __future__ import annotations
@@ -81,6 +82,38 @@ def count_text_tokens(text: str) -> int:
         return 0
     counts: list[int] = toktok.batch_count([text], "o200k_base")
     return counts[0]
+
+
+_RESULT_ID_KEYS = ("tool_call_id", "tool_use_id", "call_id")
+
+
+def answered_call_ids(value: JSONValue) -> set[str]:
+    """Ids of the tool results a request carries (Chat `tool_call_id`, Anthropic `tool_use_id`,
+    Responses `function_call_output.call_id`)."""
+    found: set[str] = set()
+    if isinstance(value, list):
+        for item in value:
+            found |= answered_call_ids(item)
+    elif isinstance(value, dict):
+        is_result = value.get("role") == "tool" or value.get("type") in (
+            "tool_result",
+            "function_call_output",
+        )
+        for key, item in value.items():
+            if is_result and key in _RESULT_ID_KEYS and isinstance(item, str):
+                found.add(item)
+            elif isinstance(item, list | dict):
+                found |= answered_call_ids(item)
+    return found
+
+
+def requested_output_tokens(body: JSONObject) -> int:
+    """The output limit the request asks for (`max_tokens` and its variants; 0 when none)."""
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        value = body.get(key)
+        if isinstance(value, int):
+            return value
+    return 0
 
 
 def _list(value: JSONValue) -> list[JSONValue]:

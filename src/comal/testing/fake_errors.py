@@ -10,7 +10,7 @@ tests can prove Comal scrubs it from its errors.
 from __future__ import annotations
 
 from comal.messages import JSONObject
-from comal.testing.fake_wires import ErrorAnswer, SseItem, dump_json
+from comal.testing.fake_render import ErrorAnswer, SseItem, dump_json
 
 
 def _openai(message: str, etype: str, code: str | None, param: str | None = None) -> JSONObject:

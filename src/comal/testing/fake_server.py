@@ -1,6 +1,6 @@
 """A loopback fake LLM server speaking OpenAI Chat, OpenAI Responses and Anthropic Messages.
 
-`FakeServer` is a `ThreadingHTTPServer` on `127.0.0.1:0` that answers model calls from a script
+`FakeServer` serves HTTP on `127.0.0.1:0` (`fake_http`) and answers model calls from a script
 of wire-independent turns (`comal.testing.fake_script`), rendered in the wire of the endpoint
 that was hit: `…/chat/completions`, `…/responses`, `…/messages`. Streams are SSE with
 `Connection: close` (the anthropic SDK waits forever on a keep-alive stream without length).
@@ -24,33 +24,26 @@ returns the stats as JSON and `GET /_fake/requests` the received bodies.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import signal
 import sys
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from comal.messages import JSONObject, JSONValue
-from comal.testing.fake_checks import CHECKS, TokenEstimator, count_request_tokens
-from comal.testing.fake_errors import error_answer, invalid_request_answer, stream_error_event
-from comal.testing.fake_script import FakeTurn, load_script, parse_turns
-from comal.testing.fake_wires import (
-    ErrorAnswer,
-    RenderContext,
-    SseItem,
-    anthropic_events,
-    anthropic_json,
-    chat_events,
-    chat_json,
-    responses_events,
-    responses_object,
+from comal.testing.fake_checks import (
+    CHECKS,
+    TokenEstimator,
+    answered_call_ids,
+    count_request_tokens,
+    requested_output_tokens,
 )
+from comal.testing.fake_errors import error_answer, invalid_request_answer
+from comal.testing.fake_http import FakeHTTPServer, wire_of
+from comal.testing.fake_script import FakeTurn, load_script, parse_turns
+from comal.testing.fake_wires import ErrorAnswer, RenderContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,13 +105,6 @@ class FakeStats:
         }
 
 
-_WIRES = (
-    ("/chat/completions", "openai-chat"),
-    ("/responses", "openai-responses"),
-    ("/messages", "anthropic-messages"),
-)
-
-
 @dataclass(slots=True)
 class _State:
     turns: list[FakeTurn]
@@ -163,8 +149,7 @@ class FakeServer:
         self.estimator = estimator or count_request_tokens
         self._state = _State(_as_turns(turns))
         self._lock = threading.Lock()
-        self._httpd = _HTTPServer(("127.0.0.1", port), _Handler)
-        self._httpd.fake = self
+        self._httpd = FakeHTTPServer(("127.0.0.1", port), self)
         self._thread: threading.Thread | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -243,7 +228,7 @@ class FakeServer:
         self, path: str, body: JSONObject, headers: dict[str, str]
     ) -> tuple[str, FakeTurn | ErrorAnswer, RenderContext]:
         """Decide the answer to a model request: a turn to render or an error."""
-        wire = next((w for suffix, w in _WIRES if path.endswith(suffix)), "")
+        wire = wire_of(path) or ""
         key = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
         tokens = self.estimator(body)
         ctx = RenderContext(
@@ -264,7 +249,7 @@ class FakeServer:
                 s.violations.extend(problems)
                 return wire, invalid_request_answer(wire, problems[0]), ctx
             window = self.options.window
-            output = _max_tokens(body)
+            output = requested_output_tokens(body)
             if window is not None and tokens > window:
                 s.overflows += 1
                 return wire, self._overflow(wire, "context_length", tokens, output), ctx
@@ -336,203 +321,14 @@ def _strs(value: JSONValue) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-_RESULT_ID_KEYS = ("tool_call_id", "tool_use_id", "call_id")
-
-
-def _result_ids(value: JSONValue) -> set[str]:
-    """Ids of the tool results a request carries (Chat `tool_call_id`, Anthropic `tool_use_id`,
-    Responses `function_call_output.call_id`)."""
-    found: set[str] = set()
-    if isinstance(value, list):
-        for item in value:
-            found |= _result_ids(item)
-    elif isinstance(value, dict):
-        is_result = value.get("role") == "tool" or value.get("type") in (
-            "tool_result",
-            "function_call_output",
-        )
-        for key, item in value.items():
-            if is_result and key in _RESULT_ID_KEYS and isinstance(item, str):
-                found.add(item)
-            elif isinstance(item, list | dict):
-                found |= _result_ids(item)
-    return found
-
-
 def _last_answered(turns: Sequence[FakeTurn], body: JSONObject) -> int:
     """Index of the last turn whose tool calls the request answers (-1: none)."""
-    answered = _result_ids(body.get("messages", body.get("input")))
+    answered = answered_call_ids(body.get("messages", body.get("input")))
     last = -1
     for index, turn in enumerate(turns):
         if any(call.call_id in answered for call in turn.tool_calls):
             last = index
     return last
-
-
-def _max_tokens(body: JSONObject) -> int:
-    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
-        value = body.get(key)
-        if isinstance(value, int):
-            return value
-    return 0
-
-
-_RENDER = {
-    "openai-chat": (chat_events, chat_json),
-    "openai-responses": (responses_events, lambda t, c: responses_object(t, c, final=True)),
-    "anthropic-messages": (anthropic_events, anthropic_json),
-}
-_STREAM_PREFIX = {"openai-chat": 1, "openai-responses": 1, "anthropic-messages": 2}
-"""Events sent before an in-stream error (role chunk, response.created, message_start+ping)."""
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    fake: FakeServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _HTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence per-request logging."""
-
-    def _json(self, status: int, obj: JSONValue, headers: Mapping[str, str] | None = None) -> None:
-        data = json.dumps(obj).encode("utf-8")
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.send_header("connection", "close")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.close_connection = True
-        self.wfile.write(data)
-
-    def _body(self) -> JSONValue:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            value: JSONValue = json.loads(raw or b"null")
-        except ValueError:
-            return None
-        return value
-
-    def do_GET(self) -> None:
-        """Stats, received requests and discovery endpoints."""
-        fake = self.server.fake
-        path = self.path.split("?", 1)[0].rstrip("/")
-        style = fake.options.discovery_style
-        window = fake.advertised_window()
-        if path == "/_fake/stats":
-            self._json(200, fake.stats().to_json())
-        elif path == "/_fake/requests":
-            self._json(200, [r.body for r in fake.received])
-        elif path in ("/v1/models", "/models") and style in ("all", "vllm", "llamacpp", "ollama"):
-            entry: JSONObject = {"id": fake.options.model, "object": "model", "owned_by": "fake"}
-            if style in ("all", "vllm"):
-                entry["max_model_len"] = window
-            if style in ("all", "llamacpp"):
-                entry["meta"] = {"n_ctx_train": window * 2, "n_vocab": 151_936}
-            self._json(200, {"object": "list", "data": [entry]})
-        elif path.startswith("/v1/models/") and style in ("all", "anthropic"):
-            model = path.removeprefix("/v1/models/")
-            self._json(
-                200,
-                {
-                    "type": "model",
-                    "id": model,
-                    "display_name": model,
-                    "created_at": "2026-01-01T00:00:00Z",
-                    "max_input_tokens": window,
-                    "max_tokens": fake.options.max_output,
-                },
-            )
-        elif path == "/props" and style in ("all", "llamacpp"):
-            self._json(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
-        elif path == "/api/ps" and style in ("all", "ollama"):
-            self._json(200, {"models": []})
-        else:
-            self._json(404, {"error": {"message": f"no route for GET {path}", "type": "not_found"}})
-
-    def do_POST(self) -> None:
-        """Model calls and Ollama's `/api/show`."""
-        fake = self.server.fake
-        path = self.path.split("?", 1)[0].rstrip("/")
-        body = self._body()
-        if path == "/api/show" and fake.options.discovery_style in ("all", "ollama"):
-            show: JSONObject = {
-                "model_info": {
-                    "general.architecture": "qwen2",
-                    "qwen2.context_length": fake.advertised_window(),
-                },
-                "parameters": f"num_ctx {fake.options.ollama_num_ctx}"
-                if fake.options.ollama_num_ctx
-                else "",
-                "capabilities": ["completion", "tools"],
-            }
-            self._json(200, show)
-            return
-        if not any(path.endswith(suffix) for suffix, _ in _WIRES):
-            fake.note_unexpected()
-            self._json(
-                404, {"error": {"message": f"no route for POST {path}", "type": "not_found"}}
-            )
-            return
-        if not isinstance(body, dict):
-            self._json(
-                400,
-                {
-                    "error": {
-                        "message": "request body is not a JSON object",
-                        "type": "invalid_request_error",
-                    }
-                },
-            )
-            return
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        wire, answer, ctx = fake.answer(path, body, headers)
-        if isinstance(answer, ErrorAnswer):
-            self._json(answer.status, answer.body, answer.headers)
-            return
-        events, whole = _RENDER[wire]
-        error = None
-        if answer.error is not None:
-            error = fake.error_for_turn(wire, answer, ctx.input_tokens, _max_tokens(body), "")
-        if not body.get("stream"):
-            if error is not None:
-                self._json(error.status, error.body, error.headers)
-            else:
-                self._json(200, whole(answer, ctx))
-            return
-        items = events(answer, ctx)
-        if error is not None:
-            items = [*items[: _STREAM_PREFIX[wire]], stream_error_event(wire, error)]
-        # A client that went away mid-stream needs no answer.
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self._stream(items, answer)
-
-    def _stream(self, items: list[SseItem], turn: FakeTurn) -> None:
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("connection", "close")
-        self.end_headers()
-        self.close_connection = True
-        for n, (event, data) in enumerate(items):
-            frame = (f"event: {event}\n" if event else "") + f"data: {data}\n\n"
-            if turn.cut_after_events is not None and n >= turn.cut_after_events:
-                if turn.cut_mid_event:
-                    self.wfile.write(frame.encode()[: max(1, len(frame) // 2)])
-                self.wfile.flush()
-                return
-            if turn.stall_after_events == n and turn.stall_s:
-                time.sleep(turn.stall_s)
-            if n and turn.delay_s:
-                time.sleep(turn.delay_s)
-            self.wfile.write(frame.encode())
-            self.wfile.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

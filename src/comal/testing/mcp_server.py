@@ -1,6 +1,11 @@
 """A small real MCP server for tests: `python -m comal.testing.mcp_server [--name NAME]`.
 
-It speaks MCP over stdio through the MCP SDK, like any server a user configures. Tools:
+It speaks MCP through the MCP SDK, like any server a user configures: over stdio by default, or
+over Streamable HTTP on loopback with `--http [--port N]` (port 0, the default, picks a free
+one). In HTTP mode it prints its URL (`http://127.0.0.1:<port>/mcp`) and a newline on stdout
+once it accepts connections, writes nothing else there, and serves until its stdin closes or
+it gets SIGTERM/SIGINT, so a server started by a test never outlives it. `McpHttpServer` runs
+one as a subprocess for tests. Tools:
 `add` (two integers; text plus structured content), `echo` (text back), `fail` (a result with
 `isError`), `big` (`size` characters of numbered lines), `image` (a 1x1 PNG), `data`
 (structured content only), `note` (appends a line to a file in the server's working directory:
@@ -13,11 +18,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import select
+import socket
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
+from typing import IO
 
+import uvicorn
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent
+
+LOOPBACK = "127.0.0.1"
 
 PNG_1X1 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAE"
@@ -95,12 +109,189 @@ def build_server(name: str) -> MCPServer:
     return server
 
 
+class _AnnouncingServer(uvicorn.Server):
+    """A uvicorn server that prints its URL on stdout once it accepts connections."""
+
+    def __init__(self, config: uvicorn.Config, url: str) -> None:
+        super().__init__(config)
+        self._url = url
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            sys.stdout.write(self._url + "\n")
+            sys.stdout.flush()
+
+
+async def _exit_when_stdin_closes(server: uvicorn.Server) -> None:
+    """Ask `server` to stop once stdin reaches end of file (when stdin is a pipe or terminal)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    except ValueError:
+        return  # a regular file: nothing to watch, signals still stop the server
+    while await reader.read(65_536):
+        pass
+    server.should_exit = True
+
+
+async def serve_http(server: MCPServer, port: int = 0) -> None:
+    """Serve `server` over Streamable HTTP on loopback `port` (see the module docstring)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((LOOPBACK, port))
+    url = f"http://{LOOPBACK}:{sock.getsockname()[1]}/mcp"
+    config = uvicorn.Config(
+        server.streamable_http_app(host=LOOPBACK),
+        log_config=None,  # warnings go to stderr through logging's last resort; stdout stays clean
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        # A client's open event stream must not hold the shutdown for long.
+        timeout_graceful_shutdown=1,
+    )
+    http = _AnnouncingServer(config, url)
+    watcher = asyncio.create_task(_exit_when_stdin_closes(http))
+    try:
+        await http.serve(sockets=[sock])
+    finally:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+        sock.close()
+
+
+class McpHttpServer:
+    """The test server over Streamable HTTP as a subprocess (a context manager).
+
+    Entering starts `python -m comal.testing.mcp_server --http` and waits for its URL; leaving
+    closes its stdin (it shuts down) and kills it if it has not exited within 10 s.
+
+    Args:
+        cwd: the server's working directory (where `note` writes).
+        name: the server name it reports.
+        startup_timeout_s: how long to wait for the URL before giving up.
+    """
+
+    def __init__(self, cwd: Path, name: str = "calc", startup_timeout_s: float = 30) -> None:
+        self.cwd = cwd
+        self.name = name
+        self.startup_timeout_s = startup_timeout_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
+        self._url: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The server's MCP endpoint, `http://127.0.0.1:<port>/mcp`."""
+        if self._url is None:
+            raise RuntimeError("the MCP HTTP server is not started")
+        return self._url
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once the process has ended, else None."""
+        return None if self._proc is None else self._proc.poll()
+
+    def _stderr_text(self) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        return self._stderr.read().decode("utf-8", "replace")[-2_000:]
+
+    def start(self) -> McpHttpServer:
+        """Start the process and wait until it listens.
+
+        Raises:
+            RuntimeError: the server exited or gave no URL within `startup_timeout_s`.
+        """
+        # Kept open for the process's lifetime (its stderr, read when it fails); stop() closes it.
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
+        argv = [sys.executable, "-m", "comal.testing.mcp_server", "--http", "--name", self.name]
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=self.cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+            )
+        except OSError:
+            self.stop()
+            raise
+        self._proc = proc
+        assert proc.stdout is not None
+        deadline = time.monotonic() + self.startup_timeout_s
+        line = b""
+        while not line.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            ready = remaining > 0 and bool(select.select([proc.stdout], [], [], remaining)[0])
+            # os.read, not the buffered pipe: select() must see every byte not yet read.
+            chunk = os.read(proc.stdout.fileno(), 4_096) if ready else b""
+            if not chunk:
+                self.kill()
+                message = f"the MCP HTTP server gave no URL (exit status {proc.poll()})"
+                stderr = self._stderr_text()
+                self.stop()
+                raise RuntimeError(f"{message}: {stderr}" if stderr else message)
+            line += chunk
+        self._url = line.decode().strip()
+        return self
+
+    def wait(self, timeout_s: float) -> int:
+        """The exit status, once the process has ended (at most `timeout_s` from now).
+
+        Raises:
+            RuntimeError: it was never started.
+            subprocess.TimeoutExpired: it is still running.
+        """
+        if self._proc is None:
+            raise RuntimeError("the MCP HTTP server is not started")
+        return self._proc.wait(timeout=timeout_s)
+
+    def kill(self) -> None:
+        """End the process at once (SIGKILL), as a server that goes away mid-session."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+
+    def stop(self) -> None:
+        """Close the server's stdin and wait for it to exit (killing it after 10 s)."""
+        proc = self._proc
+        if proc is not None:
+            if proc.stdin is not None and not proc.stdin.closed:
+                proc.stdin.close()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def __enter__(self) -> McpHttpServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the server over stdio until stdin closes."""
+    """Run the server over stdio until stdin closes, or over Streamable HTTP with `--http`."""
     parser = argparse.ArgumentParser(prog="python -m comal.testing.mcp_server")
     parser.add_argument("--name", default="calc", help="the server name it reports")
+    parser.add_argument(
+        "--http", action="store_true", help="serve Streamable HTTP on 127.0.0.1 instead of stdio"
+    )
+    parser.add_argument("--port", type=int, default=0, help="HTTP port (0: any free one)")
     args = parser.parse_args(argv)
-    build_server(args.name).run("stdio")
+    server = build_server(args.name)
+    if args.http:
+        asyncio.run(serve_http(server, args.port))
+    else:
+        server.run("stdio")
     return 0
 
 

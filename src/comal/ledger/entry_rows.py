@@ -1,0 +1,113 @@
+"""The `entries` table: what an entry row stores, and the SQL behind the `Ledger`'s entry methods.
+
+Every SQL function runs inside the caller's transaction or read (the `Ledger` serialises
+them); none commits. An entry row is written once and never changed (triggers in `schema.py`);
+its `content_hash` is computed from the kind and the canonical payload text it stores.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection
+
+from comal.errors import LedgerError
+from comal.ids import new_id, now_ms
+from comal.ledger.blobs import has_blob
+from comal.ledger.canonical import check_kind, content_hash, decode_payload, encode_payload
+from comal.ledger.entry import Entry
+from comal.messages import JSONObject, JSONValue, digest_bytes
+
+ENTRY_COLUMNS = "seq, id, session_id, kind, payload, content_hash, created_at"
+
+
+def entry_from_row(row: tuple[int, str, str, str, str, str, int]) -> Entry:
+    """The value of one `ENTRY_COLUMNS` row."""
+    seq, entry_id, session_id, kind, payload, digest, created_at = row
+    return Entry(seq, entry_id, session_id, kind, decode_payload(payload), digest, created_at)
+
+
+def entry_payload(
+    kind: str, payload: JSONObject, body: bytes | None
+) -> tuple[str, JSONObject, str | None]:
+    """Check an entry before it is appended: its canonical text, decoded payload, body digest.
+
+    With `body`, the payload gains `"body": {"blob": "sha256:<hex>", "size_bytes": n}` and the
+    digest is returned (None without a body).
+
+    Raises:
+        LedgerError: bad kind, a payload that is not a JSON object, or `body` given while the
+            payload already has one.
+    """
+    check_kind(kind)
+    if not isinstance(payload, dict):
+        raise LedgerError(f"entry payload must be a JSON object, got {type(payload).__name__}")
+    digest: str | None = None
+    if body is not None:
+        if "body" in payload:
+            raise LedgerError("payload already has a 'body'; pass the bytes or the ref")
+        digest = digest_bytes(body)
+        payload = {**payload, "body": {"blob": digest, "size_bytes": len(body)}}
+    text, decoded = encode_payload(payload)
+    return text, decoded, digest
+
+
+def insert_entry(
+    conn: sqlite3.Connection,
+    session_id: str,
+    kind: str,
+    text: str,
+    entry_id: str | None = None,
+    created_at: int | None = None,
+) -> int:
+    """Insert one entry row (payload `text` is canonical JSON) and return its seq."""
+    cursor = conn.execute(
+        "INSERT INTO entries (id, session_id, kind, payload, content_hash, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            entry_id or new_id("evt"),
+            session_id,
+            kind,
+            text,
+            content_hash(kind, text),
+            now_ms() if created_at is None else created_at,
+        ),
+    )
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def require_body_blob(conn: sqlite3.Connection, body: JSONValue) -> None:
+    """Check that a payload's `body` reference (if any) names a stored blob.
+
+    Raises:
+        LedgerError: `body` is not a blob reference, or names a blob the ledger lacks.
+    """
+    if body is None:
+        return
+    digest = body.get("blob") if isinstance(body, dict) else None
+    if not isinstance(digest, str):
+        raise LedgerError("payload 'body' must be {'blob': 'sha256:…', 'size_bytes': n}")
+    if not has_blob(conn, digest):
+        raise LedgerError(f"payload 'body' names blob {digest}, which the ledger lacks")
+
+
+def select_entries(
+    conn: sqlite3.Connection, session_id: str, after_seq: int, kinds: Collection[str] | None
+) -> list[Entry]:
+    """The session's entries with `seq > after_seq`, in seq order, optionally of some kinds."""
+    sql = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ? AND seq > ?"
+    params: list[str | int] = [session_id, after_seq]
+    if kinds is not None:
+        wanted = sorted(set(kinds))
+        if not wanted:
+            return []
+        sql += f" AND kind IN ({', '.join('?' * len(wanted))})"
+        params.extend(wanted)
+    rows = conn.execute(sql + " ORDER BY seq", params).fetchall()
+    return [entry_from_row(row) for row in rows]
+
+
+def select_entry(conn: sqlite3.Connection, entry_id: str) -> Entry | None:
+    """One entry by its `evt_` id, or None."""
+    row = conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,)).fetchone()
+    return None if row is None else entry_from_row(row)

@@ -1,0 +1,188 @@
+"""MCP servers configured by `url`: Streamable HTTP against a real `comal.testing.mcp_server`.
+
+The server runs as a subprocess on 127.0.0.1 (`McpHttpServer`); one serves the whole module,
+and the tests where the server goes away start their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+import pytest_asyncio
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import TextContent
+
+from comal.config import McpServerConfig, PermissionsConfig
+from comal.messages import digest_bytes
+from comal.testing.mcp_server import PNG_1X1, McpHttpServer, big_text
+from comal.tools.base import Tool, ToolContext
+from comal.tools.mcp import McpToolset, is_mcp_tool, open_mcp_servers
+from comal.tools.permissions import PermissionPolicy
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def server_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mcp-http-ws").resolve()
+
+
+@pytest.fixture(scope="module")
+def http_server(server_dir: Path) -> Iterator[McpHttpServer]:
+    server = McpHttpServer(server_dir).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    # Closing its stdin is a clean shutdown, even with a client's session still recorded.
+    assert server.returncode == 0
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def calc(http_server: McpHttpServer, server_dir: Path) -> AsyncIterator[McpToolset]:
+    config = McpServerConfig("calc", url=http_server.url, timeout_s=30)
+    async with open_mcp_servers([config], env={}, cwd=server_dir) as toolset:
+        assert toolset.failures == ()
+        yield toolset
+
+
+def tool(toolset: McpToolset, name: str) -> Tool:
+    found = [t for t in toolset.tools if t.spec.name == name]
+    assert found, [t.spec.name for t in toolset.tools]
+    return found[0]
+
+
+def context(workspace: Path) -> ToolContext:
+    return ToolContext(workspace, PermissionPolicy(PermissionsConfig(), workspace), {})
+
+
+async def test_the_server_announces_a_loopback_url(http_server: McpHttpServer) -> None:
+    assert http_server.url.startswith("http://127.0.0.1:")
+    assert http_server.url.endswith("/mcp")
+    assert http_server.returncode is None
+
+
+async def test_tools_are_listed_over_http(calc: McpToolset) -> None:
+    names = [t.spec.name for t in calc.tools]
+    assert names == [
+        f"mcp__calc__{n}"
+        for n in ("add", "big", "crash", "data", "echo", "fail", "image", "note", "sleep")
+    ]
+    add = tool(calc, "mcp__calc__add")
+    assert add.spec.description == "Add two integers and return the sum."
+    assert add.spec.parameters["required"] == ["a", "b"]
+    assert all(is_mcp_tool(t) for t in calc.tools)
+
+
+async def test_text_and_structured_content(
+    calc: McpToolset, http_server: McpHttpServer, server_dir: Path
+) -> None:
+    # The server answers `add` with a text block and structured content...
+    async with (
+        httpx2.AsyncClient() as http,
+        Client(streamable_http_client(http_server.url, http_client=http)) as raw,
+    ):
+        result = await raw.call_tool("add", {"a": 40, "b": 2})
+    assert result.structured_content == {"result": 42}
+    assert [b.text for b in result.content if isinstance(b, TextContent)] == ["42"]
+    # ...and the outcome keeps the text, without the same value twice.
+    ctx = context(server_dir)
+    added = await tool(calc, "mcp__calc__add").run({"a": 40, "b": 2}, ctx, None)
+    assert (added.output, added.is_error, added.status) == (b"42", False, "ok")
+    data = await tool(calc, "mcp__calc__data").run({"key": "k"}, ctx, None)
+    assert data.output == b'{"key":"k","values":[3,1,2]}'
+    text = "héllo\n\twörld ✓"
+    echoed = await tool(calc, "mcp__calc__echo").run({"text": text}, ctx, None)
+    assert echoed.output == text.encode()
+    image = await tool(calc, "mcp__calc__image").run({}, ctx, None)
+    assert [(m.media_type, m.data_b64) for m in image.media] == [("image/png", PNG_1X1)]
+    noted = await tool(calc, "mcp__calc__note").run({"path": "n.txt", "text": "over"}, ctx, None)
+    assert noted.output == b"noted in n.txt"
+    assert (server_dir / "n.txt").read_text() == "over\n"
+
+
+async def test_is_error_results_and_bad_arguments(calc: McpToolset, server_dir: Path) -> None:
+    ctx = context(server_dir)
+    failed = await tool(calc, "mcp__calc__fail").run({"reason": "disk on fire"}, ctx, None)
+    assert (failed.output, failed.is_error, failed.status) == (b"disk on fire", True, "error")
+    bad = await tool(calc, "mcp__calc__add").run({"a": "forty", "b": 2}, ctx, None)
+    assert bad.is_error
+    assert b"add" in bad.output
+
+
+async def test_a_large_output_arrives_whole(calc: McpToolset, server_dir: Path) -> None:
+    size = 1_500_000
+    big = await tool(calc, "mcp__calc__big").run({"size": size}, context(server_dir), None)
+    assert not big.is_error
+    assert len(big.output) == size
+    assert digest_bytes(big.output) == digest_bytes(big_text(size).encode())
+
+
+async def test_cancel_stops_the_call_and_the_session_goes_on(
+    calc: McpToolset, server_dir: Path
+) -> None:
+    ctx = context(server_dir)
+    ctx.cancel = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.3, ctx.cancel.set)
+    started = time.monotonic()
+    outcome = await tool(calc, "mcp__calc__sleep").run({"seconds": 30}, ctx, None)
+    assert time.monotonic() - started < 10
+    assert outcome.is_error
+    assert b"cancelled" in outcome.output
+    ctx.cancel = None
+    again = await tool(calc, "mcp__calc__add").run({"a": 1, "b": 2}, ctx, None)
+    assert again.output == b"3"
+
+
+async def test_a_wrong_path_is_a_clear_failure(http_server: McpHttpServer, tmp_path: Path) -> None:
+    lost = McpServerConfig("lost", url=http_server.url.removesuffix("/mcp") + "/nowhere")
+    async with open_mcp_servers([lost], env={}, cwd=tmp_path) as toolset:
+        assert toolset.tools == ()
+        (failure,) = toolset.failures
+    assert failure.message.startswith("MCP server 'lost' is unavailable: ")
+    assert failure.message.endswith("Not Found")
+
+
+async def test_a_server_killed_mid_call_fails_that_call_and_later_ones(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    with McpHttpServer(tmp_path) as server:
+        config = McpServerConfig("gone", url=server.url, timeout_s=60)
+        async with open_mcp_servers([config], env={}, cwd=tmp_path) as toolset:
+            first = await tool(toolset, "mcp__gone__add").run({"a": 1, "b": 1}, ctx, None)
+            assert first.output == b"2"
+            asyncio.get_running_loop().call_later(0.5, server.kill)
+            started = time.monotonic()
+            died = await tool(toolset, "mcp__gone__sleep").run({"seconds": 30}, ctx, None)
+            # The call ends when the connection does, not at its 60 s timeout.
+            assert time.monotonic() - started < 10
+            assert server.returncode is not None
+            assert died.is_error
+            assert died.output.startswith(b"MCP gone/sleep failed: ")
+            assert died.output.endswith(b"; whether it had an effect is unknown")
+            after = await tool(toolset, "mcp__gone__add").run({"a": 1, "b": 2}, ctx, None)
+            assert after.is_error
+            assert after.output == (
+                b"MCP server 'gone' is not available (its connection closed); add was not called"
+            )
+
+
+async def test_a_server_that_exits_while_answering(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    with McpHttpServer(tmp_path) as server:
+        config = McpServerConfig("calc", url=server.url, timeout_s=60)
+        async with open_mcp_servers([config], env={}, cwd=tmp_path) as toolset:
+            started = time.monotonic()
+            died = await tool(toolset, "mcp__calc__crash").run({}, ctx, None)
+            assert time.monotonic() - started < 10
+            assert died.is_error
+            assert b"unknown" in died.output
+            after = await tool(toolset, "mcp__calc__echo").run({"text": "x"}, ctx, None)
+            assert after.is_error
+            assert b"echo was not called" in after.output
+        assert server.wait(10) == 7
