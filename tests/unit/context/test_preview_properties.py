@@ -1,0 +1,70 @@
+"""Large-output previews over arbitrary text (hypothesis): every piece shown is exact.
+
+The head is the text's own beginning, the tail its own end, the elision note's offset is where
+the hidden part starts (in UTF-16 units, as EvidenceRead pages), and each line of note is the
+source line of the number printed beside it. Same input, same bytes.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from comal.context.rendering import ResultFacts, evidence_text, preview_text
+from comal.context.units import utf16_len
+
+LINES = st.sampled_from(
+    [
+        "plain output line",
+        "src/app/models.py:120: warning about something",
+        "Traceback (most recent call last):",
+        '  File "/srv/app/run.py", line 42, in main',
+        "    handle(request)",
+        "ValueError: bad header ✓",
+        "def parse_header(raw):",
+        "FAILED tests/test_app.py::test_parse - AssertionError",
+        "x" * 300,
+        "über ünïcödé 🚀 line",
+        "",
+    ]
+)
+TEXTS = st.lists(LINES, min_size=50, max_size=900).map(lambda lines: "\n".join(lines) + "\n")
+FACTS = ResultFacts("evt_" + "0" * 32, "Bash", 0, 0, "ok", "sha256:" + "0" * 64)
+
+
+def _sections(preview: str) -> tuple[str, str | None, list[str], str]:
+    body = preview.split("\n", 1)[1]
+    if "\n[… " not in body:
+        return body, None, [], ""
+    head, rest = body.split("\n[… ", 1)
+    note, rest = rest.split("\n", 1) if "\n" in rest else (rest, "")
+    marks: list[str] = []
+    if rest.startswith("[lines of note in the part not shown, by line number:]\n"):
+        block, rest = rest.split("\n[end of lines of note]", 1)
+        marks = block.split("\n")[1:]
+        rest = rest.removeprefix("\n")
+    return head, note, marks, rest
+
+
+@settings(max_examples=60, deadline=None)
+@given(TEXTS, st.sampled_from([2_048, 4_096, 16_384]))
+def test_every_piece_of_a_preview_is_exact(text: str, chars: int) -> None:
+    body = text.encode()
+    preview = preview_text(FACTS, body, chars)
+    assert preview == preview_text(FACTS, body, chars)
+    head, note, marks, tail = _sections(preview)
+    source = evidence_text(body)
+    if note is None:
+        assert head.rstrip("\n") == source.rstrip("\n")
+        return
+    assert source.startswith(head)
+    offset = int(note.split('{"offset":', 1)[1].split(",", 1)[0])
+    assert offset == utf16_len(source[: len(head) + 1]) or offset == utf16_len(source[: len(head)])
+    assert source.rstrip("\n").endswith(tail.rstrip("\n"))
+    lines = source.splitlines()
+    for mark in marks:
+        number, shown = mark.split("| ", 1)
+        original = lines[int(number) - 1]
+        assert shown == original or (shown.endswith("…") and original.startswith(shown[:-1]))
+    # The preview stays near its size whatever the lines of note take.
+    assert len(preview) <= chars + 1_200
