@@ -137,3 +137,71 @@ def test_the_model_calls_a_tool_of_a_server_configured_by_url(tmp_path: Path) ->
             ("ok", b"noted in seen.txt"),
             ("error", b"nope"),
         ]
+
+
+def files_holding(root: Path, secret: str) -> list[Path]:
+    """Every file under `root` whose bytes contain `secret` (ledger, its WAL, blobs, logs)."""
+    needle = secret.encode()
+    return [p for p in sorted(root.rglob("*")) if p.is_file() and needle in p.read_bytes()]
+
+
+def test_a_url_server_header_from_the_environment_is_sent_and_never_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    token, stale = "t0ken-from-the-env", "st4le-t0ken"
+    turns: list[Any] = [
+        {
+            "tool_calls": [
+                {"id": "call_add", "name": "mcp__web__add", "arguments": {"a": 1, "b": 2}}
+            ]
+        },
+        "The sum is 3.",
+        "No web tools this time.",
+    ]
+    guard = f"Authorization: Bearer {token}"
+    with (
+        McpHttpServer(tmp_path, name="web", require_header=guard) as mcp,
+        FakeServer(turns) as server,
+    ):
+        configure(workspace, server, "openai-chat")
+        config = workspace / ".comal" / "config.toml"
+        config.write_text(
+            config.read_text() + f"\n[mcp_servers.web]\nurl = {json.dumps(mcp.url)}\n"
+            'headers = { Authorization = "Bearer ${WEB_MCP_TOKEN}" }\n'
+        )
+        monkeypatch.setenv("WEB_MCP_TOKEN", token)
+        ok = comal(
+            "-p", "add 1 and 2", "--output-format", "stream-json", cwd=workspace, env_home=home
+        )
+        assert ok.code == 0, ok.stderr + ok.stdout[-2000:]
+        monkeypatch.setenv("WEB_MCP_TOKEN", stale)
+        refused = comal(
+            "-p", "try again", "--output-format", "stream-json", cwd=workspace, env_home=home
+        )
+        assert refused.code == 0, refused.stderr + refused.stdout[-2000:]
+        bodies = [dict[str, Any](r.body) for r in server.received]
+        sent = [r.headers for r in server.received]
+    assert "mcp__web__add" in tool_names(bodies[0])
+    assert not any(name.startswith("mcp__web__") for name in tool_names(bodies[2]))
+    assert [e for e in ok.events() if e["type"] == "notice"] == []
+    (notice,) = [e for e in refused.events() if e["type"] == "notice"]
+    assert notice["code"] == "MCP_SERVER_UNAVAILABLE"
+    assert str(notice["message"]).startswith(
+        "MCP server 'web' is unavailable: HTTP 401 Unauthorized (check mcp_servers.web.headers)"
+    )
+    with ledger_at(home) as ledger:
+        (result,) = ledger.entries(ok.session_id(), kinds=("tool.result",))
+        assert (result.payload["status"], ledger.body(result)) == ("ok", b"3")
+        (warning,) = ledger.entries(refused.session_id(), kinds=("warning",))
+        assert warning.payload["message"] == notice["message"]
+    for secret in (token, stale):
+        assert secret not in ok.stdout + ok.stderr + refused.stdout + refused.stderr
+        assert files_holding(home, secret) == []
+        # The MCP header goes to the MCP server only, never to the model provider.
+        assert secret not in json.dumps(sent) + json.dumps(bodies)
+    for run in (ok, refused):
+        verified = comal("verify", run.session_id(), cwd=workspace, env_home=home)
+        assert verified.code == 0, verified.stderr

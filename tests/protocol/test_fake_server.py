@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ from comal.errors import (
     RateLimitError,
 )
 from comal.messages import JSONObject, Message, ToolResultPart, user_text
+from comal.providers.base import TextDelta
 from comal.providers.reply import collect
 from comal.providers.transport import RetryingProvider
 from comal.testing.fake_server import FakeServer
@@ -218,6 +220,38 @@ async def test_slow_stream_still_completes() -> None:
             reply = await collect(provider.stream(request([user_text("hi")])), on_event=seen.append)
     assert reply.message.text == "slow but steady"
     assert len(seen) >= 6
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_cancelling_a_stalled_stream_closes_its_connection_at_once(wire) -> None:
+    turn = {"text": "the first words, then a very long silence", "chunk_chars": 8}
+    stalled = {**turn, "stall_after_events": 4, "stall_s": 60}
+    with FakeServer([stalled, turn]) as server:
+        async with httpx2.AsyncClient() as client:
+            provider = provider_for(server, wire, client)
+            first_text = asyncio.Event()
+            cancelled = asyncio.create_task(
+                collect(
+                    provider.stream(request([user_text("hi")])),
+                    on_event=lambda e: first_text.set() if isinstance(e, TextDelta) else None,
+                )
+            )
+            await asyncio.wait_for(first_text.wait(), 10)
+            assert server.stats().abandoned_streams == 0
+            cancelled.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await cancelled
+            for _ in range(250):  # the server counts it from its own thread: wait up to 5 s
+                if server.stats().abandoned_streams:
+                    break
+                await asyncio.sleep(0.02)
+            abandoned = server.stats().abandoned_streams
+            # The same client goes on: the next stream is whole and not abandoned.
+            reply = await collect(provider.stream(request([user_text("again")])))
+            after = server.stats()
+    assert abandoned == 1
+    assert reply.message.text == turn["text"]
+    assert (after.abandoned_streams, after.served) == (1, 2)
 
 
 async def test_anthropic_cumulative_usage_from_the_fake() -> None:

@@ -4,13 +4,16 @@
 error) it decides, rendered in the wire of the endpoint (`fake_wires`), as JSON or as an SSE
 stream with the turn's scripted faults (a cut, possibly mid-event; a stall; a per-event delay);
 `GET` discovery endpoints report the advertised window in each server family's shape. Every
-answer closes its connection.
+answer closes its connection. A stall or delay watches the socket while it waits: a client
+that closes the stream meanwhile ends it at once, and the server counts it as abandoned
+(`FakeStats.abandoned_streams`), as it does a client whose socket breaks under a write.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
+import select
+import socket
 import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -168,9 +171,27 @@ class _Handler(BaseHTTPRequestHandler):
         items = events(answer, ctx)
         if error is not None:
             items = [*items[: STREAM_PREFIX[wire]], stream_error_event(wire, error)]
-        # A client that went away mid-stream needs no answer.
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        try:
             self._stream(items, answer)
+        except (BrokenPipeError, ConnectionResetError):
+            # A client that went away mid-stream needs no answer, only to be counted.
+            fake.note_abandoned()
+
+    def _client_gone(self, seconds: float) -> bool:
+        """Wait `seconds` unless the client closes its side first; True when it did.
+
+        The request body was read whole, so the socket turns readable only at end of file (or
+        on bytes no client of this server sends: then the rest is waited without watching).
+        """
+        deadline = time.monotonic() + seconds
+        if select.select([self.connection], [], [], seconds)[0]:
+            try:
+                if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                    return True
+            except OSError:
+                return True
+            time.sleep(max(0.0, deadline - time.monotonic()))
+        return False
 
     def _stream(self, items: list[SseItem], turn: FakeTurn) -> None:
         self.send_response(200)
@@ -186,9 +207,11 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(frame.encode()[: max(1, len(frame) // 2)])
                 self.wfile.flush()
                 return
-            if turn.stall_after_events == n and turn.stall_s:
-                time.sleep(turn.stall_s)
-            if n and turn.delay_s:
-                time.sleep(turn.delay_s)
+            waits = (
+                turn.stall_s if turn.stall_after_events == n else 0.0,
+                turn.delay_s if n else 0.0,
+            )
+            if any(w > 0 and self._client_gone(w) for w in waits):
+                raise ConnectionResetError("the client closed the stream")
             self.wfile.write(frame.encode())
             self.wfile.flush()

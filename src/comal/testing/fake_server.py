@@ -9,7 +9,9 @@ Every model request is checked before a turn is spent (`fake_checks`): call/resu
 system first, no duplicate ids — a violation is counted and answered with the wire's 400 — and
 the request size against `window` (o200k count by default, or a given estimator) — an overflow
 is counted and answered with the wire's real overflow error. A request with no turn left gets
-a clear 500 and is counted as unexpected. `stats()` and `received` expose what happened.
+a clear 500 and is counted as unexpected. A stream the client closes before its end is counted
+as abandoned; a scripted stall or delay notices at once (`fake_http`), so a cancel is observable.
+`stats()` and `received` expose what happened.
 
 Discovery endpoints make window discovery testable: `GET /v1/models` (vLLM `max_model_len`,
 llama.cpp `meta.n_ctx_train`), `GET /v1/models/{id}` (Anthropic `max_input_tokens`),
@@ -91,6 +93,8 @@ class FakeStats:
     unexpected_requests: int
     remaining_turns: int
     violations: tuple[str, ...] = ()
+    abandoned_streams: int = 0
+    """Streams the client closed before their end (a cancel, a crash)."""
 
     def to_json(self) -> JSONObject:
         """JSON form (for `/_fake/stats`)."""
@@ -102,6 +106,7 @@ class FakeStats:
             "unexpected_requests": self.unexpected_requests,
             "remaining_turns": self.remaining_turns,
             "violations": list(self.violations),
+            "abandoned_streams": self.abandoned_streams,
         }
 
 
@@ -116,6 +121,7 @@ class _State:
     orphan_violations: int = 0
     overflows: int = 0
     unexpected: int = 0
+    abandoned: int = 0
     violations: list[str] = field(default_factory=list)
     received: list[ReceivedRequest] = field(default_factory=list)
 
@@ -210,6 +216,7 @@ class FakeServer:
                 unexpected_requests=s.unexpected,
                 remaining_turns=len(s.turns) - s.next_turn,
                 violations=tuple(s.violations),
+                abandoned_streams=s.abandoned,
             )
 
     @property
@@ -285,6 +292,11 @@ class FakeServer:
         """Count a request the server has no route or turn for."""
         with self._lock:
             self._state.unexpected += 1
+
+    def note_abandoned(self) -> None:
+        """Count a stream whose client went away before its end."""
+        with self._lock:
+            self._state.abandoned += 1
 
     def _overflow(self, wire: str, kind: str, tokens: int, output: int) -> ErrorAnswer:
         return error_answer(

@@ -4,8 +4,11 @@ It speaks MCP through the MCP SDK, like any server a user configures: over stdio
 over Streamable HTTP on loopback with `--http [--port N]` (port 0, the default, picks a free
 one). In HTTP mode it prints its URL (`http://127.0.0.1:<port>/mcp`) and a newline on stdout
 once it accepts connections, writes nothing else there, and serves until its stdin closes or
-it gets SIGTERM/SIGINT, so a server started by a test never outlives it. `McpHttpServer` runs
-one as a subprocess for tests. Tools:
+it gets SIGTERM/SIGINT, so a server started by a test never outlives it. With
+`--require-header "Name: value"` every HTTP request must carry that header with exactly that
+value; any other request gets 401 with the body and `WWW-Authenticate` header of the MCP SDK's
+bearer-token check, and is never seen by the MCP app. `McpHttpServer` runs one as a
+subprocess for tests. Tools:
 `add` (two integers; text plus structured content), `echo` (text back), `fail` (a result with
 `isError`), `big` (`size` characters of numbered lines), `image` (a 1x1 PNG), `data`
 (structured content only), `note` (appends a line to a file in the server's working directory:
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import select
 import socket
@@ -30,6 +34,7 @@ from typing import IO
 import uvicorn
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 LOOPBACK = "127.0.0.1"
 
@@ -136,14 +141,72 @@ async def _exit_when_stdin_closes(server: uvicorn.Server) -> None:
     server.should_exit = True
 
 
-async def serve_http(server: MCPServer, port: int = 0) -> None:
-    """Serve `server` over Streamable HTTP on loopback `port` (see the module docstring)."""
+def parse_header(text: str) -> tuple[str, str]:
+    """`"Name: value"` as (name, value), both stripped.
+
+    Raises:
+        ValueError: there is no colon, or the name is empty.
+    """
+    name, colon, value = text.partition(":")
+    if not colon or not name.strip():
+        raise ValueError(f"a header is 'Name: value', got {text!r}")
+    return name.strip(), value.strip()
+
+
+class RequireHeader:
+    """ASGI middleware: HTTP requests without `name: value` get 401 and never reach `app`.
+
+    The answer is the MCP SDK's own bearer-token refusal (`invalid_token`, a JSON body and a
+    `WWW-Authenticate` header), so clients see what a real protected server sends. Lifespan
+    and other non-HTTP scopes pass through.
+    """
+
+    def __init__(self, app: ASGIApp, name: str, value: str) -> None:
+        self.app = app
+        self.name = name.lower().encode("latin-1")
+        self.value = value.encode("latin-1")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or (self.name, self.value) in scope["headers"]:
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps(
+            {"error": "invalid_token", "error_description": "Authentication required"}
+        ).encode()
+        challenge = b'Bearer error="invalid_token", error_description="Authentication required"'
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", challenge),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+async def serve_http(
+    server: MCPServer, port: int = 0, required_header: tuple[str, str] | None = None
+) -> None:
+    """Serve `server` over Streamable HTTP on loopback `port` (see the module docstring).
+
+    Args:
+        server: the MCP server.
+        port: the port (0: any free one).
+        required_header: (name, value) every request must carry; None requires nothing.
+    """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((LOOPBACK, port))
     url = f"http://{LOOPBACK}:{sock.getsockname()[1]}/mcp"
+    app: ASGIApp = server.streamable_http_app(host=LOOPBACK)
+    if required_header is not None:
+        app = RequireHeader(app, *required_header)
     config = uvicorn.Config(
-        server.streamable_http_app(host=LOOPBACK),
+        app,
         log_config=None,  # warnings go to stderr through logging's last resort; stdout stays clean
         log_level="warning",
         access_log=False,
@@ -171,12 +234,21 @@ class McpHttpServer:
         cwd: the server's working directory (where `note` writes).
         name: the server name it reports.
         startup_timeout_s: how long to wait for the URL before giving up.
+        require_header: `"Name: value"` every request must carry (others get 401); None
+            requires nothing.
     """
 
-    def __init__(self, cwd: Path, name: str = "calc", startup_timeout_s: float = 30) -> None:
+    def __init__(
+        self,
+        cwd: Path,
+        name: str = "calc",
+        startup_timeout_s: float = 30,
+        require_header: str | None = None,
+    ) -> None:
         self.cwd = cwd
         self.name = name
         self.startup_timeout_s = startup_timeout_s
+        self.require_header = require_header
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
         self._url: str | None = None
@@ -208,6 +280,8 @@ class McpHttpServer:
         # Kept open for the process's lifetime (its stderr, read when it fails); stop() closes it.
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
         argv = [sys.executable, "-m", "comal.testing.mcp_server", "--http", "--name", self.name]
+        if self.require_header is not None:
+            argv += ["--require-header", self.require_header]
         try:
             proc = subprocess.Popen(
                 argv,
@@ -286,10 +360,23 @@ def main(argv: list[str] | None = None) -> int:
         "--http", action="store_true", help="serve Streamable HTTP on 127.0.0.1 instead of stdio"
     )
     parser.add_argument("--port", type=int, default=0, help="HTTP port (0: any free one)")
+    parser.add_argument(
+        "--require-header",
+        metavar="'NAME: VALUE'",
+        help="with --http: answer 401 to every request without this header and value",
+    )
     args = parser.parse_args(argv)
+    required = None
+    if args.require_header is not None:
+        if not args.http:
+            parser.error("--require-header needs --http")
+        try:
+            required = parse_header(args.require_header)
+        except ValueError as exc:
+            parser.error(str(exc))
     server = build_server(args.name)
     if args.http:
-        asyncio.run(serve_http(server, args.port))
+        asyncio.run(serve_http(server, args.port, required))
     else:
         server.run("stdio")
     return 0

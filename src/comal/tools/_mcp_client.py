@@ -7,7 +7,10 @@ answer with an error outcome, and the session goes on.
 
 Invariants:
 - Starting never raises: a failure becomes an `McpServerFailure` naming the server and the
-  cause, with the tail of what the server wrote to stderr in this run.
+  cause, with the tail of what the server wrote to stderr in this run. A `url` server that
+  refuses Comal (HTTP 401/403) is reported with that status and the setting to check
+  (`mcp_servers.NAME.headers`), never a header value: the SDK alone says only that the server
+  "returned an error response".
 - A call never raises: transport errors, timeouts, a dead server and cancellation (Esc) come
   back as error outcomes that say the effect is unknown where it is.
 - `outcome_from_result` keeps what the server returned: text blocks joined by newlines,
@@ -59,6 +62,8 @@ and temp dir); everything else must be given in the server's `env` table."""
 _MAX_PAGES = 100
 """tools/list pages read at most: a server whose cursor never ends cannot hang the start."""
 _STDERR_TAIL = 600
+_AUTH_REFUSALS = (401, 403)
+"""HTTP statuses that say the server refused who Comal is (its `headers`), not the request."""
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -132,6 +137,8 @@ class McpServerLink:
         self._gone = asyncio.Event()
         self._ended: str | None = None
         self._task: asyncio.Task[None] | None = None
+        self._refused: str | None = None
+        """The first HTTP 401/403 the server answered ("401 Unauthorized"), else None."""
 
     def _stdio_env(self) -> dict[str, str]:
         base = {k: self._env[k] for k in _INHERITED_ENV if k in self._env}
@@ -155,6 +162,16 @@ class McpServerLink:
         text = data.decode("utf-8", "replace").strip()
         return text[-_STDERR_TAIL:]
 
+    def refusal(self) -> str | None:
+        """Why a `url` server refused Comal, naming the setting to check; None when it did not."""
+        if self._refused is None:
+            return None
+        return f"HTTP {self._refused} (check mcp_servers.{self.name}.headers)"
+
+    async def _note_refusal(self, response: httpx2.Response) -> None:
+        if response.status_code in _AUTH_REFUSALS and self._refused is None:
+            self._refused = f"{response.status_code} {response.reason_phrase}".strip()
+
     async def _enter_client(self, stack: AsyncExitStack) -> Client:
         cfg = self.config
         if cfg.command is not None:
@@ -168,6 +185,7 @@ class McpServerLink:
                 httpx2.AsyncClient(
                     headers=dict(cfg.headers),
                     timeout=httpx2.Timeout(cfg.startup_timeout_s, read=cfg.timeout_s),
+                    event_hooks={"response": [self._note_refusal]},
                 )
             )
             transport = streamable_http_client(cfg.url, http_client=http)
@@ -337,7 +355,11 @@ class McpConnections:
             remote = await link.start()
         except Exception as exc:  # noqa: BLE001 - reported as a failure, the session goes on
             await link.aclose()
-            message = f"MCP server {link.name!r} is unavailable: {describe_error(exc)}"
+            cause = describe_error(exc)
+            refusal = link.refusal()
+            if refusal is not None:
+                cause = f"{refusal}; {cause}"
+            message = f"MCP server {link.name!r} is unavailable: {cause}"
             tail = link.stderr_tail()
             if tail:
                 message += f"; its stderr ends with: {tail}"

@@ -271,7 +271,7 @@ class ComalApp(App[int]):
             return
         self.turn = None
         self._tool_running = False
-        self.transcript.close_reply()
+        self.transcript.close_reply(cancelled=event.state == WorkerState.CANCELLED)
         if event.state == WorkerState.CANCELLED:
             self._after_cancel()
         elif event.state == WorkerState.ERROR:

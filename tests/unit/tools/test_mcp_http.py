@@ -1,12 +1,14 @@
 """MCP servers configured by `url`: Streamable HTTP against a real `comal.testing.mcp_server`.
 
 The server runs as a subprocess on 127.0.0.1 (`McpHttpServer`); one serves the whole module,
-and the tests where the server goes away start their own.
+another one that requires an `Authorization` header serves the `headers` tests, and the tests
+where the server goes away start their own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,7 +20,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
-from comal.config import McpServerConfig, PermissionsConfig
+from comal.config import Config, McpServerConfig, PermissionsConfig, load_config
 from comal.messages import digest_bytes
 from comal.testing.mcp_server import PNG_1X1, McpHttpServer, big_text
 from comal.tools.base import Tool, ToolContext
@@ -186,3 +188,122 @@ async def test_a_server_that_exits_while_answering(tmp_path: Path) -> None:
             assert after.is_error
             assert b"echo was not called" in after.output
         assert server.wait(10) == 7
+
+
+TOKEN = "Bearer s3cret-0f-the-guard"
+"""The `Authorization` value the guarded server requires."""
+
+
+@pytest.fixture(scope="module")
+def guarded(server_dir: Path) -> Iterator[McpHttpServer]:
+    server = McpHttpServer(server_dir, name="guarded", require_header=f"Authorization: {TOKEN}")
+    with server:
+        yield server
+
+
+def initialize_body() -> dict[str, object]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
+
+
+async def test_the_guarded_server_refuses_requests_without_its_header(
+    guarded: McpHttpServer,
+) -> None:
+    accept = {"accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient(timeout=10) as http:
+        bare = await http.post(guarded.url, json=initialize_body(), headers=accept)
+        wrong = await http.post(
+            guarded.url, json=initialize_body(), headers={**accept, "authorization": "Bearer no"}
+        )
+        right = await http.post(
+            guarded.url, json=initialize_body(), headers={**accept, "authorization": TOKEN}
+        )
+    assert (bare.status_code, wrong.status_code, right.status_code) == (401, 401, 200)
+    assert bare.json() == {"error": "invalid_token", "error_description": "Authentication required"}
+    assert bare.headers["www-authenticate"].startswith('Bearer error="invalid_token"')
+
+
+async def test_the_configured_header_lists_and_calls_tools(
+    guarded: McpHttpServer, server_dir: Path
+) -> None:
+    config = McpServerConfig(
+        "guarded", url=guarded.url, headers=(("Authorization", TOKEN),), timeout_s=30
+    )
+    async with open_mcp_servers([config], env={}, cwd=server_dir) as toolset:
+        assert toolset.failures == ()
+        assert "mcp__guarded__add" in [t.spec.name for t in toolset.tools]
+        added = await tool(toolset, "mcp__guarded__add").run(
+            {"a": 20, "b": 22}, context(server_dir), None
+        )
+    assert (added.output, added.is_error) == (b"42", False)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [(), (("Authorization", "Bearer wrong-s3cret-value"),)],
+    ids=["no-header", "wrong-value"],
+)
+async def test_a_refused_header_is_a_clear_failure_that_shows_no_value(
+    guarded: McpHttpServer, server_dir: Path, headers: tuple[tuple[str, str], ...]
+) -> None:
+    config = McpServerConfig("guarded", url=guarded.url, headers=headers, startup_timeout_s=20)
+    started = time.monotonic()
+    async with open_mcp_servers([config], env={}, cwd=server_dir) as toolset:
+        assert toolset.tools == ()
+        (failure,) = toolset.failures
+    # A refusal is an answer, not a timeout: the start does not wait out startup_timeout_s.
+    assert time.monotonic() - started < 10
+    assert failure.server == "guarded"
+    assert failure.message.startswith(
+        "MCP server 'guarded' is unavailable: HTTP 401 Unauthorized"
+        " (check mcp_servers.guarded.headers); "
+    )
+    for secret in ("s3cret", "wrong-s3cret-value", "Bearer"):
+        assert secret not in failure.message
+        assert secret not in repr(failure)
+
+
+def guarded_config(tmp_path: Path, url: str, **env: str) -> Config:
+    """A configuration loaded from config.toml whose header value is `${GUARD_TOKEN}`."""
+    workspace = tmp_path / "ws-env"
+    (workspace / ".comal").mkdir(parents=True, exist_ok=True)
+    (workspace / ".comal" / "config.toml").write_text(
+        f"[mcp_servers.guarded]\nurl = {json.dumps(url)}\n"
+        'headers = { Authorization = "Bearer ${GUARD_TOKEN}" }\n'
+    )
+    return load_config(env={"HOME": str(tmp_path), **env}, cwd=workspace)
+
+
+async def test_a_header_value_from_the_environment(
+    guarded: McpHttpServer, server_dir: Path, tmp_path: Path
+) -> None:
+    secret = TOKEN.removeprefix("Bearer ")
+    config = guarded_config(tmp_path, guarded.url, GUARD_TOKEN=secret)
+    async with open_mcp_servers(
+        config.mcp_servers.values(), env=config.env, cwd=server_dir
+    ) as toolset:
+        assert toolset.failures == ()
+        echoed = await tool(toolset, "mcp__guarded__echo").run(
+            {"text": "through"}, context(server_dir), None
+        )
+    assert echoed.output == b"through"
+
+    unset = guarded_config(tmp_path, guarded.url)
+    async with open_mcp_servers(unset.mcp_servers.values(), env=unset.env, cwd=server_dir) as none:
+        assert none.tools == ()
+        (failure,) = none.failures
+    assert failure.message == "MCP server 'guarded' not started: GUARD_TOKEN is not set"
+
+    wrong = guarded_config(tmp_path, guarded.url, GUARD_TOKEN="stale-t0ken")
+    async with open_mcp_servers(wrong.mcp_servers.values(), env=wrong.env, cwd=server_dir) as bad:
+        (refused,) = bad.failures
+    assert refused.message.startswith("MCP server 'guarded' is unavailable: HTTP 401 Unauthorized")
+    assert "stale-t0ken" not in refused.message

@@ -3,7 +3,8 @@
 Invariants: the transcript only renders what events (or recorded entries) say; it never reads
 engine state. Streamed text goes into the open assistant item until the reply is recorded
 (`AssistantReplied`), when it is re-rendered as Markdown; a discarded response keeps its text
-but is marked so. Each tool call is one item, updated in place when its receipt arrives.
+but is marked so, and so does a reply a cancel (Esc) cut mid-stream: the ledger records none of
+it. Each tool call is one item, updated in place when its receipt arrives.
 """
 
 from __future__ import annotations
@@ -166,8 +167,14 @@ class Transcript(VerticalScroll):
             else:
                 self.add_notice(f"◆ {item.text}", "context")
 
-    def close_reply(self) -> None:
-        """Forget the open assistant and reasoning items (a new step or turn starts)."""
+    def close_reply(self, *, cancelled: bool = False) -> None:
+        """Forget the open assistant and reasoning items (a new step or turn starts).
+
+        Args:
+            cancelled: the turn was cancelled; a reply still streaming is marked unrecorded.
+        """
+        if cancelled and self._assistant is not None and not self._assistant.done:
+            self._assistant.discard("cancelled by the user (Esc); not recorded")
         self._assistant = None
         self._reasoning = None
 
