@@ -26,6 +26,7 @@ from comal.testing.mcp_server import PNG_1X1, McpHttpServer, big_text
 from comal.tools.base import Tool, ToolContext
 from comal.tools.mcp import McpToolset, is_mcp_tool, open_mcp_servers
 from comal.tools.permissions import PermissionPolicy
+from tests.unit.tools.test_mcp import cancel_then_call_again
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -129,17 +130,7 @@ async def test_a_large_output_arrives_whole(calc: McpToolset, server_dir: Path) 
 async def test_cancel_stops_the_call_and_the_session_goes_on(
     calc: McpToolset, server_dir: Path
 ) -> None:
-    ctx = context(server_dir)
-    ctx.cancel = asyncio.Event()
-    asyncio.get_running_loop().call_later(0.3, ctx.cancel.set)
-    started = time.monotonic()
-    outcome = await tool(calc, "mcp__calc__sleep").run({"seconds": 30}, ctx, None)
-    assert time.monotonic() - started < 10
-    assert outcome.is_error
-    assert b"cancelled" in outcome.output
-    ctx.cancel = None
-    again = await tool(calc, "mcp__calc__add").run({"a": 1, "b": 2}, ctx, None)
-    assert again.output == b"3"
+    await cancel_then_call_again(calc, server_dir)
 
 
 async def test_a_wrong_path_is_a_clear_failure(http_server: McpHttpServer, tmp_path: Path) -> None:
