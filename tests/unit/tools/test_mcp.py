@@ -20,7 +20,7 @@ import pytest_asyncio
 from comal.agent.tool_runner import ToolRunner
 from comal.config import McpServerConfig, PermissionRule, PermissionsConfig
 from comal.messages import JSONObject, ToolCallPart, digest_bytes
-from comal.testing.mcp_server import PNG_1X1, big_text
+from comal.testing.mcp_server import PNG_1X1, McpHttpServer, big_text
 from comal.tools.base import Tool, ToolContext, ToolRegistry
 from comal.tools.mcp import McpToolset, is_mcp_tool, open_mcp_servers
 from comal.tools.permissions import PermissionPolicy
@@ -32,18 +32,31 @@ CALC = McpServerConfig(
 )
 
 
+@pytest.fixture(scope="module", params=["stdio", "http"])
+def transport(request: pytest.FixtureRequest) -> str:
+    """Each transport the server is reached by: what the tools do must not depend on it."""
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def server_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("mcp-ws").resolve()
+def server_dir(tmp_path_factory: pytest.TempPathFactory, transport: str) -> Path:
+    return tmp_path_factory.mktemp(f"mcp-{transport}-ws").resolve()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def calc(server_dir: Path) -> AsyncIterator[McpToolset]:
-    async with open_mcp_servers(
-        [CALC], env=dict(os.environ), cwd=server_dir, log_dir=server_dir / "logs"
-    ) as toolset:
-        assert toolset.failures == ()
-        yield toolset
+async def calc(transport: str, server_dir: Path) -> AsyncIterator[McpToolset]:
+    if transport == "stdio":
+        async with open_mcp_servers(
+            [CALC], env=dict(os.environ), cwd=server_dir, log_dir=server_dir / "logs"
+        ) as toolset:
+            assert toolset.failures == ()
+            yield toolset
+        return
+    with McpHttpServer(server_dir) as server:
+        config = McpServerConfig("calc", url=server.url, timeout_s=30)
+        async with open_mcp_servers([config], env={}, cwd=server_dir) as toolset:
+            assert toolset.failures == ()
+            yield toolset
 
 
 def tool(toolset: McpToolset, name: str) -> Tool:
@@ -116,12 +129,6 @@ async def test_images_and_structured_content(calc: McpToolset, server_dir: Path)
 async def test_cancel_stops_the_call_and_the_server_keeps_serving(
     calc: McpToolset, server_dir: Path
 ) -> None:
-    await cancel_then_call_again(calc, server_dir)
-
-
-async def cancel_then_call_again(calc: McpToolset, server_dir: Path) -> None:
-    """Cancel a 30 s call after 0.3 s: an error outcome of unknown effect, soon; the server
-    keeps serving the next call. Shared by every transport's tests."""
     ctx = context(server_dir)
     ctx.cancel = asyncio.Event()
     asyncio.get_running_loop().call_later(0.3, ctx.cancel.set)

@@ -1,5 +1,8 @@
 """MCP servers configured by `url`: Streamable HTTP against a real `comal.testing.mcp_server`.
 
+What tools do over either transport (listing, results, errors, cancel, permission rules) is
+tested over both in `test_mcp.py`; this module holds what only HTTP has.
+
 The server runs as a subprocess on 127.0.0.1 (`McpHttpServer`); one serves the whole module,
 another one that requires an `Authorization` header serves the `headers` tests, and the tests
 where the server goes away start their own.
@@ -24,9 +27,8 @@ from comal.config import Config, McpServerConfig, PermissionsConfig, load_config
 from comal.messages import digest_bytes
 from comal.testing.mcp_server import PNG_1X1, McpHttpServer, big_text
 from comal.tools.base import Tool, ToolContext
-from comal.tools.mcp import McpToolset, is_mcp_tool, open_mcp_servers
+from comal.tools.mcp import McpToolset, open_mcp_servers
 from comal.tools.permissions import PermissionPolicy
-from tests.unit.tools.test_mcp import cancel_then_call_again
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -71,18 +73,6 @@ async def test_the_server_announces_a_loopback_url(http_server: McpHttpServer) -
     assert http_server.returncode is None
 
 
-async def test_tools_are_listed_over_http(calc: McpToolset) -> None:
-    names = [t.spec.name for t in calc.tools]
-    assert names == [
-        f"mcp__calc__{n}"
-        for n in ("add", "big", "crash", "data", "echo", "fail", "image", "note", "sleep")
-    ]
-    add = tool(calc, "mcp__calc__add")
-    assert add.spec.description == "Add two integers and return the sum."
-    assert add.spec.parameters["required"] == ["a", "b"]
-    assert all(is_mcp_tool(t) for t in calc.tools)
-
-
 async def test_text_and_structured_content(
     calc: McpToolset, http_server: McpHttpServer, server_dir: Path
 ) -> None:
@@ -110,27 +100,12 @@ async def test_text_and_structured_content(
     assert (server_dir / "n.txt").read_text() == "over\n"
 
 
-async def test_is_error_results_and_bad_arguments(calc: McpToolset, server_dir: Path) -> None:
-    ctx = context(server_dir)
-    failed = await tool(calc, "mcp__calc__fail").run({"reason": "disk on fire"}, ctx, None)
-    assert (failed.output, failed.is_error, failed.status) == (b"disk on fire", True, "error")
-    bad = await tool(calc, "mcp__calc__add").run({"a": "forty", "b": 2}, ctx, None)
-    assert bad.is_error
-    assert b"add" in bad.output
-
-
 async def test_a_large_output_arrives_whole(calc: McpToolset, server_dir: Path) -> None:
     size = 1_500_000
     big = await tool(calc, "mcp__calc__big").run({"size": size}, context(server_dir), None)
     assert not big.is_error
     assert len(big.output) == size
     assert digest_bytes(big.output) == digest_bytes(big_text(size).encode())
-
-
-async def test_cancel_stops_the_call_and_the_session_goes_on(
-    calc: McpToolset, server_dir: Path
-) -> None:
-    await cancel_then_call_again(calc, server_dir)
 
 
 async def test_a_wrong_path_is_a_clear_failure(http_server: McpHttpServer, tmp_path: Path) -> None:
