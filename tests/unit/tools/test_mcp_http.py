@@ -26,9 +26,10 @@ from mcp.types import TextContent
 from comal.config import Config, McpServerConfig, PermissionsConfig, load_config
 from comal.messages import digest_bytes
 from comal.testing.mcp_server import PNG_1X1, McpHttpServer, big_text
-from comal.tools.base import Tool, ToolContext
+from comal.tools.base import ToolContext
 from comal.tools.mcp import McpToolset, open_mcp_servers
 from comal.tools.permissions import PermissionPolicy
+from tests.unit.tools.test_mcp import tool
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -55,12 +56,6 @@ async def calc(http_server: McpHttpServer, server_dir: Path) -> AsyncIterator[Mc
     async with open_mcp_servers([config], env={}, cwd=server_dir) as toolset:
         assert toolset.failures == ()
         yield toolset
-
-
-def tool(toolset: McpToolset, name: str) -> Tool:
-    found = [t for t in toolset.tools if t.spec.name == name]
-    assert found, [t.spec.name for t in toolset.tools]
-    return found[0]
 
 
 def context(workspace: Path) -> ToolContext:
