@@ -156,6 +156,26 @@ class RecoveryAdapter(Protocol):
         ...
 
 
+class PathArgument:
+    """Base for tools that act on the file or directory named by their `path` argument.
+
+    Permission rules match on that path; `path_default` is what an absent (or empty) `path`
+    means, None when the argument is required.
+    """
+
+    path_default: str | None = None
+
+    def target(self, arguments: JSONObject) -> str | None:
+        """The path the call names."""
+        value = arguments.get("path", self.path_default)
+        return value if isinstance(value, str) else None
+
+    def paths(self, arguments: JSONObject) -> tuple[str, ...]:
+        """The path the call names, as the permission check resolves it."""
+        value = self.target(arguments)
+        return () if value is None else (value or self.path_default or value,)
+
+
 class NoPreparation:
     """Base for tools whose calls need no durable preparation (all but Write and Edit)."""
 

@@ -19,7 +19,14 @@ from typing import Protocol
 
 from comal.errors import ToolError
 from comal.messages import JSONObject, JSONValue, ToolSpec
-from comal.tools.base import Preparation, ToolContext, ToolOutcome, error_outcome, text_outcome
+from comal.tools.base import (
+    NoPreparation,
+    Preparation,
+    ToolContext,
+    ToolOutcome,
+    error_outcome,
+    text_outcome,
+)
 
 STATUSES = ("pending", "in_progress", "done", "blocked")
 """The statuses a criterion can have."""
@@ -229,7 +236,7 @@ def apply_update(board: list[Criterion], items: Sequence[JSONObject]) -> list[Cr
     return out
 
 
-class BoardTool:
+class BoardTool(NoPreparation):
     """The `Board` tool.
 
     Args:
@@ -250,14 +257,6 @@ class BoardTool:
     def paths(self, arguments: JSONObject) -> tuple[str, ...]:  # noqa: ARG002
         """The board touches no files."""
         return ()
-
-    async def prepare(
-        self,
-        arguments: JSONObject,  # noqa: ARG002 - the Tool protocol's signature
-        ctx: ToolContext,  # noqa: ARG002
-    ) -> Preparation | None:
-        """Nothing to prepare."""
-        return None
 
     async def run(
         self,

@@ -28,6 +28,7 @@ from comal.errors import ToolError
 from comal.messages import JSONObject, ToolSpec, digest_bytes
 from comal.tools.base import (
     Observation,
+    PathArgument,
     Preparation,
     ToolContext,
     ToolOutcome,
@@ -108,21 +109,11 @@ class _Change:
     summary: str
 
 
-class _FileChangeTool:
+class _FileChangeTool(PathArgument):
     """Shared preparation, guarded atomic write and recovery for Write and Edit."""
 
     spec: ToolSpec
     read_only = False
-
-    def target(self, arguments: JSONObject) -> str | None:
-        """The path written."""
-        value = arguments.get("path")
-        return value if isinstance(value, str) else None
-
-    def paths(self, arguments: JSONObject) -> tuple[str, ...]:
-        """The path written."""
-        value = arguments.get("path")
-        return (value,) if isinstance(value, str) else ()
 
     def _intended(
         self, arguments: JSONObject, before: bytes | None, shown: str

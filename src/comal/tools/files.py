@@ -18,6 +18,7 @@ from comal.errors import ToolError
 from comal.messages import JSONObject, MediaPart, ToolSpec, digest_bytes
 from comal.tools.base import (
     NoPreparation,
+    PathArgument,
     Preparation,
     ToolContext,
     ToolOutcome,
@@ -101,7 +102,7 @@ def number_lines(text: str, offset: int, limit: int, max_line_chars: int) -> tup
     return "\n".join(out), len(lines)
 
 
-class ReadTool(NoPreparation):
+class ReadTool(PathArgument, NoPreparation):
     """The `Read` tool.
 
     Args:
@@ -122,16 +123,6 @@ class ReadTool(NoPreparation):
         self.default_limit_lines = default_limit_lines
         self.max_line_chars = max_line_chars
         self.max_image_bytes = max_image_bytes
-
-    def target(self, arguments: JSONObject) -> str | None:
-        """The path read."""
-        value = arguments.get("path")
-        return value if isinstance(value, str) else None
-
-    def paths(self, arguments: JSONObject) -> tuple[str, ...]:
-        """The path read."""
-        value = arguments.get("path")
-        return (value,) if isinstance(value, str) else ()
 
     async def run(
         self,

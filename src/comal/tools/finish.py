@@ -22,6 +22,7 @@ from typing import Protocol
 from comal.errors import ToolError
 from comal.messages import JSONObject, ToolSpec
 from comal.tools.base import (
+    NoPreparation,
     Preparation,
     ToolContext,
     ToolOutcome,
@@ -87,7 +88,7 @@ def _describe(run: CheckRun) -> str:
     return f"$ {run.command}  [{run.origin}] → {code}"
 
 
-class FinishTool:
+class FinishTool(NoPreparation):
     """The `finish_call` tool.
 
     Args:
@@ -115,14 +116,6 @@ class FinishTool:
     def paths(self, arguments: JSONObject) -> tuple[str, ...]:  # noqa: ARG002
         """The call itself touches no files."""
         return ()
-
-    async def prepare(
-        self,
-        arguments: JSONObject,  # noqa: ARG002 - the Tool protocol's signature
-        ctx: ToolContext,  # noqa: ARG002
-    ) -> Preparation | None:
-        """Nothing to prepare."""
-        return None
 
     async def _run_check(self, command: str, origin: str, ctx: ToolContext) -> CheckRun:
         if origin != "config":

@@ -26,6 +26,7 @@ from comal.messages import JSONObject, ToolSpec
 from comal.tools._globs import glob_regex, walk_files
 from comal.tools.base import (
     NoPreparation,
+    PathArgument,
     Preparation,
     ToolContext,
     ToolOutcome,
@@ -101,18 +102,10 @@ def _prefixed(prefix: str, rel: str) -> str:
     return rel if prefix == "." else f"{prefix}/{rel}"
 
 
-class _SearchTool(NoPreparation):
+class _SearchTool(PathArgument, NoPreparation):
     """What Glob and Grep share: both search under the optional `path` argument."""
 
-    def target(self, arguments: JSONObject) -> str | None:
-        """The file or directory searched."""
-        value = arguments.get("path", ".")
-        return value if isinstance(value, str) else None
-
-    def paths(self, arguments: JSONObject) -> tuple[str, ...]:
-        """The file or directory searched."""
-        value = arguments.get("path", ".")
-        return (value or ".",) if isinstance(value, str) else ()
+    path_default = "."
 
 
 class GlobTool(_SearchTool):
