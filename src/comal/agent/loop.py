@@ -18,13 +18,10 @@ from comal.agent.events import (
     ContextActed,
     ReasoningStreamed,
     TextStreamed,
-    ToolFinished,
-    ToolStarted,
     TurnStarted,
 )
 from comal.agent.recording import error_json, record_discarded, record_reply, record_request
 from comal.agent.session import Session
-from comal.agent.tool_runner import call_summary
 from comal.errors import ContextLengthError, ProviderError, StepLimitError
 from comal.messages import message_to_json, user_text
 from comal.providers.base import (
@@ -82,18 +79,7 @@ async def run_turn(s: Session, text: str | None) -> str:
         if not message.tool_calls:
             return message.text
         for call in message.tool_calls:
-            s.emit(ToolStarted(call.call_id, call.name, call_summary(call)))
-            receipt = await s.runner.run(call)
-            s.emit(
-                ToolFinished(
-                    receipt.call_id,
-                    receipt.name,
-                    receipt.status,
-                    receipt.exit_code,
-                    receipt.size_bytes,
-                    receipt.preview,
-                )
-            )
+            await s.run_call(call)
         finished = s.finished_answer()  # a successful finish_call closed the session
         if finished is not None:
             s.emit(TextStreamed(finished + "\n"))

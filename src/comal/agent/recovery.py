@@ -26,10 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from comal.agent.events import Notice, ToolFinished, ToolStarted
+from comal.agent.events import Notice
 from comal.agent.session import Session
 from comal.agent.state import OpenCall, board_of, last_answer, open_calls
-from comal.agent.tool_runner import call_summary
 from comal.ledger.entry import Entry
 from comal.messages import JSONObject, JSONValue, digest_bytes, message_to_json, user_text
 from comal.tools.base import Observation, Preparation
@@ -239,18 +238,7 @@ async def recover(s: Session, *, continue_plan: bool = True) -> RecoveryReport:
             continue
         # Never started: no effect can have happened, so it runs now like any call.
         part = call.call
-        s.emit(ToolStarted(part.call_id, part.name, call_summary(part)))
-        receipt = await s.runner.run(part)
-        s.emit(
-            ToolFinished(
-                receipt.call_id,
-                receipt.name,
-                receipt.status,
-                receipt.exit_code,
-                receipt.size_bytes,
-                receipt.preview,
-            )
-        )
+        receipt = await s.run_call(part)
         done.append(RecoveredCall(part.call_id, part.name, "ran", f"ran now: {receipt.status}"))
         ran = True
     entries = s.ledger.entries(s.id)

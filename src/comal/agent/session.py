@@ -13,18 +13,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from comal.agent.events import AgentEvent, Notice, SessionOpened
+from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolFinished, ToolStarted
 from comal.agent.instructions import load_instructions
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import MCP_WARNING, record_tool_catalog
-from comal.agent.tool_runner import ToolRunner
+from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
 from comal.agent.toolset import session_tools
 from comal.config import Config
 from comal.context.anchors import Fingerprint, tools_digest
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
-from comal.messages import JSONObject, canonical_json
+from comal.messages import JSONObject, ToolCallPart, canonical_json
 from comal.providers.base import Provider
 from comal.tools.base import Tool, ToolContext, ToolRegistry
 from comal.tools.mcp import McpServerFailure, is_mcp_tool
@@ -84,6 +84,22 @@ class Session:
     def emit(self, event: AgentEvent) -> None:
         """Send an event to the front end."""
         self.options.emit(event)
+
+    async def run_call(self, call: ToolCallPart) -> CallReceipt:
+        """Run one tool call through the runner (which records it), telling the front end."""
+        self.emit(ToolStarted(call.call_id, call.name, call_summary(call)))
+        receipt = await self.runner.run(call)
+        self.emit(
+            ToolFinished(
+                receipt.call_id,
+                receipt.name,
+                receipt.status,
+                receipt.exit_code,
+                receipt.size_bytes,
+                receipt.preview,
+            )
+        )
+        return receipt
 
 
 def _config_digest(config: Config, instructions: str) -> str:
