@@ -103,8 +103,8 @@ class WireProvider:
         raise NotImplementedError
 
     def auth_headers(self, api_key: str) -> dict[str, str]:
-        """The wire's authentication headers."""
-        raise NotImplementedError
+        """The wire's authentication headers: a bearer token unless the wire says otherwise."""
+        return {"authorization": f"Bearer {api_key}"}
 
     def encode_json(self, request: ModelRequest) -> JSONObject:
         """The wire JSON of a request (pure)."""

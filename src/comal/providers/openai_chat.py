@@ -284,10 +284,6 @@ class OpenAIChatProvider(WireProvider):
         """`{base_url}/chat/completions`."""
         return f"{self._cfg.base_url}/chat/completions"
 
-    def auth_headers(self, api_key: str) -> dict[str, str]:
-        """Bearer token."""
-        return {"authorization": f"Bearer {api_key}"}
-
     def max_tokens_field(self) -> str:
         """`max_completion_tokens` on OpenAI itself, `max_tokens` for compatible servers."""
         return "max_completion_tokens" if "api.openai.com" in self._cfg.base_url else "max_tokens"

@@ -275,10 +275,6 @@ class OpenAIResponsesProvider(WireProvider):
         """`{base_url}/responses`."""
         return f"{self._cfg.base_url}/responses"
 
-    def auth_headers(self, api_key: str) -> dict[str, str]:
-        """Bearer token."""
-        return {"authorization": f"Bearer {api_key}"}
-
     def encode_json(self, request: ModelRequest) -> JSONObject:
         """See `encode_request`."""
         return encode_request(request)
