@@ -134,17 +134,23 @@ def _duplicates(ids: list[str]) -> list[str]:
     return dup
 
 
-def check_chat(body: JSONObject) -> list[str]:
-    """Violations in a Chat Completions request."""
+def _late_system_messages(items: list[JSONObject], where: str) -> list[str]:
+    """System or developer messages after the first other item (`where` formats the index)."""
     problems: list[str] = []
-    messages = [_dict(m) for m in _list(body.get("messages"))]
     started = False
-    for i, message in enumerate(messages):
-        if message.get("role") in ("system", "developer"):
+    for i, item in enumerate(items):
+        if item.get("role") in ("system", "developer"):
             if started:
-                problems.append(f"messages.[{i}]: system message after the conversation started")
+                problems.append(f"{where.format(i)}: system message after the conversation started")
         else:
             started = True
+    return problems
+
+
+def check_chat(body: JSONObject) -> list[str]:
+    """Violations in a Chat Completions request."""
+    messages = [_dict(m) for m in _list(body.get("messages"))]
+    problems = _late_system_messages(messages, "messages.[{}]")
     all_ids: list[str] = []
     pending: list[str] = []
     for i, message in enumerate(messages):
@@ -178,15 +184,8 @@ def check_chat(body: JSONObject) -> list[str]:
 
 def check_responses(body: JSONObject) -> list[str]:
     """Violations in a Responses request."""
-    problems: list[str] = []
     items = [_dict(i) for i in _list(body.get("input"))]
-    started = False
-    for i, item in enumerate(items):
-        if item.get("role") in ("system", "developer"):
-            if started:
-                problems.append(f"input[{i}]: system message after the conversation started")
-        else:
-            started = True
+    problems = _late_system_messages(items, "input[{}]")
     all_ids: list[str] = []
     pending: list[str] = []
     answered: set[str] = set()
