@@ -21,7 +21,7 @@ from comal.errors import (
     OverloadedError,
     RateLimitError,
 )
-from comal.messages import JSONObject, Message, ToolResultPart, user_text
+from comal.messages import JSONObject, JSONValue, Message, ToolResultPart, user_text
 from comal.providers.base import TextDelta
 from comal.providers.reply import collect
 from comal.providers.transport import RetryingProvider
@@ -376,3 +376,24 @@ def test_user_text_alone_is_never_an_orphan() -> None:
         ]
     }
     assert check_anthropic(dup) == ["duplicate tool call id t"]
+
+
+def test_a_system_message_after_the_conversation_is_a_violation_on_both_openai_wires() -> None:
+    from comal.testing.fake_checks import check_chat, check_responses
+
+    late: list[JSONValue] = [
+        {"role": "user", "content": "u"},
+        {"role": "developer", "content": "d"},
+    ]
+    assert check_chat({"messages": late}) == [
+        "messages.[1]: system message after the conversation started"
+    ]
+    assert check_responses({"input": late}) == [
+        "input[1]: system message after the conversation started"
+    ]
+    first: list[JSONValue] = [
+        {"role": "developer", "content": "d"},
+        {"role": "user", "content": "u"},
+    ]
+    assert check_chat({"messages": first}) == []
+    assert check_responses({"input": first}) == []
