@@ -100,24 +100,15 @@ def _distinct(asks: list[tuple[Entry, str]]) -> list[tuple[Entry, str]]:
     actions") adds no information but would be re-billed on every later call, so messages that
     differ only in their numbers count as one, shown as last sent.
     """
-    last: dict[str, int] = {}
-    first: dict[str, Entry] = {}
-    texts: dict[str, set[str]] = {}
-    count: dict[str, int] = {}
+    groups: dict[str, list[tuple[int, Entry, str]]] = {}
     for index, (entry, text) in enumerate(asks):
-        key = _shape(text)
-        last[key] = index
-        first.setdefault(key, entry)
-        texts.setdefault(key, set()).add(text)
-        count[key] = count.get(key, 0) + 1
+        groups.setdefault(_shape(text), []).append((index, entry, text))
     out = []
-    for index, (entry, text) in enumerate(asks):
-        key = _shape(text)
-        if last[key] != index:
-            continue
-        if count[key] > 1:
-            how = "" if len(texts[key]) == 1 else " with other numbers"
-            text = f"[sent {count[key]} times{how}, first as {first[key].id}]\n{text}"
+    for members in sorted(groups.values(), key=lambda group: group[-1][0]):
+        _, entry, text = members[-1]
+        if len(members) > 1:
+            how = "" if len({t for _, _, t in members}) == 1 else " with other numbers"
+            text = f"[sent {len(members)} times{how}, first as {members[0][1].id}]\n{text}"
         out.append((entry, text))
     return out
 

@@ -27,14 +27,17 @@ _LINE_CLIP = 160
 _SALIENT_MAX = 8
 _EDGE_LINES = 3
 
+_PATH_LINE_PATTERN = r"[\w./\\-]+\.\w{1,8}:\d+"
+"""`path.ext:123`: where a tool points in a file."""
 _SALIENT = re.compile(
-    r"""(?x)
-    [\w./\\-]+\.\w{1,8}:\d+            # path.ext:123
+    _PATH_LINE_PATTERN  # path.ext:123
+    + r"""
   | File\ "[^"]+",\ line\ \d+          # Python tracebacks
   | \b\S+::\S+                          # test ids (pytest, cargo, go)
   | \b(?:Error|Exception|Traceback|FAILED|FAIL|PANIC|panic|fatal|Fatal|FATAL|ERROR|error)\b
   | \bassert(?:ion)?\b
-    """
+    """,
+    re.VERBOSE,
 )
 
 
@@ -165,7 +168,7 @@ def _cut_tail(text: str, size: int) -> str:
 _EXCEPTION = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Exit|Interrupt)|Traceback)\b.*")
 _FRAME = re.compile(r'^\s*File "[^"]+", line \d+')
 _DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class|func|fn|function|interface|struct)\s+\w")
-_PATH_LINE = re.compile(r"[\w./\\-]+\.\w{1,8}:\d+")
+_PATH_LINE = re.compile(_PATH_LINE_PATTERN)
 
 
 def _rank(line: str) -> int | None:
