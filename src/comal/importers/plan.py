@@ -40,6 +40,22 @@ from comal.usage import Usage
 INTERRUPTED_TEXT = "[interrupted: the recorded session holds no result for this call]"
 """Body of the synthetic result given to a call the peer never answered."""
 
+TEXT_ACTION_PREFIX = "text_action_"
+"""Call ids of *text actions*: commands the agent wrote inside its assistant text (mini-swe-agent
+v1, SWE-agent) and the importer made structured calls. The agent sent the text alone, and the
+observation as a user message; renderings that reproduce what was sent (the replay) show the
+call through its text only and the result as a user message (`is_text_action`)."""
+
+
+def text_action_id(agent: str, index: int) -> str:
+    """The stable synthetic id of the text action in message `index` of an `agent` recording."""
+    return f"{TEXT_ACTION_PREFIX}{agent}_{index}"
+
+
+def is_text_action(call_id: str) -> bool:
+    """Whether a call (or its result) is a text action (see `TEXT_ACTION_PREFIX`)."""
+    return call_id.startswith(TEXT_ACTION_PREFIX)
+
 
 @dataclass(frozen=True, slots=True)
 class PlannedEntry:
