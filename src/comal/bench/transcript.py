@@ -135,8 +135,12 @@ def transcript_from(parsed: ParsedSession) -> Transcript:
 
 
 def transcripts_from(parsed: ParsedSession) -> list[Transcript]:
-    """The session and each of its children (sub-agent chains), each replayed apart."""
+    """The session and each of its children (sub-agent chains), each replayed apart.
+
+    A child that is the peer's own compaction call is left out, like the peer's summaries.
+    """
     out = [transcript_from(parsed)]
     for child in parsed.children:
-        out.extend(transcripts_from(child))
+        if not child.compaction:
+            out.extend(transcripts_from(child))
     return [t for t in out if t.calls]

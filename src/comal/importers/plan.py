@@ -86,6 +86,14 @@ class ParsedSession:
     """Entries after `session.started`, in order."""
     children: tuple[ParsedSession, ...] = ()
     origin_id: str | None = None
+    parent_call_id: str | None = None
+    """For a sub-agent: the parent's call (e.g. Claude Code's `Task`) that ran it."""
+    compaction: bool = False
+    """The peer's own compaction call recorded as a conversation (not replayed)."""
+    file_digest: str = ""
+    """sha256 of the recorded file (re-imports are matched by it)."""
+    file_index: int = 0
+    """Which session of the file this is (files such as Aider's hold several)."""
 
     @property
     def source(self) -> str:
@@ -102,7 +110,15 @@ class ParsedSession:
             "window": {"tokens": None, "source": "unknown"},
             "source": self.source,
             "system": self.system,
-            "origin": {"file": self.path, "id": self.origin_id},
+            "origin": {
+                "file": self.path,
+                "label": self.label,
+                "id": self.origin_id,
+                "sha256": self.file_digest,
+                "index": self.file_index,
+                "parent_call": self.parent_call_id,
+                "compaction": self.compaction,
+            },
         }
 
 
