@@ -201,3 +201,20 @@ def test_a_forced_format_that_does_not_fit_is_a_clear_error(name: str) -> None:
     other = "swe-agent" if not name.endswith(".md") else "openhands"
     with pytest.raises(ImportFormatError, match=re.escape(str(path))):
         parse_sessions(path, other)
+
+
+def test_an_openhands_event_list_is_one_session(ledger: Ledger, tmp_path: Path) -> None:
+    record = _lines(trajectory(OPENHANDS))[0]
+    events = tmp_path / "events.json"
+    events.write_text(json.dumps(record["history"], indent=1))
+
+    assert detect_format(events) == "openhands"
+    (session,) = import_files(ledger, [events])
+
+    from_line = import_files(ledger, [trajectory(OPENHANDS)])[0]
+    mine, theirs = (
+        [(e.kind, e.payload.get("call_id")) for e in ledger.entries(s.session_id)[1:]]
+        for s in (session, from_line)
+    )
+    assert mine == theirs
+    assert session.label == "events"
