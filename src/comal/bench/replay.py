@@ -55,7 +55,11 @@ MAX_OUTPUT_TOKENS = 32_000
 
 
 def call_budgets(transcript: Transcript, window: int) -> CallBudgets:
-    """The reserve of each call from the outputs recorded before it, and the margin."""
+    """The reserve of each call from the outputs recorded before it, and the margin.
+
+    The same numbers Comal's engine sizes for itself (its cap is the maximum output, at most
+    half the window: `ContextEngine.output_reserve`); a test holds them equal.
+    """
     cap = min(MAX_OUTPUT_TOKENS, max(window // 2, 1))
     outputs: list[int] = []
     reserves: list[int] = []

@@ -197,3 +197,13 @@ def test_a_text_action_session_costs_raw_what_its_messages_cost_as_sent(
         as_sent.append(cache.count(text))
     assert totals.sizes == as_sent
     assert any(c.tool_calls for c in transcript.messages if c.role == "assistant")
+
+
+def test_the_engine_sizes_the_same_reserve_the_harness_applies_to_the_peers() -> None:
+    path = shared("mini-swe-agent-v2_gpt-5-mini/astropy__astropy-14369.traj.json")
+    (transcript,) = transcripts_from(parse_file(path))
+
+    engine = _reserves(transcript, "comal", 32_000)
+
+    assert engine == list(call_budgets(transcript, 32_000).reserves)
+    assert len(set(engine)) > 1
