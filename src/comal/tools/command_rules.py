@@ -52,6 +52,15 @@ _LONG_OPTIONS: dict[str, dict[str, str]] = {
 }
 """Long options (and upper-case synonyms) of common programs, as their short letter."""
 
+_VALUE_OPTIONS: dict[str, frozenset[str]] = {
+    "git": frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"}),
+    "make": frozenset({"-C", "-f", "--directory", "--file", "--makefile"}),
+    "npm": frozenset({"--prefix", "-w", "--workspace"}),
+    "kubectl": frozenset({"-n", "--namespace", "--context", "--kubeconfig"}),
+    "docker": frozenset({"-H", "--host", "--context", "--config"}),
+}
+"""Options whose value is the next word, so that `git -C dir push` is still `git push`."""
+
 
 @dataclass(frozen=True, slots=True)
 class Normalized:
@@ -66,11 +75,17 @@ class Normalized:
 def normalize(program: str, args: tuple[str | None, ...], *, open_args: bool = False) -> Normalized:
     """Options and operands of one command, written the same way whatever their spelling."""
     aliases = _LONG_OPTIONS.get(program, {})
+    takes_value = _VALUE_OPTIONS.get(program, frozenset())
     options: set[str] = set()
     operands: list[str | None] = []
     unknown = open_args
     only_operands = False
+    skip = False
     for arg in args:
+        if skip:
+            skip = False
+            unknown = unknown or arg is None
+            continue
         if arg is None:
             unknown = True
             operands.append(None)
@@ -78,6 +93,9 @@ def normalize(program: str, args: tuple[str | None, ...], *, open_args: bool = F
             operands.append(arg)
         elif arg == "--":
             only_operands = True
+        elif arg in takes_value:
+            options.add(aliases.get(arg, arg))
+            skip = True
         elif arg.startswith("--"):
             name = arg.split("=", 1)[0]
             options.add(aliases.get(name, name))

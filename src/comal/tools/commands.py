@@ -63,6 +63,10 @@ SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"
 _SCRIPT_RUNNERS = frozenset({"source", ".", "fc"})
 """Builtins that run commands from a file or the history: never resolvable."""
 
+_RENAMERS = frozenset({"alias", "hash", "enable"})
+"""Builtins that can make a later name run another program (`alias x='rm -rf'`,
+`hash -p /bin/rm x`): what follows them cannot be named statically."""
+
 _STRING_RUNNERS = frozenset({"watch", "su", "runuser", "script"})
 """Programs that run one argument as a shell command line (`su -c`, `watch 'cmd'`)."""
 
@@ -234,6 +238,8 @@ class _Walker:
             self.script(list(args), text, "eval")
         elif program in _SCRIPT_RUNNERS:
             self.unresolved(text, f"{program} runs commands from a file")
+        elif program in _RENAMERS and args:
+            self.unresolved(text, f"{program} can make a name run another program")
         elif program in _STRING_RUNNERS:
             self.unresolved(text, f"{program} runs a command line given as an argument")
         elif program == "xargs":

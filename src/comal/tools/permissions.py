@@ -79,7 +79,7 @@ class PermissionPolicy:
         ask: the interactive confirmation hook; None when there is nobody to ask.
 
     Raises:
-        ToolError: the mode is unknown or a rule action is neither allow nor deny.
+        ToolError: the mode is unknown or a rule action is not allow, ask or deny.
     """
 
     def __init__(
@@ -145,10 +145,12 @@ class PermissionPolicy:
     def _decide_target(self, tool: Tool, arguments: JSONObject) -> PermissionDecision | None:
         name = tool.spec.name
         deny_forms, allow_forms = self._target_forms(tool, arguments)
-        for action in ("deny", "ask"):
-            for rule in self._rules(action, name):
-                if self._matches(rule, name, deny_forms):
-                    return self._verdict(action, f"{action} by {_describe(rule)}")
+        for rule in self._rules("deny", name):
+            if self._matches(rule, name, deny_forms):
+                return self._verdict("deny", f"denied by {_describe(rule)}")
+        for rule in self._rules("ask", name):
+            if self._matches(rule, name, deny_forms):
+                return self._verdict("ask", f"asked by {_describe(rule)}")
         for rule in self._rules("allow", name):
             if self._matches(rule, name, allow_forms):
                 return self._verdict("allow", f"allowed by {_describe(rule)}")
@@ -158,21 +160,26 @@ class PermissionPolicy:
         """Rules for a command line, judged on each simple command it runs."""
         commands = parse_command(line)
         doubt: tuple[PermissionRule, SimpleCommand] | None = None
+        text = line.strip()
         for rule in self._rules("deny", name):
             for command in commands:
-                found = self._command_match(rule, command, line)
+                found = self._command_match(rule, command)
                 if found is Match.MATCH:
                     return self._verdict("deny", f"denied by {_describe(rule)}: {command.text}")
                 if found is Match.POSSIBLE and doubt is None:
                     doubt = (rule, command)
+            if fnmatchcase(text, rule.pattern):
+                return self._verdict("deny", f"denied by {_describe(rule)}")
         if doubt is not None:
             rule, command = doubt
             why = command.reason or "part of it is only known at run time"
             return self._verdict("ask", f"{command.text} could match {_describe(rule)} ({why})")
         for rule in self._rules("ask", name):
             for command in commands:
-                if self._command_match(rule, command, line) is not Match.NO_MATCH:
-                    return self._verdict("ask", f"ask by {_describe(rule)}: {command.text}")
+                if self._command_match(rule, command) is not Match.NO_MATCH:
+                    return self._verdict("ask", f"asked by {_describe(rule)}: {command.text}")
+            if fnmatchcase(text, rule.pattern):
+                return self._verdict("ask", f"asked by {_describe(rule)}")
         allow = self._rules("allow", name)
         covering = [self._allowing(allow, c) for c in commands]
         if not commands or any(rule is None for rule in covering):
@@ -193,10 +200,8 @@ class PermissionPolicy:
                 return rule
         return None
 
-    def _command_match(self, rule: PermissionRule, command: SimpleCommand, line: str) -> Match:
-        """Deny/ask matching: per simple command, or the whole line as text (stricter only)."""
-        if fnmatchcase(line.strip(), rule.pattern):
-            return Match.MATCH
+    def _command_match(self, rule: PermissionRule, command: SimpleCommand) -> Match:
+        """Deny/ask matching of one simple command (the whole line is matched as text first)."""
         pattern = self._patterns.get(rule.pattern)
         if pattern is None:
             return Match.NO_MATCH

@@ -73,6 +73,14 @@ def test_allow_semantics_need_the_whole_command_or_a_rest_wildcard(
     assert first(line, pattern, inclusive=False) is expected
 
 
+def test_options_with_a_value_do_not_hide_the_subcommand() -> None:
+    assert first("git -C repo -c user.name=x push --force origin", "git push --force *") is (
+        Match.MATCH
+    )
+    assert first("make -C sub clean", "make clean", inclusive=False) is Match.NO_MATCH
+    assert first("make -C sub clean", "make clean") is Match.MATCH
+
+
 def test_a_pattern_that_is_not_a_command_is_none() -> None:
     assert CommandPattern.parse("*") is None
     assert CommandPattern.parse("echo 'open") is None
@@ -122,6 +130,9 @@ async def test_headless_denies_what_would_be_asked() -> None:
 def test_deny_rules_also_match_the_whole_line_as_text() -> None:
     p = policy(PermissionRule("deny", "*", "*.env"))
     assert decision(p, "cat .env") == "deny"
+    everything = policy(PermissionRule("deny", "Bash"))
+    assert decision(everything, "X=1") == "deny"  # no simple command, still a Bash call
+    assert decision(everything, "") == "deny"
 
 
 def test_added_rules_apply_at_once() -> None:

@@ -99,6 +99,8 @@ def test_literal_shell_strings_and_eval_are_parsed_recursively() -> None:
         ". ./env.sh",
         "r* a",
         "sudo -s",
+        "alias ll='rm -rf'",
+        "hash -p /bin/rm del",
         "env -S 'rm x'",
         "echo 'unterminated",
         'bash -c \'sh -c "bash -c \\"sh -c \\\\\\"bash -c x\\\\\\"\\""\'',
