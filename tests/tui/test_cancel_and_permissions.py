@@ -216,3 +216,26 @@ async def test_always_is_not_offered_when_a_rule_would_not_change_the_verdict(
         await pilot.press("n")
         await settle(pilot, app)
     assert offered == ()
+
+
+async def test_a_command_that_could_match_a_deny_rule_is_asked(
+    make_app: AppFactory, ledger: Ledger, workspace: Path
+) -> None:
+    (workspace / ".comal").mkdir()
+    (workspace / ".comal" / "config.toml").write_text(
+        '[permissions]\ndeny = [{ tool = "Bash", pattern = "rm -rf *" }]\n'
+    )
+    (workspace / "keep").mkdir()
+    dynamic = ToolCallPart("call_1", "Bash", {"command": "p=rm; $p -rf keep"})
+    app = make_app([ScriptedTurn(tool_calls=(dynamic,)), "Left it."])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, app, "clean up")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        asked = app.screen
+        assert isinstance(asked, ConfirmScreen)
+        reason, offered = asked.reason, asked.always
+        await pilot.press("n")
+        await settle(pilot, app)
+    assert "could match deny rule Bash(rm -rf *)" in reason
+    assert offered == ()
+    assert (workspace / "keep").is_dir()
