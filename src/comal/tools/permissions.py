@@ -11,7 +11,8 @@ Order of judgement, first match wins (deny > ask > allow):
 4. The **mode**: `read-only` denies any tool that is not read-only (Bash included);
    `full-access` allows everything; `workspace-write` (the default) allows the rest.
 5. **Paths**: outside `full-access`, a path that resolves (symlinks and `..` included) outside
-   the workspace and outside `extra_roots` — reads included — needs confirmation (`ask`).
+   the workspace and outside `extra_roots` — reads included — needs confirmation (`ask`), and
+   so does a write into the workspace's `.comal/` (the settings the next session loads).
 
 `authorize` turns `ask` into a verdict: the interactive hook confirms or declines; headless
 mode denies and says so. Rules match the tool name and the tool's `target()` with `fnmatch`;
@@ -131,13 +132,17 @@ class PermissionPolicy:
             return self._verdict("deny", f"read-only mode does not allow {name}")
         if self.mode == "full-access":
             return self._verdict("allow", "full-access mode allows every call")
+        settings = self.workspace / ".comal"
         for path in tool.paths(arguments):
             try:
-                self.check_path(path)
+                resolved = self.check_path(path)
             except PathOutsideWorkspaceError as exc:
                 return self._verdict("ask", exc.message)
             except ToolError as exc:
                 return self._verdict("deny", exc.message)
+            if not tool.read_only and (resolved == settings or resolved.is_relative_to(settings)):
+                # The next session loads its permissions and sandbox from here.
+                return self._verdict("ask", f"{path} is in Comal's workspace settings ({settings})")
         if tool.read_only:
             return self._verdict("allow", f"{self.mode} mode allows reads inside the workspace")
         return self._verdict("allow", f"{self.mode} mode allows {name} inside the workspace")

@@ -3,6 +3,8 @@
 Inside, the whole filesystem is mounted read-only except the workspace (read-only too in
 `read-only` mode), a private empty /tmp and the configured `[sandbox] writable` paths; the
 network is a namespace of its own with only loopback (unless `[sandbox] network = true`).
+The workspace's own `.comal/` stays read-only, so a command cannot rewrite the permissions or
+the sandbox settings the next session will load.
 
 Invariants:
 - bwrap runs in the group Bash started (no `--new-session`), so killing the group still ends
@@ -77,6 +79,9 @@ class Sandbox:
         # Bound even when read-only: a workspace under /tmp would be hidden by the private /tmp.
         bind = "--bind" if self.workspace_writable else "--ro-bind"
         binds = [bind, str(self.workspace), str(self.workspace)]
+        settings = self.workspace / ".comal"
+        if self.workspace_writable and settings.is_dir():
+            binds += ["--ro-bind", str(settings), str(settings)]
         for raw in self.config.writable:
             path = str(Path(raw).expanduser().resolve())
             binds += ["--bind-try", path, path]

@@ -9,6 +9,7 @@ import pytest
 from comal.config import PermissionRule, PermissionsConfig
 from comal.tools.command_rules import CommandPattern, Match, match, normalize, suggest_pattern
 from comal.tools.commands import parse_command
+from comal.tools.edits import WriteTool
 from comal.tools.files import ReadTool
 from comal.tools.permissions import PermissionPolicy, suggest_rules
 from comal.tools.shell import BashTool
@@ -151,3 +152,11 @@ def test_suggestions_are_prefix_rules_per_program() -> None:
     assert suggest_rules(ReadTool(), {"path": "/etc/hosts"}) == (
         PermissionRule("allow", "Read", "/etc/hosts"),
     )
+
+
+def test_writes_to_the_workspace_settings_are_asked(tmp_path: Path) -> None:
+    p = PermissionPolicy(PermissionsConfig(), tmp_path)
+    write = {"path": ".comal/config.toml", "content": '[permissions]\nmode = "full-access"\n'}
+    assert p.decide(WriteTool(), write).decision == "ask"
+    assert p.decide(ReadTool(), {"path": ".comal/config.toml"}).decision == "allow"
+    assert p.decide(WriteTool(), {"path": "src/.comal", "content": ""}).decision == "allow"

@@ -156,3 +156,11 @@ async def test_an_unavailable_sandbox_refuses_bash_when_required(workspace: Path
 
 def test_missing_bubblewrap_is_reported() -> None:
     assert probe("comal-no-such-bwrap") == "comal-no-such-bwrap (bubblewrap) is not installed"
+
+
+async def test_the_workspace_settings_stay_read_only_inside(workspace: Path) -> None:
+    (workspace / ".comal").mkdir()
+    code, out = await bash(context(workspace, "workspace-write"), "echo x > .comal/config.toml")
+    assert code != 0
+    assert "Read-only file system" in out
+    assert not (workspace / ".comal" / "config.toml").exists()
