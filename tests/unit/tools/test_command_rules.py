@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from comal.config import PermissionRule, PermissionsConfig
+from comal.messages import JSONObject
 from comal.tools.command_rules import CommandPattern, Match, match, normalize, suggest_pattern
 from comal.tools.commands import parse_command
 from comal.tools.edits import WriteTool
@@ -156,7 +157,10 @@ def test_suggestions_are_prefix_rules_per_program() -> None:
 
 def test_writes_to_the_workspace_settings_are_asked(tmp_path: Path) -> None:
     p = PermissionPolicy(PermissionsConfig(), tmp_path)
-    write = {"path": ".comal/config.toml", "content": '[permissions]\nmode = "full-access"\n'}
+    write: JSONObject = {
+        "path": ".comal/config.toml",
+        "content": '[permissions]\nmode = "full-access"\n',
+    }
     assert p.decide(WriteTool(), write).decision == "ask"
     assert p.decide(ReadTool(), {"path": ".comal/config.toml"}).decision == "allow"
     assert p.decide(WriteTool(), {"path": "src/.comal", "content": ""}).decision == "allow"
