@@ -53,6 +53,8 @@ DENIED = [
     'sh -c "rm -r -f {d}"',
     'bash -lc "echo x && rm -rf {d}"',
     'eval "rm -rf {d}"',
+    "trap 'rm -rf {d}' EXIT",
+    "git -C . status && rm -rf {d}",
     'bash -c "$(echo rm -rf {d})"',
     # Wrappers.
     "env FOO=1 rm -rf {d}",

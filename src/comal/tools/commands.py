@@ -57,7 +57,7 @@ class SimpleCommand:
         return self.program is not None and not self.open_args and None not in self.args
 
 
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"})
 """Programs that run a script: their `-c` string is parsed, anything else is unresolved."""
 
 _SCRIPT_RUNNERS = frozenset({"source", ".", "fc"})
@@ -67,7 +67,7 @@ _RENAMERS = frozenset({"alias", "hash", "enable"})
 """Builtins that can make a later name run another program (`alias x='rm -rf'`,
 `hash -p /bin/rm x`): what follows them cannot be named statically."""
 
-_STRING_RUNNERS = frozenset({"watch", "su", "runuser", "script"})
+_STRING_RUNNERS = frozenset({"watch", "su", "runuser", "script", "parallel"})
 """Programs that run one argument as a shell command line (`su -c`, `watch 'cmd'`)."""
 
 # Launchers whose arguments are a command: name -> (options taking a value, options that end
@@ -93,6 +93,8 @@ _WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "taskset": (frozenset(), frozenset()),
     "unbuffer": (frozenset(), frozenset()),
     "flock": (frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}), frozenset()),
+    "busybox": (frozenset(), frozenset()),
+    "coproc": (frozenset(), frozenset()),
 }
 _POSITIONAL_BEFORE_COMMAND = {"timeout": 1, "chrt": 1, "taskset": 1, "flock": 1}
 """Launchers that take fixed positional arguments (a duration, a lock file) before the command."""
@@ -138,6 +140,10 @@ def _unescape(text: str, *, quoted: bool) -> str:
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+def _is_option(word: str | None) -> bool:
+    return word is not None and word.startswith("-")
 
 
 def _text(node: tree_sitter.Node) -> str:
@@ -225,7 +231,7 @@ class _Walker:
         if head is None:
             self.unresolved(text, "the program is an expansion or command substitution")
             return
-        if head == "" or any(ch in head for ch in "*?["):
+        if head == "" or any(ch in head for ch in "*?[{"):
             self.unresolved(text, f"the program {head!r} is not a plain name")
             return
         program = PurePosixPath(head).name or head
@@ -236,6 +242,10 @@ class _Walker:
             self.shell(program, args, text)
         elif program == "eval":
             self.script(list(args), text, "eval")
+        elif program == "trap" and args and args[0] != "-" and not _is_option(args[0]):
+            # `trap 'cmd' EXIT` runs its first argument as a command line later on.
+            self.found.append(SimpleCommand(program, tuple(args), False, "", text))
+            self.script(args[:1], text, "trap")
         elif program in _SCRIPT_RUNNERS:
             self.unresolved(text, f"{program} runs commands from a file")
         elif program in _RENAMERS and args:

@@ -84,6 +84,8 @@ def test_literal_shell_strings_and_eval_are_parsed_recursively() -> None:
     assert programs("sh -c \"bash -c 'rm x'\"") == ["rm"]
     assert programs("bash -o pipefail -lc 'rm x'") == ["rm"]
     assert programs('eval "rm -rf a"') == ["rm"]
+    assert programs("trap 'rm -rf a' EXIT") == ["trap", "rm"]
+    assert programs("busybox rm -rf a") == ["busybox", "rm"]
 
 
 @pytest.mark.parametrize(
@@ -98,6 +100,7 @@ def test_literal_shell_strings_and_eval_are_parsed_recursively() -> None:
         "source ./env.sh",
         ". ./env.sh",
         "r* a",
+        "{r,}m a",
         "sudo -s",
         "alias ll='rm -rf'",
         "hash -p /bin/rm del",
