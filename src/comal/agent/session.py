@@ -29,6 +29,7 @@ from comal.providers.base import Provider
 from comal.tools.base import Tool, ToolContext, ToolRegistry
 from comal.tools.mcp import McpServerFailure, is_mcp_tool
 from comal.tools.permissions import AskHook, PermissionPolicy
+from comal.tools.sandbox import session_sandbox
 
 EmitFn = Callable[[AgentEvent], None]
 
@@ -126,6 +127,10 @@ def engine_settings(config: Config, provider: Provider, options: SessionOptions)
     )
 
 
+SANDBOX_WARNING = "SANDBOX_UNAVAILABLE"
+"""Notice code when bubblewrap cannot confine Bash (said once, at session open)."""
+
+
 def open_session(
     ledger: Ledger,
     config: Config,
@@ -172,6 +177,7 @@ def open_session(
         env=dict(config.env),
         interactive=options.interactive,
         cancel=options.cancel,
+        sandbox=session_sandbox(config.permissions.mode, workspace, config.sandbox),
     )
     offered = {tool.spec.name for tool in tools}
     bound = session_tools(ledger, session_id, config.checks)
@@ -235,4 +241,8 @@ def open_session(
         record_tool_catalog(ledger, session_id, native_specs, mcp, options.mcp_failures)
         for failure in options.mcp_failures:
             session.emit(Notice(MCP_WARNING, failure.message))
+    sandbox = context.sandbox
+    if sandbox is not None and sandbox.unavailable is not None and "Bash" in offered:
+        then = "Bash is refused" if sandbox.config.required else "Bash runs unconfined"
+        session.emit(Notice(SANDBOX_WARNING, f"no sandbox: {sandbox.unavailable}; {then}"))
     return session
