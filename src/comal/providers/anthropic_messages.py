@@ -137,6 +137,7 @@ def encode_request(request: ModelRequest) -> JSONObject:
         ]
         tools[-1] = {**tools[-1], "cache_control": _CACHE}
         body["tools"] = list[JSONValue](tools)
+        body["tool_choice"] = {"type": "auto"}
     budget = _THINKING_BUDGET.get(request.reasoning_effort or "")
     if budget is not None and request.max_output_tokens > 1024:
         # The budget must stay below max_tokens and at or above 1,024.

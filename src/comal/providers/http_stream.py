@@ -23,6 +23,20 @@ from comal.providers.error_mapping import classify_error_object, classify_http_e
 from comal.providers.sse import StreamDecoder, adrive
 
 
+def merge_extra_body(body: JSONObject, extra: JSONObject) -> JSONObject:
+    """`body` with the configured `extra_body` merged in: tables merge key by key, any other
+    value (a string, a list, null) replaces the encoded one, so `tool_choice = "required"`
+    overrides Comal's `auto`."""
+    out = dict(body)
+    for key, value in extra.items():
+        current = out.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            out[key] = merge_extra_body(current, value)
+        else:
+            out[key] = value
+    return out
+
+
 def encode_body(body: JSONObject) -> bytes:
     """The request bytes: compact JSON in insertion order, UTF-8 (deterministic for equal input)."""
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -115,8 +129,8 @@ class WireProvider:
         raise NotImplementedError
 
     def encode(self, request: ModelRequest) -> bytes:
-        """The exact request body bytes `stream()` POSTs."""
-        return encode_body(self.encode_json(request))
+        """The exact request body bytes `stream()` POSTs: the wire JSON plus `extra_body`."""
+        return encode_body(merge_extra_body(self.encode_json(request), self._cfg.extra_body))
 
     def headers(self) -> dict[str, str]:
         """Content negotiation, authentication and configured extra headers."""

@@ -94,7 +94,9 @@ def _assistant_message(message: Message, model: str) -> JSONObject:
     ]
     calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
     text = message.text
-    out: JSONObject = {"role": "assistant", "content": text if text or not calls else None}
+    # `""`, not null, when the turn is only tool calls: llama-cpp-python's validation rejects a
+    # null content (HTTP 500), and every other server takes the empty string.
+    out: JSONObject = {"role": "assistant", "content": text}
     if reasoning:
         out["reasoning_content"] = "".join(reasoning)
     if calls:
@@ -147,6 +149,9 @@ def encode_request(request: ModelRequest, *, max_tokens_field: str = "max_tokens
             }
             for t in request.tools
         ]
+        # Said explicitly: some servers (llama-cpp-python) leave the tools out of the prompt
+        # without it.
+        body["tool_choice"] = "auto"
     if request.reasoning_effort:
         body["reasoning_effort"] = request.reasoning_effort
     return body

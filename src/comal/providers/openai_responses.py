@@ -136,6 +136,7 @@ def encode_request(request: ModelRequest) -> JSONObject:
             }
             for t in request.tools
         ]
+        body["tool_choice"] = "auto"
     body["max_output_tokens"] = request.max_output_tokens
     if request.reasoning_effort:
         body["reasoning"] = {"effort": request.reasoning_effort, "summary": "auto"}
