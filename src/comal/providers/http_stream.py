@@ -50,6 +50,7 @@ async def post_sse(
     *,
     secrets: tuple[str, ...],
     timeout_s: float,
+    provider: str = "",
 ) -> AsyncGenerator[str, None]:
     """POST `body` and yield the response's lines.
 
@@ -64,7 +65,12 @@ async def post_sse(
             if response.status_code >= 400:
                 text = (await response.aread()).decode("utf-8", "replace")
                 raise classify_http_error(
-                    response.status_code, text, dict(response.headers), secrets=secrets
+                    response.status_code,
+                    text,
+                    dict(response.headers),
+                    secrets=secrets,
+                    url=url,
+                    provider=provider,
                 )
             ctype = response.headers.get("content-type", "")
             if "event-stream" not in ctype:
@@ -150,6 +156,7 @@ class WireProvider:
             self.encode(request),
             secrets=secrets,
             timeout_s=self._cfg.timeout_s,
+            provider=self.name,
         )
         async with aclosing(lines), aclosing(adrive(lines, self.decoder(request))) as events:
             async for event in events:
