@@ -39,6 +39,8 @@ class ProviderConfig:
     headers: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 600.0
     max_retries: int = 4
+    vision: bool | None = None
+    """Whether the model takes images; None asks the built-in catalog (unknown models: no)."""
     extra_body: JSONObject = field(default_factory=dict, hash=False)
     """Server-specific request fields (`[providers.NAME.extra_body]`), merged into every request
     body last: a table merges into the field of the same name, anything else replaces it."""
@@ -194,6 +196,9 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
     extra = raw.get("extra_body", {})
     if not isinstance(extra, Mapping):
         raise ConfigError(f"providers.{name}.extra_body must be a table")
+    vision = raw.get("vision")
+    if vision is not None and not isinstance(vision, bool):
+        raise ConfigError(f"providers.{name}.vision must be true or false")
     return ProviderConfig(
         name=name,
         wire=wire,
@@ -205,6 +210,7 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
         headers=tuple(sorted((str(k), str(v)) for k, v in dict(headers).items())),
         timeout_s=float(raw.get("timeout_s", 600.0)),
         max_retries=int(raw.get("max_retries", 4)),
+        vision=vision,
         extra_body={
             str(k): _json_value(v, f"providers.{name}.extra_body.{k}") for k, v in extra.items()
         },
