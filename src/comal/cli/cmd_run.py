@@ -146,6 +146,7 @@ async def run_command(args: argparse.Namespace) -> int:
             async with configured_mcp_tools(config) as mcp:
                 tools = [*standard_tools(), *mcp.tools]
                 options.mcp_failures = mcp.failures
+                options.mcp_notices = mcp.notices
                 if interactive:
                     # Imported only here so that `comal -p` never loads Textual.
                     from comal.tui.launch import run_tui
