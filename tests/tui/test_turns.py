@@ -140,3 +140,13 @@ async def test_a_refusal_is_shown_as_a_refusal_not_an_answer(
     (entry,) = ledger.entries(sid, kinds=("message.assistant",))
     assert entry.payload["finish"] == "refusal"
     assert ledger.session(sid).status == "active"
+    ledger.release_lock(sid)
+
+    again = make_app([], session_id=sid)
+    async with again.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        (past,) = again.query(AssistantItem)
+        past_notices = [n.text for n in again.query(NoticeItem) if n.kind == "refused"]
+    assert past.text == "I can't help with that."
+    assert past.has_class("refused")
+    assert past_notices == ["⊘ the model refused — this is not an answer"]

@@ -169,6 +169,11 @@ class Transcript(VerticalScroll):
                 widget = AssistantItem()
                 widget.finish(item.text)
                 self.mount(widget)
+            elif item.kind == "refused":
+                widget = AssistantItem(item.text)
+                self.mount(widget)
+                widget.refuse()
+                self.add_notice("⊘ the model refused — this is not an answer", "refused")
             elif item.kind == "tool":
                 mark = "✗" if item.failed else "✓"
                 self.mount(NoticeItem(f"{mark} {item.text}", "tool-past"))
