@@ -328,3 +328,19 @@ async def test_a_plain_http_server_is_reported_as_the_wrong_endpoint() -> None:
     assert caught.value.status == 501
     assert f"{base}/chat/completions" in caught.value.message
     assert "providers.local.base_url" in caught.value.message
+
+
+async def test_a_validation_500_is_sent_once_not_retried() -> None:
+    """llama-cpp-python's answer to a history it cannot validate: one request, a clear error."""
+    calls: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        calls.append(request)
+        return httpx2.Response(500, json=LLAMA_CPP_PYTHON_NULL_CONTENT)
+
+    cfg = ProviderConfig(name="lcp", wire="openai-chat", base_url="http://h/v1", model="m")
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as client:
+        provider = make_provider(cfg, client=client, api_key=None, context_window_override=None)
+        with pytest.raises(InvalidRequestError, match="7 validation errors"):
+            await collect(provider.stream(ModelRequest("m", "", (user_text("hi"),))))
+    assert len(calls) == 1
