@@ -163,6 +163,7 @@ def open_session(
                     "tokens": provider.capabilities.context_window,
                     "source": provider.capabilities.window_source,
                 },
+                "vision": provider.capabilities.vision,
                 "source": "comal",
             },
         )
