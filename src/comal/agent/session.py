@@ -16,7 +16,7 @@ from pathlib import Path
 from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolFinished, ToolStarted
 from comal.agent.instructions import load_instructions
 from comal.agent.prompt import SYSTEM_PROMPT
-from comal.agent.tool_catalog import MCP_WARNING, record_tool_catalog
+from comal.agent.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
 from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
 from comal.agent.toolset import session_tools
 from comal.config import Config
@@ -27,7 +27,7 @@ from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart, canonical_json
 from comal.providers.base import Provider
 from comal.tools.base import Tool, ToolContext, ToolRegistry
-from comal.tools.mcp import McpServerFailure, is_mcp_tool
+from comal.tools.mcp import McpNotice, McpServerFailure, is_mcp_tool
 from comal.tools.permissions import AskHook, PermissionPolicy
 from comal.tools.sandbox import session_sandbox
 
@@ -54,6 +54,9 @@ class SessionOptions:
     """Set by an interactive front end to stop the running tool call (Esc)."""
     mcp_failures: tuple[McpServerFailure, ...] = ()
     """Configured MCP servers that did not start; recorded as warnings when the session opens."""
+    mcp_notices: tuple[McpNotice, ...] = ()
+    """What started MCP servers need said once (stray stdout, tools not offered); recorded as
+    warnings when the session opens."""
 
 
 @dataclass(slots=True)
@@ -124,6 +127,7 @@ def engine_settings(config: Config, provider: Provider, options: SessionOptions)
         large_output_threshold_bytes=config.context.large_output_threshold_bytes,
         output_reserve_tokens=options.max_output_tokens or config.context.output_reserve_tokens,
         margin_tokens=config.context.margin_tokens,
+        vision=caps.vision,
     )
 
 
@@ -164,6 +168,7 @@ def open_session(
                     "tokens": provider.capabilities.context_window,
                     "source": provider.capabilities.window_source,
                 },
+                "vision": provider.capabilities.vision,
                 "source": "comal",
             },
         )
@@ -245,4 +250,7 @@ def open_session(
     if sandbox is not None and sandbox.unavailable is not None and "Bash" in offered:
         then = "Bash is refused" if sandbox.config.required else "Bash runs unconfined"
         session.emit(Notice(SANDBOX_WARNING, f"no sandbox: {sandbox.unavailable}; {then}"))
+    for notice in options.mcp_notices:
+        ledger.append(session_id, "warning", {"code": MCP_NOTICE, "message": notice.message})
+        session.emit(Notice(MCP_NOTICE, notice.message))
     return session
