@@ -44,12 +44,14 @@ TASK = "Inspect the numbers.\n" + "\n".join(
 
 
 def test_long_session_projects_then_derives_then_finishes(workspace: Path, home: Path) -> None:
-    window = 14_000
-    # Each output is ~9 KB: under the large-output threshold, so it enters verbatim and only
-    # pressure can turn it into a reference.
-    turns: list[Any] = [
-        bash_turn(i, f"seq {i * 100_000} {i * 100_000 + 1300}") for i in range(1, 15)
-    ]
+    window = 20_000
+    # Big outputs are ~9 KB: under the large-output threshold, so they enter verbatim and only
+    # pressure can turn them into references. Three big ones, then small ones: projecting the
+    # old big ones pays for itself. Then big ones again, too fast for any projection to keep up.
+    big = [(i, f"seq {i * 100_000} {i * 100_000 + 1300}") for i in range(1, 4)]
+    small = [(i, f"seq {i * 100_000} {i * 100_000 + 150}") for i in range(4, 14)]
+    late = [(i, f"seq {i * 100_000} {i * 100_000 + 1300}") for i in range(14, 20)]
+    turns: list[Any] = [bash_turn(i, command) for i, command in big + small + late]
     turns.append("All outputs inspected.")
     with FakeServer(turns, window=window) as server:
         configure(workspace, server, "openai-chat")
@@ -70,7 +72,7 @@ def test_long_session_projects_then_derives_then_finishes(workspace: Path, home:
         stats = server.stats()
         assert stats.overflows == 0
         assert stats.orphan_violations == 0
-        assert stats.requests == 15
+        assert stats.requests == len(turns)
     kinds = entry_kinds(home, run.session_id())
     assert "projection" in kinds
     assert "checkpoint" in kinds

@@ -7,15 +7,70 @@ fields follow `docs/ledger.md`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
 from comal.context.budget import Budget
 from comal.context.checkpoint import Draft
+from comal.context.pressure import cycle_cost
 from comal.context.projection import ProjectionPlan
 from comal.context.state import Checkpoint, checkpoint_of
 from comal.ledger.store import Ledger
+from comal.messages import JSONObject, JSONValue
+
+AUTOMATIC_TRIGGERS = frozenset({"pressure", "threshold", "turn_boundary", "cache_cold"})
 
 
-def append_projection(ledger: Ledger, session_id: str, plan: ProjectionPlan) -> None:
-    """Record a projection: the results it turns into references from now on."""
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One way to relieve pressure, as the engine predicted it before choosing."""
+
+    action: str
+    """`projection` or `checkpoint`."""
+    after_tokens: int
+    """Predicted request size right after the event."""
+    resent_tokens: int
+    """Tokens the event re-sends uncached (everything after its first changed byte)."""
+    cost_per_call: float
+    """Predicted mean cost per call of the stretch it starts, above the growth itself
+    (`pressure.cycle_cost` × growth per call), in new-token units."""
+    results_out_of_view: int
+    """Results it takes out of verbatim view (they stay named by exact reference); -1 when
+    the option was not worked out because an earlier one was kept."""
+    viable: bool
+    why: str
+
+    def priced(self, threshold: int, growth: float) -> Option:
+        """This option with its cost per call filled in."""
+        per_token = cycle_cost(self.resent_tokens, self.after_tokens, threshold, growth)
+        cost = per_token * growth if per_token != float("inf") else -1.0
+        return replace(self, cost_per_call=round(cost, 1))
+
+    def to_json(self) -> JSONObject:
+        """The option as recorded in the event's `options` list."""
+        return {
+            "action": self.action,
+            "after_tokens": self.after_tokens,
+            "resent_tokens": self.resent_tokens,
+            "cost_per_call": self.cost_per_call,
+            "results_out_of_view": self.results_out_of_view,
+            "viable": self.viable,
+            "why": self.why,
+        }
+
+
+def _options(options: Sequence[Option]) -> JSONValue:
+    return [o.to_json() for o in options]
+
+
+def append_projection(
+    ledger: Ledger,
+    session_id: str,
+    plan: ProjectionPlan,
+    trigger: str = "threshold",
+    options: Sequence[Option] = (),
+) -> None:
+    """Record a projection: the results it turns into references from now on, and why."""
     ledger.append(
         session_id,
         "projection",
@@ -26,6 +81,9 @@ def append_projection(ledger: Ledger, session_id: str, plan: ProjectionPlan) -> 
             "before_tokens": plan.before_tokens,
             "after_tokens": plan.after_tokens,
             "target_tokens": plan.target_tokens,
+            "resent_tokens": plan.resent_tokens,
+            "trigger": trigger,
+            "options": _options(options),
         },
     )
 
@@ -38,8 +96,13 @@ def append_checkpoint(
     before: int,
     after: int,
     budget: Budget,
+    options: Sequence[Option] = (),
 ) -> Checkpoint:
-    """Record a derived checkpoint; `before`/`after` are the estimated request sizes."""
+    """Record a derived checkpoint; `before`/`after` are the estimated request sizes.
+
+    `by` is who or what asked: `user`, a provider error, or a pressure trigger (`threshold`,
+    `turn_boundary`, `cache_cold`); automatic ones are recorded as `by: pressure` with the
+    trigger beside it, so readers of older ledgers see the same `by`."""
     entry = ledger.append(
         session_id,
         "checkpoint",
@@ -55,7 +118,9 @@ def append_checkpoint(
             "target_tokens": budget.target,
             "threshold_tokens": budget.threshold,
             "usable_tokens": budget.usable,
-            "by": by,
+            "by": "pressure" if by in AUTOMATIC_TRIGGERS else by,
+            "trigger": by,
+            "options": _options(options),
         },
     )
     return checkpoint_of(entry)

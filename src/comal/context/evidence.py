@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from comal.context.evidence_index import INDEX_REF, index_text
+from comal.context.evidence_names import ORDINAL
 from comal.context.rendering import evidence_text
 from comal.context.units import Utf16Text
 from comal.errors import (
@@ -174,6 +175,19 @@ def _load(ledger: Ledger, entry: Entry, field: str) -> _Source:
     return _Source.of(entry, field, Utf16Text.of(text), digest_bytes(data))
 
 
+def _by_ordinal(ledger: Ledger, session_id: str, ordinal: int) -> Entry:
+    """The session's `ordinal`-th tool result (`E17`: see `evidence_names`)."""
+    count = 0
+    for entry in ledger.entries(session_id):
+        if entry.kind == "tool.result":
+            count += 1
+            if count == ordinal:
+                return entry
+    raise EvidenceError(
+        f"no evidence E{ordinal}: this session has {count} tool output(s), E1 to E{count}"
+    )
+
+
 def resolve_entry(ledger: Ledger, session_id: str, ref: str) -> Entry:
     """The entry `ref` names, if this session may read it.
 
@@ -181,6 +195,9 @@ def resolve_entry(ledger: Ledger, session_id: str, ref: str) -> Entry:
         EvidenceError: no such entry.
         EvidenceAccessError: it belongs to a session that is neither this one nor a direct child.
     """
+    ordinal = ORDINAL.match(ref.strip())
+    if ordinal is not None:
+        return _by_ordinal(ledger, session_id, int(ordinal.group(1)))
     try:
         entry = ledger.entry(ref.strip())
     except UnknownEntryError as exc:
@@ -362,7 +379,7 @@ class LedgerEvidenceReader:
         """
         ref = arguments.get("ref")
         if not isinstance(ref, str) or not ref:
-            raise EvidenceError("ref is required: the evt_… id shown in a reference")
+            raise EvidenceError("ref is required: the evt_… id or E-ordinal shown in a reference")
         page = read_evidence(
             self.ledger,
             self.session_id,

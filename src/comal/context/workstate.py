@@ -20,8 +20,8 @@ MAX_FILES = 16
 MAX_COMMANDS = 8
 MAX_ERRORS = 5
 MAX_PENDING = 8
-_PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
-_COMMAND_KEYS = ("command", "cmd")
+PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
+COMMAND_KEYS = ("command", "cmd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +66,7 @@ def first_arg(arguments: JSONObject, keys: Sequence[str]) -> str | None:
 
 def describe_call(name: str, arguments: JSONObject, size: int = 100) -> str:
     """A short, exact-enough description: the main argument, else the JSON arguments."""
-    main = first_arg(arguments, (*_COMMAND_KEYS, *_PATH_KEYS, "pattern", "ref", "query"))
+    main = first_arg(arguments, (*COMMAND_KEYS, *PATH_KEYS, "pattern", "ref", "query"))
     if main is not None:
         return f"{name} {clip(main, size)}"
     return f"{name} {clip(canonical_json(arguments), size)}"
@@ -151,12 +151,12 @@ def work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
         call = calls.get(item.call_id)
         name = call.name if call else item.facts.name
         args = call.arguments if call else {}
-        path = first_arg(args, _PATH_KEYS)
+        path = first_arg(args, PATH_KEYS)
         op = _file_op(name)
         if path and op and call:
             files.pop(path, None)
             files[path] = (entry.seq, _file_line(call, item, op))
-        command = first_arg(args, _COMMAND_KEYS)
+        command = first_arg(args, COMMAND_KEYS)
         if command is not None:
             status = (
                 f"exit {item.facts.exit_code}"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from comal.context.checkpoint import FACTS_HORIZON_TOKENS
+import re
+
 from comal.context.evidence_index import INDEX_CALL
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
@@ -68,22 +69,37 @@ def test_what_the_tail_shows_is_not_repeated(ledger: Ledger, builder: SessionBui
     assert in_tail
     assert covered
     assert not [r.id for r in in_tail if r.id in checkpoint.text]
-    # The newest covered command is still named, with its exact reference; the rest by range.
+    # The newest covered command is still named with its full id; every other one by ordinal.
     assert covered[-1].id in checkpoint.text
-    assert "older: " in checkpoint.text
+    evidence = checkpoint.text.split("## Evidence", 1)[1]
+    for ordinal, result in enumerate(results, start=1):
+        if result in covered[:-1]:
+            assert re.search(rf"\bE{ordinal}\b", evidence), ordinal
     assert INDEX_CALL in checkpoint.text
 
 
-def test_checkpoint_and_tail_stay_within_the_facts_horizon(
-    ledger: Ledger, builder: SessionBuilder
-) -> None:
-    builder.user("Survey the source tree.")
-    command_turns(builder, 60, lines=40)
-    engine = make_engine(ledger, builder.session_id, window=128_000)
+def _tail_tokens(ledger: Ledger, session_id: str, window: int) -> tuple[int, int]:
+    """(tokens carried before the newest turn, request size) after a /compact at `window`."""
+    engine = make_engine(ledger, session_id, window=window)
     engine.compact(by="user")
     asm = engine.assemble()
     newest = max(p.seq for p in asm.parts if p.role == "assistant")
-    carried = sum(p.tokens for p in asm.parts if p.seq < newest)
-    # Everything carried before the newest turn (which is always kept whole) fits the horizon.
-    assert carried <= FACTS_HORIZON_TOKENS
-    assert sum(1 for p in asm.parts if p.role == "assistant") > 1
+    tail = sum(p.tokens for p in asm.parts if p.seq < newest and p.role != "checkpoint")
+    return tail, engine.view().estimated_tokens
+
+
+def test_the_kept_tail_grows_with_the_window(ledger: Ledger) -> None:
+    tails = []
+    for window in (32_000, 64_000, 128_000):
+        # The same session, recorded once per window.
+        builder = SessionBuilder(ledger, model="gpt-4o", window=window)
+        builder.user("Survey the source tree.")
+        command_turns(builder, 200, lines=40)
+        tail, size = _tail_tokens(ledger, builder.session_id, window)
+        budget = make_engine(ledger, builder.session_id, window=window).budget()
+        # The view stays under the threshold with room for the next calls.
+        assert size < budget.threshold
+        tails.append(tail)
+    assert tails[0] < tails[1] < tails[2]
+    # At a large window the tail keeps far more than a fixed 8k horizon did.
+    assert tails[2] > 8_192 * 3

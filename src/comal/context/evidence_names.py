@@ -1,0 +1,151 @@
+"""Naming every earlier output in a checkpoint, compactly: per-session ordinals such as `E17`.
+
+`E17` is the session's 17th `tool.result` entry, in ledger order (the numbering of the evidence
+index); the ledger only grows, so an ordinal never changes meaning, and `EvidenceRead` accepts
+it as `ref` beside the full `evt_…` id. A checkpoint lists every output it covers so the model
+never has to look an index up to learn that an output exists:
+
+- first the outputs the verbatim tail and the work state most likely need (`priority`, e.g.
+  the newest covered turn and those on files the tail works on) with ordinal, full id, call
+  and size;
+- then every other output grouped by tool and file (`Read src/app.py: E3 E9 E14`), commands
+  and other calls with a short description, newest groups first.
+
+The list must fit its token budget: when it does not, descriptions go, then consecutive
+ordinals of a group merge into ranges (`E20–E57`), always naming each output's ordinal.
+Pure: same inputs ⇒ same lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from comal.context.conversation import ResultEntry
+from comal.context.tokens import TokenCounter
+from comal.context.workstate import COMMAND_KEYS, PATH_KEYS, Call, clip, describe_call, first_arg
+from comal.ledger.entry import Entry
+
+ORDINAL = re.compile(r"^E([1-9][0-9]*)$")
+"""A per-session ordinal reference, as `EvidenceRead` accepts it."""
+
+
+def result_ordinals(entries: Iterable[Entry]) -> dict[str, int]:
+    """Ordinal (1-based) of every `tool.result` entry id, in ledger order."""
+    out: dict[str, int] = {}
+    for entry in entries:
+        if entry.kind == "tool.result":
+            out[entry.id] = len(out) + 1
+    return out
+
+
+def ordinal_ref(ordinal: int) -> str:
+    """`E17` for ordinal 17."""
+    return f"E{ordinal}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Named:
+    ordinal: int
+    item: ResultEntry
+    group: str
+    what: str
+
+
+def _group(call: Call | None, item: ResultEntry) -> tuple[str, str]:
+    """(group label, short description within the group)."""
+    if call is None:
+        return item.facts.name, ""
+    path = first_arg(call.arguments, PATH_KEYS)
+    if path is not None and first_arg(call.arguments, COMMAND_KEYS) is None:
+        return f"{call.name} {clip(path, 80)}", ""
+    return call.name, describe_call("", call.arguments, 48).strip()
+
+
+def _status(item: ResultEntry) -> str:
+    notes = []
+    if item.facts.exit_code not in (None, 0):
+        notes.append(f"exit {item.facts.exit_code}")
+    if item.facts.status not in ("ok", "error"):
+        notes.append(item.facts.status)
+    return f" ({', '.join(notes)})" if notes else ""
+
+
+def _ranges(ordinals: Sequence[int]) -> str:
+    out: list[str] = []
+    start = prev = ordinals[0]
+    for n in [*ordinals[1:], -1]:
+        if n == prev + 1:
+            prev = n
+            continue
+        out.append(ordinal_ref(start) if start == prev else f"E{start}–E{prev}")
+        start = prev = n
+    return " ".join(out)
+
+
+def _grouped(named: Sequence[_Named], level: int) -> list[str]:
+    groups: dict[str, list[_Named]] = {}
+    for n in named:
+        groups.setdefault(n.group, []).append(n)
+    # Newest group first: the most recent work is the likeliest to be looked up again.
+    ordered = sorted(groups.items(), key=lambda kv: -kv[1][-1].ordinal)
+    lines = []
+    for label, members in ordered:
+        if level == 0:
+            body = "; ".join(
+                f"{ordinal_ref(m.ordinal)}{' ' + m.what if m.what else ''}{_status(m.item)}"
+                for m in members
+            )
+        elif level == 1:
+            body = " ".join(f"{ordinal_ref(m.ordinal)}{_status(m.item)}" for m in members)
+        else:
+            body = _ranges([m.ordinal for m in members])
+        lines.append(f"{label}: {body}")
+    return lines
+
+
+def evidence_names(
+    covered: Sequence[ResultEntry],
+    priority: Sequence[ResultEntry],
+    calls: Mapping[str, Call],
+    ordinals: Mapping[str, int],
+    counter: TokenCounter,
+    budget_tokens: int,
+) -> list[str]:
+    """Lines naming every output in `covered` (see module docstring), within `budget_tokens`.
+
+    Args:
+        covered: the outputs the checkpoint replaces, oldest first.
+        priority: those to list first with their full ids (newest first), a subset of covered.
+        calls: calls by id (for tool, file and command).
+        ordinals: `result_ordinals` of the session.
+        counter: token counter for the budget.
+        budget_tokens: the most the lines may take (the ranges form is used if none fits).
+    """
+    first = {p.entry.id for p in priority}
+    lines: list[str] = []
+    for item in priority:
+        call = calls.get(item.call_id)
+        what = describe_call(call.name, call.arguments, 90) if call else item.facts.name
+        n = ordinals.get(item.entry.id)
+        label = f"{ordinal_ref(n)} " if n is not None else ""
+        lines.append(
+            f"{label}{item.facts.ref} · {what} · {item.facts.size_bytes:,} bytes{_status(item)}"
+        )
+    named = []
+    for item in covered:
+        n = ordinals.get(item.entry.id)
+        if item.entry.id in first or n is None:
+            continue
+        label, what = _group(calls.get(item.call_id), item)
+        named.append(_Named(n, item, label, what))
+    if not named:
+        return lines
+    used = sum(counter.count(line) for line in lines)
+    grouped: list[str] = []
+    for level in range(3):
+        grouped = _grouped(named, level)
+        if used + sum(counter.count(line) for line in grouped) <= budget_tokens:
+            break
+    return [*lines, "every other output, by tool and file:", *grouped]
