@@ -6,11 +6,15 @@ are appended, then the session's one `ContextEngine` prepares the request, as th
 before every model call. The engine's own entries (projections, checkpoints) stay in the ledger
 between calls, so its decisions persist as they do live. `PreparedView.messages` is the request.
 
+The engine sizes its own output reserve from the outputs fed so far (its live rule, no fixed
+reserve): `Decision.reserve` reports it, and the request's overflow is judged with it.
+
 Facts are reachable for Comal when in view or inside evidence the request names by reference
 (`evt_…` ids of `tool.result` entries): `Decision.reachable_refs` holds the planned-entry indices
 (see `Transcript.entries`) of the results named. A request that prints the evidence index call
 (`EvidenceRead {"ref":"index"}`, which lists every result of the session with its exact ref)
-reaches every recorded output: `Decision.reachable_all`.
+is reported apart (`Decision.reachable_all`, the `facts_reachable_via_index` figure): the index
+names no output by its own reference in the request itself.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from comal.bench.policies import Budget, Decision
+from comal.bench.policies import Budgets, Decision
 from comal.bench.rendering import SegmentCache, request_tokens
 from comal.bench.transcript import REPLAYED_KINDS, Transcript
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
@@ -40,7 +44,7 @@ class ComalPolicy:
     """Replays a transcript through `ContextEngine.prepare()` (see module docstring)."""
 
     transcript: Transcript
-    budget: Budget
+    budget: Budgets
     counter: TokenCounter
     name: str = "comal"
     _dir: tempfile.TemporaryDirectory[str] | None = None
@@ -101,6 +105,7 @@ class ComalPolicy:
             reachable_refs=frozenset(named),
             reachable_all=_names_index(view.messages),
             actions=view.actions,
+            reserve=engine.output_reserve(),
         )
 
     def _measured(self, ledger: Ledger, planned: PlannedEntry, sent: _Sent) -> PlannedEntry:
@@ -135,8 +140,7 @@ class ComalPolicy:
             settings = EngineSettings(
                 window_tokens=self.budget.window,
                 window_source="bench",
-                output_reserve_tokens=self.budget.reserve,
-                margin_tokens=self.budget.margin,
+                margin_tokens=self.budget.at(0).margin,
             )
             fixed = FixedParts(system=self.transcript.system, instructions="", tools=())
             self._engine = ContextEngine(

@@ -6,8 +6,14 @@ Per request (summary calls included, in the order they are sent):
   variant bills new tokens at 1.25 × (cache writes);
 - a request *matches its prefix* when it begins with the whole previous request (it only
   appended); `prefix_match_share` = matches / requests that have a predecessor;
-- under an *ideal* prefix cache, cached = the longest common prefix with any earlier request;
-  `cost_vs_own_ideal` = cost / the cost of the same requests priced that way.
+- under an *ideal* cache of the policy's own requests, every message version (a rendered part:
+  a verbatim message, a preview, a reference stub, a checkpoint block, a summary) is billed in
+  full the first time the policy sends it and at 0.1 after, wherever it sits in the request
+  (the n-th copy of a text within one request is a version of its own);
+  each request's ideal is capped at what the real prefix cache billed for it, and the same
+  summary-output terms are added; `cost_vs_own_ideal` = cost / that ideal cost. A policy that
+  only appends scores 1.0; one that rewrites early parts of its requests pays for every later
+  part again under a prefix cache and scores above 1.
 The physical limit bills every content token once at full price: the tokens of the full history
 at the last call. Fractions are numbers between 0 and 1.
 """
@@ -18,7 +24,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from comal.bench.rendering import PrefixTrie, Segment, common_prefix_tokens, request_tokens
+from comal.bench.rendering import Segment, common_prefix_tokens, request_tokens
 from comal.messages import JSONObject, JSONValue
 
 CACHED_RATE = 0.1
@@ -31,10 +37,12 @@ class Totals:
     """Running totals for one (session, policy, window)."""
 
     previous: tuple[Segment, ...] = ()
-    trie: PrefixTrie = field(default_factory=PrefixTrie)
+    sent: set[tuple[int, int]] = field(default_factory=set)
+    """Message versions the policy has already sent: (segment uid, copy number in a request)."""
     input_tokens: int = 0
     cached_tokens: int = 0
-    ideal_cached_tokens: int = 0
+    ideal_input_cost: float = 0.0
+    """Input cost (new rate 1) under the ideal cache of the policy's own requests."""
     summary_output: int = 0
     summary_input: int = 0
     overflows: int = 0
@@ -44,6 +52,9 @@ class Totals:
     facts_total: int = 0
     facts_in_view: int = 0
     facts_reachable: int = 0
+    facts_via_index: int = 0
+    reserves: list[int] = field(default_factory=list)
+    """The output reserve held at each call (no later output known)."""
     projections: int = 0
     derivations: int = 0
     prefix_matches: int = 0
@@ -55,20 +66,31 @@ class Totals:
         cached = common_prefix_tokens(self.previous, request) if self.previous else 0
         if agent and self.previous and cached == request_tokens(self.previous):
             self.prefix_matches += 1
-        ideal = max(cached, self.trie.cached(request))
-        self.trie.add(request)
+        real = (tokens - cached) + CACHED_RATE * cached
+        ideal = 0.0
+        occurrences: dict[int, int] = {}
+        for segment in request:
+            # The same text twice in one request is two messages: the n-th copy is its own
+            # version (a repeated reminder is new the first time it is sent n times).
+            number = occurrences.get(segment.uid, 0)
+            occurrences[segment.uid] = number + 1
+            version = (segment.uid, number)
+            ideal += segment.size * (CACHED_RATE if version in self.sent else 1.0)
+            self.sent.add(version)
         self.previous = tuple(request)
         self.input_tokens += tokens
         self.cached_tokens += cached
-        self.ideal_cached_tokens += ideal
+        self.ideal_input_cost += min(ideal, real)
         self.overflows += int(overflow)
         return tokens
 
     def cost(self, *, ideal: bool = False, new_rate: float = 1.0) -> float:
-        """Weighted cost in input-token units."""
-        cached = self.ideal_cached_tokens if ideal else self.cached_tokens
-        new = self.input_tokens - cached
-        return new_rate * new + CACHED_RATE * cached + SUMMARY_OUTPUT_RATE * self.summary_output
+        """Weighted cost in input-token units (`ideal`: under the ideal cache, new rate 1)."""
+        output = SUMMARY_OUTPUT_RATE * self.summary_output
+        if ideal:
+            return self.ideal_input_cost + output
+        new = self.input_tokens - self.cached_tokens
+        return new_rate * new + CACHED_RATE * self.cached_tokens + output
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -125,8 +147,14 @@ def row(
         "facts_reachable": round(_ratio(totals.facts_reachable, totals.facts_total), 4)
         if totals.facts_total
         else 1.0,
+        "facts_reachable_via_index": round(_ratio(totals.facts_via_index, totals.facts_total), 4)
+        if totals.facts_total
+        else 1.0,
         "facts_in_view_count": totals.facts_in_view,
         "facts_reachable_count": totals.facts_reachable,
+        "facts_via_index_count": totals.facts_via_index,
+        "reserve_min": min(totals.reserves, default=0),
+        "reserve_max": max(totals.reserves, default=0),
         "summary_tokens": totals.summary_output,
         "projections": totals.projections,
         "derivations": totals.derivations,
@@ -144,6 +172,15 @@ def row(
 def _num(row_: JSONObject, key: str) -> float:
     value = row_.get(key)
     return float(value) if isinstance(value, int | float) else 0.0
+
+
+def aggregate_by_source(rows: Sequence[JSONObject]) -> list[JSONObject]:
+    """One aggregate per (source, policy, window), in first-seen order."""
+    out: list[JSONObject] = []
+    for source in dict.fromkeys(str(r["source"]) for r in rows):
+        for item in aggregate([r for r in rows if str(r["source"]) == source]):
+            out.append({"source": source, **item})
+    return out
 
 
 def aggregate(rows: Sequence[JSONObject]) -> list[JSONObject]:
@@ -188,6 +225,10 @@ def aggregate(rows: Sequence[JSONObject]) -> list[JSONObject]:
             "facts_reachable": round(_ratio(total("facts_reachable_count"), facts), 4)
             if facts
             else 1.0,
+            "facts_reachable_via_index": round(_ratio(total("facts_via_index_count"), facts), 4)
+            if facts
+            else 1.0,
+            "facts_in_view_count": int(total("facts_in_view_count")),
             "summary_tokens": int(total("summary_tokens")),
             "projections": int(total("projections")),
             "derivations": int(total("derivations")),

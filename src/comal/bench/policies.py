@@ -2,11 +2,12 @@
 
 Each policy turns the history before model call *k* into the messages of request *k*. Policies
 keep state across calls (what was pruned or summarized stays so), like the agents they copy.
-All of them share the harness's output reserve and margin (`Budget`); a threshold given as a
-fraction applies to what is left after the reserve, `window − reserve`.
+The output reserve at call *k* is sized from the outputs recorded before *k* only (`Budgets`):
+no policy, and no overflow check, may look at the session's future.
 
-Sources are `shared/research/peers.md` (sections named in each docstring) and the paper
-"The Complexity Trap" (Lindenbauer et al., arXiv 2508.21433).
+Sources are `shared/research/peers.md` (sections named in each docstring), opencode's
+`packages/opencode/src/session/compaction.ts` (`prune`), GitHub's Copilot CLI context-management
+page, and the paper "The Complexity Trap" (Lindenbauer et al., arXiv 2508.21433).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ SUMMARY_PREFIX = "Another language model started to solve this problem and produ
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """The window and what every policy leaves free in it."""
+    """The window and what a request leaves free in it at one call."""
 
     window: int
     reserve: int
@@ -36,12 +37,42 @@ class Budget:
 
     @property
     def usable(self) -> int:
-        """What is left after the output reserve: thresholds are fractions of this."""
+        """What is left after the output reserve."""
         return self.window - self.reserve
 
     def overflows(self, request_tokens: int) -> bool:
         """True when request + reserve + margin exceed the window."""
         return request_tokens + self.reserve + self.margin > self.window
+
+    def at(self, _call_index: int) -> Budget:
+        """A fixed budget is the same at every call."""
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class CallBudgets:
+    """One budget per model call: the reserve of call *k* knows only the outputs before *k*."""
+
+    window: int
+    margin: int
+    reserves: tuple[int, ...]
+
+    def at(self, call_index: int) -> Budget:
+        """The budget of call `call_index`."""
+        return Budget(self.window, self.reserves[call_index], self.margin)
+
+
+class Budgets(Protocol):
+    """A fixed `Budget` or `CallBudgets`."""
+
+    @property
+    def window(self) -> int:
+        """The window, in tokens."""
+        ...
+
+    def at(self, call_index: int, /) -> Budget:
+        """The budget of one call."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +93,9 @@ class Decision:
     actions: tuple[str, ...] = ()
     """Pressure actions taken before this request (`projection`, `checkpoint`), as counted in
     the report's `projections` and `derivations`."""
+    reserve: int | None = None
+    """The output reserve the policy itself held for this request (Comal: its engine's own);
+    None: the harness's reserve for the call."""
 
 
 Measure = Callable[[Sequence[Message]], int]
@@ -171,45 +205,69 @@ class ObservationMaskingPolicy:
         return Decision(_replace_results(history, keep), self.system)
 
 
+PRUNE_PROTECT = 40_000
+PRUNE_MINIMUM = 20_000
+PRUNE_PROTECTED_TOOLS = frozenset({"skill"})
+CHARS_PER_TOKEN = 4
+"""opencode's `Token.estimate`: characters / 4, rounded."""
+
+
+def opencode_estimate(text: str) -> int:
+    """opencode's token estimate of a tool output (`util/token.ts`)."""
+    return max(0, round(len(text) / CHARS_PER_TOKEN))
+
+
 @dataclass(slots=True)
 class OpencodePrunePolicy:
-    """opencode `prune`: protect the newest 40k tokens of tool output, clear older outputs.
+    """opencode `prune`, as `SessionCompaction.prune()` in `session/compaction.ts` does it.
 
-    Source: peers.md §2.5 (`session/compaction.ts`): walking backwards, outputs beyond the first
-    `PRUNE_PROTECT = 40_000` tokens are marked compacted, only if more than
-    `PRUNE_MINIMUM = 20_000` tokens would be freed; the walk stops at an already compacted
-    output; marked outputs read `[Old tool result content cleared]`. Checked before every call
-    (the recorded SWE sessions have a single user turn, so opencode's "skip the last 2 user
-    turns" rule would never let it act; it is not applied). No summary fallback: what prune
-    cannot free overflows.
+    Walking the messages backwards, newest first: nothing is considered until two user turns
+    have been passed (`if (turns < 2) continue`: the last two user turns are protected); the
+    outputs of completed tool calls (not `skill`) are summed with opencode's estimate
+    (characters / 4); those beyond the first `PRUNE_PROTECT = 40_000` tokens are candidates, and
+    they are marked compacted only if more than `PRUNE_MINIMUM = 20_000` tokens would be freed;
+    the walk stops at an output already compacted. Marked outputs read
+    `[Old tool result content cleared]` (`message-v2.ts`). A user turn is a user message with
+    text; tool results are not turns (opencode keeps them inside the assistant message).
+    opencode runs prune when a prompt loop ends; checked here before every call, which prunes
+    the same outputs (within a turn the outputs before the second-newest user message do not
+    change). No summary fallback: what prune cannot free overflows.
     """
 
     system: str
-    measure: Measure
-    protect: int = 40_000
-    minimum: int = 20_000
+    protect: int = PRUNE_PROTECT
+    minimum: int = PRUNE_MINIMUM
     name: str = "opencode-prune"
     _pruned: set[str] = field(default_factory=set)
 
     def decide(self, history: tuple[Message, ...], _call_index: int, /) -> Decision:
         """Prune old outputs when it frees enough, then render."""
         total = 0
-        candidates: list[str] = []
         freed = 0
+        candidates: list[str] = []
+        turns = 0
+        stop = False
         for message in reversed(history):
-            if message.role != "user":
+            for part in reversed(message.parts):
+                if isinstance(part, TextPart) and message.role == "user":
+                    turns += 1
+                    break
+            if turns < 2 or message.role != "user":
                 continue
             for part in reversed(message.tool_results):
+                if part.name in PRUNE_PROTECTED_TOOLS:
+                    continue
                 if part.call_id in self._pruned:
+                    stop = True
                     break
-                size = self.measure((Message("user", (part,)),))
+                size = opencode_estimate(part.content)
                 total += size
-                if total > self.protect:
-                    candidates.append(part.call_id)
-                    freed += size
-            else:
-                continue
-            break
+                if total <= self.protect:
+                    continue
+                freed += size
+                candidates.append(part.call_id)
+            if stop:
+                break
         if freed > self.minimum:
             self._pruned.update(candidates)
         pruned = self._pruned
@@ -222,23 +280,34 @@ class OpencodePrunePolicy:
 
 @dataclass(slots=True)
 class LlmCompactionPolicy:
-    """LLM compaction at a fraction of the usable window, with a 2,000-token summary billed.
+    """LLM compaction at a threshold, with a 2,000-token summary billed.
 
-    Sources: Codex CLI (peers.md §2.1): trigger at 90 % of the window, the new history is the
-    newest *user* messages verbatim (up to 20,000 tokens) plus one user message holding the
-    summary; assistant messages and tool items are dropped. Copilot CLI (peers.md §2.3): trigger
-    at 80 %; its rebuilt history is not documented, so the Codex rebuild is used. The summary
-    call sends the current request plus a summary instruction and is billed like any request;
-    its 2,000 output tokens are billed at 5×. The summary text is a stand-in that carries no
-    facts: a fact that survives only inside a summary is not in view.
+    Thresholds, in the harness's tokens of the whole request (system prompt included):
+    - Copilot CLI (`copilot_rule`): at 80 % of the window; its 20 % buffer holds the output
+      reserve and margin ("Copilot CLI starts compacting at about 80 % of the context window,
+      leaving a buffer of about 20 %"; GitHub Docs, Copilot CLI context management; peers.md
+      §2.3). Copilot documents its rebuild as the summary with the original user instructions
+      and the plan; the Codex rebuild below keeps the user messages, which holds both.
+    - Codex CLI (`codex_rule`): at 90 % of the window less the output reserve
+      (`auto_compact_token_limit` = 90 % of a `context_window` that excludes the model's
+      output; `codex-rs/protocol/src/openai_models.rs`, peers.md §2.1). The new history is the
+      newest *user* messages verbatim (up to 20,000 tokens) plus one user message holding the
+      summary; assistant messages and tool items are dropped (`compact.rs`).
+    The summary call sends the current request plus a summary instruction and is billed like
+    any request; its 2,000 output tokens are billed at 5×; when it does not fit the window it
+    counts as an overflow (Codex then trims and retries, Copilot blocks: either way the call as
+    made did not fit). The summary text is a stand-in that carries no facts: a fact that
+    survives only inside a summary is not in view.
     """
 
     system: str
     measure: Measure
-    budget: Budget
+    budgets: Budgets
     ratio: float
     name: str
     summary_text: str
+    less_reserve: bool
+    """Codex subtracts the output reserve from its threshold; Copilot's buffer holds it."""
     user_tokens: int = 20_000
     _base: tuple[Message, ...] = ()
     _cut: int = 0
@@ -246,10 +315,16 @@ class LlmCompactionPolicy:
     def _view(self, history: tuple[Message, ...]) -> tuple[Message, ...]:
         return self._base + history[self._cut :]
 
-    def decide(self, history: tuple[Message, ...], _call_index: int, /) -> Decision:
+    def threshold(self, call_index: int) -> float:
+        """Request tokens above which the peer compacts before call `call_index`."""
+        budget = self.budgets.at(call_index)
+        reserve = budget.reserve if self.less_reserve else 0
+        return self.ratio * budget.window - reserve
+
+    def decide(self, history: tuple[Message, ...], call_index: int, /) -> Decision:
         """Compact when the request would pass the threshold, then render."""
         view = self._view(history)
-        if self.measure(view) <= self.ratio * self.budget.usable:
+        if self.measure(view) <= self.threshold(call_index):
             return Decision(view, self.system)
         summary_request = (*view, Message("user", (TextPart(SUMMARY_PROMPT),)))
         kept: list[Message] = []

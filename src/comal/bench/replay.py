@@ -5,22 +5,25 @@ For each transcript, window and policy, every model call's request is rendered c
 policy that splits a pair fails the replay loudly), priced (`metrics.py`) and searched for the
 facts the assistant uses at that call (`facts.py`).
 
-Fairness: every policy leaves the same output reserve and margin free. They are Comal's
-defaults for the session: the reserve sized from the outputs the recording reports
-(`context.budget.size_output_reserve`, no OUTPUT_LENGTH events), the margin
-`context.budget.default_margin(window)`. Comal's engine receives that reserve as a fixed one.
+No hindsight: the output reserve of call *k* is sized from the outputs recorded before *k*
+only. Comal's engine sizes its own, from the ledger it has been fed (its live rule); for every
+other policy, and for judging their overflows, the harness applies the same rule to the same
+recorded outputs (`context.budget.size_output_reserve`: twice the 95th percentile of earlier
+outputs, 4,096 … min(32,000, window / 2)). The margin is `context.budget.default_margin(window)`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from comal.bench.facts import FactUse, fact_uses
 from comal.bench.metrics import Totals, row
 from comal.bench.policies import (
-    Budget,
+    Budgets,
+    CallBudgets,
     LastObservationsPolicy,
     LlmCompactionPolicy,
     ObservationMaskingPolicy,
@@ -50,20 +53,22 @@ MAX_OUTPUT_TOKENS = 32_000
 """The engine's default maximum output (the cap of the sized reserve)."""
 
 
-def shared_budget(transcript: Transcript, window: int) -> Budget:
-    """The reserve and margin every policy leaves free for this session and window."""
-    outputs = []
+def call_budgets(transcript: Transcript, window: int) -> CallBudgets:
+    """The reserve of each call from the outputs recorded before it, and the margin."""
+    cap = min(MAX_OUTPUT_TOKENS, max(window // 2, 1))
+    outputs: list[int] = []
+    reserves: list[int] = []
     for call in transcript.calls:
+        reserves.append(size_output_reserve(outputs, [], max_output=cap))
         planned = transcript.entries[call.entries_end]
         usage = planned.payload.get("usage")
         value = usage.get("output") if isinstance(usage, dict) else None
         if isinstance(value, int) and not isinstance(value, bool):
             outputs.append(value)
-    reserve = size_output_reserve(outputs, [], max_output=MAX_OUTPUT_TOKENS)
-    return Budget(window, reserve, default_margin(window))
+    return CallBudgets(window, default_margin(window), tuple(reserves))
 
 
-def make_policy(name: str, transcript: Transcript, budget: Budget, cache: SegmentCache) -> Policy:
+def make_policy(name: str, transcript: Transcript, budget: Budgets, cache: SegmentCache) -> Policy:
     """A fresh policy instance for one (session, window) replay.
 
     Raises:
@@ -77,11 +82,18 @@ def make_policy(name: str, transcript: Transcript, budget: Budget, cache: Segmen
     if name == "masking-m10":
         return ObservationMaskingPolicy(system)
     if name == "opencode-prune":
-        return OpencodePrunePolicy(system, cache.message_tokens)
+        return OpencodePrunePolicy(system)
     if name in ("llm-compaction-80", "llm-compaction-90"):
-        ratio = 0.8 if name.endswith("80") else 0.9
+        codex = name.endswith("90")
         stand_in = summary_stand_in(cache.count)
-        return LlmCompactionPolicy(system, cache.message_tokens, budget, ratio, name, stand_in)
+
+        def measure(messages: Sequence[Message]) -> int:
+            return request_tokens(cache.request(system, messages))
+
+        ratio = 0.9 if codex else 0.8
+        return LlmCompactionPolicy(
+            system, measure, budget, ratio, name, stand_in, less_reserve=codex
+        )
     if name == "comal":
         from comal.bench.comal_policy import ComalPolicy  # the engine is only needed here
 
@@ -121,7 +133,7 @@ def check_pairs(messages: Sequence[Message], *, policy: str, label: str, call: i
 def replay_policy(
     transcript: Transcript,
     policy: Policy,
-    budget: Budget,
+    budgets: Budgets,
     cache: SegmentCache,
     uses: dict[int, list[FactUse]] | None = None,
 ) -> Totals:
@@ -130,7 +142,7 @@ def replay_policy(
     Args:
         transcript: the recorded session.
         policy: a fresh policy instance.
-        budget: reserve and margin shared by every policy.
+        budgets: the reserve and margin of each call (a policy may hold its own reserve).
         cache: the transcript's segment cache.
         uses: facts by the call that first uses them (computed when None).
 
@@ -151,6 +163,10 @@ def replay_policy(
         decision = policy.decide(history, call.index)
         totals.decision_ms.append((time.perf_counter() - started) * 1000)
         check_pairs(decision.messages, policy=policy.name, label=transcript.label, call=call.index)
+        budget = budgets.at(call.index)
+        if decision.reserve is not None:
+            budget = replace(budget, reserve=decision.reserve)
+        totals.reserves.append(budget.reserve)
         if decision.summary_request is not None:
             summary = cache.request(decision.system, decision.summary_request)
             size = request_tokens(summary)
@@ -170,14 +186,13 @@ def replay_policy(
             text = request_text(request)
             for use in here:
                 in_view = use.fact in text
+                named = in_view or any(s in decision.reachable_refs for s in use.sources)
                 totals.facts_total += 1
                 totals.facts_in_view += int(in_view)
-                reachable = (
-                    in_view
-                    or (decision.reachable_all and bool(use.sources))
-                    or any(s in decision.reachable_refs for s in use.sources)
+                totals.facts_reachable += int(named)
+                totals.facts_via_index += int(
+                    named or (decision.reachable_all and bool(use.sources))
                 )
-                totals.facts_reachable += int(reachable)
     return totals
 
 
@@ -201,7 +216,7 @@ def replay_transcript(
     rows: list[JSONObject] = []
     names = ["raw", *[p for p in policies if p != "raw"]]
     for window in windows:
-        budget = shared_budget(transcript, window)
+        budget = call_budgets(transcript, window)
         raw_cost = 0.0
         for policy_name in names:
             policy = make_policy(policy_name, transcript, budget, cache)
@@ -229,11 +244,17 @@ def replay_transcript(
     return rows
 
 
-def replay_file(path: str, windows: Sequence[int], policies: Sequence[str]) -> list[JSONObject]:
-    """Rows for every transcript in one recorded file (a worker's unit of work)."""
+def replay_file(
+    path: str, windows: Sequence[int], policies: Sequence[str], fmt: str | None = None
+) -> list[JSONObject]:
+    """Rows for every transcript in one recorded file (a worker's unit of work).
+
+    Raises:
+        ImportFormatError: the file cannot be read as a recorded session.
+    """
     rows: list[JSONObject] = []
     folder = Path(path).parent.name
-    for transcript in transcripts_from(parse_file(Path(path))):
+    for transcript in transcripts_from(parse_file(Path(path), fmt)):
         # The folder keeps names unique: the same task recorded by two agents has one stem.
         name = f"{folder}/{transcript.label}" if folder else transcript.label
         rows.extend(replay_transcript(transcript, windows, policies, name=name))

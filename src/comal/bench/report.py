@@ -1,8 +1,10 @@
 """Replay results as JSON, a Markdown table and a PNG plot.
 
-JSON: `{"rows": [...], "aggregate": [...]}` (rows per session, policy and window; aggregates per
-policy and window). The Markdown table shows the aggregates. The plot puts cost (ratio to raw)
-against the share of later-used facts in view, one point per policy and window.
+JSON: `{"rows": [...], "aggregate": [...], "aggregate_by_source": [...]}` (rows per session,
+policy and window; aggregates per policy and window, and per source, policy and window). The
+Markdown table shows the aggregates, then one verdict line per window (`verdict_lines`). The plot
+puts cost (ratio to raw) against the share of later-used facts in view, one point per policy
+and window.
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from comal.bench.metrics import aggregate_by_source
 from comal.messages import JSONObject, JSONValue
+
+SUBJECT = "comal"
+"""The policy the verdict judges against the peers."""
 
 _COLUMNS = (
     ("policy", "policy"),
@@ -27,6 +33,7 @@ _COLUMNS = (
     ("cache_hit_share", "cache hits"),
     ("facts_in_view", "facts in view"),
     ("facts_reachable", "facts reachable"),
+    ("facts_reachable_via_index", "reachable via index"),
     ("summary_tokens", "summary tokens"),
     ("projections", "projections"),
     ("derivations", "derivations"),
@@ -34,13 +41,20 @@ _COLUMNS = (
     ("decision_ms_p50", "decision p50 ms"),
     ("decision_ms_p99", "decision p99 ms"),
 )
-_PERCENT = {"cache_hit_share", "facts_in_view", "facts_reachable", "prefix_match_share"}
+_PERCENT = {
+    "cache_hit_share",
+    "facts_in_view",
+    "facts_reachable",
+    "facts_reachable_via_index",
+    "prefix_match_share",
+}
 
 
 def result_json(rows: Sequence[JSONObject], aggregate: Sequence[JSONObject]) -> JSONObject:
     """The JSON document (per-call timings are left out of the rows)."""
     slim: list[JSONValue] = [{k: v for k, v in r.items() if k != "decision_ms"} for r in rows]
-    return {"rows": slim, "aggregate": list(aggregate)}
+    by_source: list[JSONValue] = list(aggregate_by_source(rows))
+    return {"rows": slim, "aggregate": list(aggregate), "aggregate_by_source": by_source}
 
 
 def write_json(path: Path, rows: Sequence[JSONObject], aggregate: Sequence[JSONObject]) -> None:
@@ -71,6 +85,54 @@ def markdown_table(aggregate: Sequence[JSONObject]) -> str:
     for item in ordered:
         lines.append("| " + " | ".join(_cell(k, item.get(k)) for k, _ in _COLUMNS) + " |")
     return "\n".join(lines) + "\n"
+
+
+def verdict(aggregate: Sequence[JSONObject], window: int) -> tuple[bool, list[str]] | None:
+    """Whether Comal is ahead at `window` of every overflow-free peer, and the margins.
+
+    Ahead means `cost_weighted` ≤ and `facts_in_view` ≥ the peer's. Margins are Comal's cost
+    relative to the peer's (negative: cheaper) and its facts in view less the peer's, in points.
+    None when Comal was not replayed at that window.
+    """
+    here = [a for a in aggregate if _window(a) == window]
+    subject = next((a for a in here if a.get("policy") == SUBJECT), None)
+    if subject is None:
+        return None
+    ahead = True
+    margins: list[str] = []
+    for peer in here:
+        if peer is subject or _float(peer, "overflows") > 0:
+            continue
+        cost, peer_cost = _float(subject, "cost_weighted"), _float(peer, "cost_weighted")
+        view, peer_view = _float(subject, "facts_in_view"), _float(peer, "facts_in_view")
+        ahead = ahead and cost <= peer_cost and view >= peer_view
+        relative = 100 * (cost / peer_cost - 1) if peer_cost else 0.0
+        points = 100 * (view - peer_view)
+        margins.append(f"{peer['policy']} cost {relative:+.1f} %, facts in view {points:+.1f} pt")
+    return ahead, margins
+
+
+def verdict_lines(aggregate: Sequence[JSONObject]) -> str:
+    """One line per window: is Comal ahead of every overflow-free peer, with the margins."""
+    lines = []
+    for window in sorted({_window(a) for a in aggregate}):
+        judged = verdict(aggregate, window)
+        if judged is None:
+            continue
+        ahead, margins = judged
+        label = _cell("window", window)
+        against = "; ".join(margins) if margins else "no peer ran without overflows"
+        lines.append(
+            f"- {label}: ahead of every overflow-free peer on cost_weighted (≤) and "
+            f"facts_in_view (≥): **{'yes' if ahead else 'no'}** ({against})"
+        )
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def markdown_report(aggregate: Sequence[JSONObject]) -> str:
+    """The Markdown table, then the per-window verdict lines."""
+    lines = verdict_lines(aggregate)
+    return markdown_table(aggregate) + ("\n" + lines if lines else "")
 
 
 def _window(item: JSONObject) -> int:

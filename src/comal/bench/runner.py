@@ -2,7 +2,9 @@
 
 Files are replayed in worker processes (`jobs`, default 1 = a thread of this process); each
 worker parses its file and replays every transcript in it. Rows come back in file order
-whatever order workers finish in, so the report is deterministic apart from timings.
+whatever order workers finish in, so the report is deterministic apart from timings. A file
+that cannot be read as a session is skipped and listed with its reason (`ReplayResult.skipped`);
+the others are replayed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from comal.bench.metrics import aggregate
 from comal.bench.replay import POLICIES, replay_file, session_files
+from comal.errors import ImportFormatError
 from comal.messages import JSONObject
 
 
@@ -27,6 +30,18 @@ class ReplayResult:
     rows: tuple[JSONObject, ...]
     aggregate: tuple[JSONObject, ...]
     files: int
+    skipped: tuple[tuple[str, str], ...] = ()
+    """Files that could not be read: (path, reason)."""
+
+
+def _replay_or_reason(
+    path: str, windows: Sequence[int], policies: Sequence[str], fmt: str | None
+) -> tuple[list[JSONObject], str | None]:
+    """A worker's unit: the file's rows, or why it could not be read."""
+    try:
+        return replay_file(path, windows, policies, fmt), None
+    except ImportFormatError as exc:
+        return [], str(exc)
 
 
 def parse_windows(text: str) -> list[int]:
@@ -72,21 +87,25 @@ async def run_replay(
     *,
     jobs: int = 1,
     progress: Callable[[str], None] | None = None,
+    fmt: str | None = None,
 ) -> ReplayResult:
-    """Replay every session file under `paths`."""
+    """Replay every session file under `paths` (`fmt`: skip format detection)."""
     files = session_files(paths)
     loop = asyncio.get_running_loop()
-    work = partial(replay_file, windows=list(windows), policies=list(policies))
+    work = partial(_replay_or_reason, windows=list(windows), policies=list(policies), fmt=fmt)
     results: list[list[JSONObject]] = [[] for _ in files]
+    reasons: list[str | None] = [None for _ in files]
 
     async def one(index: int, pool: ProcessPoolExecutor | None) -> None:
         if pool is None:
-            rows = await asyncio.to_thread(work, str(files[index]))
+            rows, reason = await asyncio.to_thread(work, str(files[index]))
         else:
-            rows = await loop.run_in_executor(pool, work, str(files[index]))
+            rows, reason = await loop.run_in_executor(pool, work, str(files[index]))
         results[index] = rows
+        reasons[index] = reason
         if progress is not None:
-            progress(f"replayed {files[index].name} ({len(rows)} rows)")
+            done = f"skipped: {reason}" if reason else f"{len(rows)} rows"
+            progress(f"replayed {files[index].name} ({done})")
 
     if jobs > 1:
         # fork: a spawned worker would re-run the caller's `__main__` (the CLI itself).
@@ -98,4 +117,5 @@ async def run_replay(
         for index in range(len(files)):
             await one(index, None)
     rows = [r for chunk in results for r in chunk]
-    return ReplayResult(tuple(rows), tuple(aggregate(rows)), len(files))
+    skipped = tuple((str(f), r) for f, r in zip(files, reasons, strict=True) if r is not None)
+    return ReplayResult(tuple(rows), tuple(aggregate(rows)), len(files), skipped)

@@ -1,8 +1,10 @@
 """`comal bench replay PATH…`: replay recorded sessions through context policies, no model.
 
 Options: `--window 32k,64k,128k`, `--policy raw,comal,…`, `--jobs N` (worker processes),
-`--json FILE`, `--md FILE`, `--png FILE`. The Markdown table always goes to stdout; progress
-goes to stderr.
+`--format F` (skip detection), `--strict`, `--json FILE`, `--md FILE`, `--png FILE`. The
+Markdown table and verdict lines always go to stdout; progress goes to stderr. A file that
+cannot be read is skipped and listed on stderr with its reason; the exit status is non-zero
+only when nothing could be read, or with `--strict` when any file was skipped.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import time
 from pathlib import Path
 
 from comal.bench import POLICIES, parse_policies, parse_windows, run_replay
-from comal.bench.report import markdown_table, write_json, write_png
-from comal.errors import ConfigError
+from comal.bench.report import markdown_report, write_json, write_png
+from comal.errors import ConfigError, ImportFormatError
+from comal.importers import FORMATS
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     replay.add_argument("--window", default="32k,64k,128k", help="windows, e.g. 32k,64000")
     replay.add_argument("--policy", help="comma list of: " + ", ".join(POLICIES))
     replay.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    replay.add_argument("--format", choices=FORMATS, help="skip format detection")
+    replay.add_argument("--strict", action="store_true", help="fail when any file cannot be read")
     replay.add_argument("--json", type=Path, dest="json_path", metavar="FILE")
     replay.add_argument("--md", type=Path, dest="md_path", metavar="FILE")
     replay.add_argument("--png", type=Path, dest="png_path", metavar="FILE")
@@ -51,8 +56,14 @@ async def run(args: argparse.Namespace) -> int:
         policies,
         jobs=max(1, args.jobs),
         progress=lambda line: print(line, file=sys.stderr),
+        fmt=args.format,
     )
-    table = markdown_table(result.aggregate)
+    for path, reason in result.skipped:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
+    read = result.files - len(result.skipped)
+    if read == 0:
+        raise ImportFormatError(f"no recorded session could be read ({result.files} file(s))")
+    table = markdown_report(result.aggregate)
     sys.stdout.write(table)
     if args.json_path:
         write_json(args.json_path, result.rows, result.aggregate)
@@ -61,5 +72,11 @@ async def run(args: argparse.Namespace) -> int:
     if args.png_path:
         write_png(args.png_path, result.aggregate)
     elapsed = time.monotonic() - started
-    print(f"replayed {result.files} file(s) in {elapsed:.1f} s", file=sys.stderr)
+    print(
+        f"replayed {read} file(s) in {elapsed:.1f} s; skipped {len(result.skipped)}",
+        file=sys.stderr,
+    )
+    if args.strict and result.skipped:
+        print("--strict: some files could not be read", file=sys.stderr)
+        return ImportFormatError.exit_code
     return 0

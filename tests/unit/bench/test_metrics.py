@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from comal.bench.policies import (
     LlmCompactionPolicy,
     OpencodePrunePolicy,
     RawPolicy,
+    opencode_estimate,
     summary_stand_in,
 )
 from comal.bench.rendering import SegmentCache, common_prefix_tokens, request_text
@@ -166,14 +168,17 @@ def test_llm_compaction_bills_the_summary_call_and_hides_facts_in_it() -> None:
     transcript = session(outputs, replies)
     cache = SegmentCache()
     sizes = [count(t) for t in full_texts(transcript, cache)]
-    system_tokens = count(f"<system>\n{transcript.system}\n</system>\n")
-    # Compaction fires at the first call whose history passes 0.5 × usable: call 2 here.
-    usable = 2 * (sizes[2] - system_tokens) - 1
-    assert sizes[1] - system_tokens <= 0.5 * usable
-    budget = Budget(usable + 1000, 1000, 0)
+    # Compaction fires at the first request passing 0.5 × window: call 2 here.
+    window = 2 * sizes[2] - 1
+    assert sizes[1] <= 0.5 * window
+    budget = Budget(window, 0, 0)
     stand_in = summary_stand_in(cache.count)
+
+    def measure(messages: Sequence[Message]) -> int:
+        return sum(s.size for s in cache.request(transcript.system, messages))
+
     policy = LlmCompactionPolicy(
-        transcript.system, cache.message_tokens, budget, 0.5, "llm-test", stand_in
+        transcript.system, measure, budget, 0.5, "llm-test", stand_in, less_reserve=False
     )
 
     totals = replay_policy(transcript, policy, budget, cache)
@@ -187,27 +192,102 @@ def test_llm_compaction_bills_the_summary_call_and_hides_facts_in_it() -> None:
     assert totals.cost() >= totals.summary_output * 5
 
 
-def test_opencode_prune_protects_the_newest_outputs_and_needs_a_minimum() -> None:
-    outputs = [f"out{n} " + "word " * 99 for n in range(6)]
-    transcript = session(outputs, ["x"] * 7)
+def test_codex_subtracts_the_reserve_and_copilot_does_not() -> None:
+    transcript = session(["x\n"], ["a", "b"])
+    budget = Budget(100_000, 10_000, 0)
+    common = (transcript.system, len, budget)
+    codex = LlmCompactionPolicy(*common, 0.9, "codex", "s", less_reserve=True)
+    copilot = LlmCompactionPolicy(*common, 0.8, "copilot", "s", less_reserve=False)
+
+    assert codex.threshold(0) == 80_000
+    assert copilot.threshold(0) == 80_000
+
+
+def test_a_summary_call_that_does_not_fit_is_an_overflow() -> None:
+    # The second output jumps the request from under the threshold to past the window: the
+    # summary call (the whole request plus the instruction) cannot fit.
+    transcript = session(["x\n", "word " * 3000], ["a", "b", "c"])
     cache = SegmentCache()
-    one = cache.message_tokens((transcript.messages[2],))
-    policy = OpencodePrunePolicy(
-        transcript.system, cache.message_tokens, protect=2 * one, minimum=2 * one
+    sizes = [count(t) for t in full_texts(transcript, cache)]
+    budget = Budget(sizes[1] * 2, 0, 0)
+    assert sizes[2] > budget.window
+
+    def measure(messages: Sequence[Message]) -> int:
+        return sum(s.size for s in cache.request(transcript.system, messages))
+
+    policy = LlmCompactionPolicy(
+        transcript.system, measure, budget, 0.8, "llm-test", "summary", less_reserve=False
+    )
+    totals = replay_policy(transcript, policy, budget, cache)
+
+    assert totals.summary_output == SUMMARY_OUTPUT_TOKENS
+    assert totals.overflows == 1
+    assert max(totals.sizes) < budget.window
+
+
+def turns_session(turns: list[list[str]]) -> Transcript:
+    """Several user turns; in each, one call per output (`out`) and a closing reply."""
+    plan = SessionPlan(Path("turns.json"), "openai-chat")
+    number = 0
+    for turn, outputs in enumerate(turns):
+        plan.user_text(f"Request number {turn}.")
+        for output in outputs:
+            call = ToolCallPart(f"c{number}", "bash", {"command": f"step {number}"})
+            plan.assistant((call,), model="m", finish="tool_calls", usage=Usage(), usage_raw=None)
+            plan.tool_result(f"c{number}", output.encode(), line=None)
+            number += 1
+        plan.assistant((TextPart("done"),), model="m", finish="stop", usage=Usage(), usage_raw=None)
+    parsed = ParsedSession("hand", "turns.json", "turns", "", "", "m", "sys", plan.done())
+    return transcript_from(parsed)
+
+
+def cleared_at_each_call(transcript: Transcript, policy: OpencodePrunePolicy) -> list[list[str]]:
+    out = []
+    for call in transcript.calls:
+        decision = policy.decide(transcript.history(call), call.index)
+        out.append(
+            [
+                p.call_id
+                for m in decision.messages
+                for p in m.tool_results
+                if p.content == "[Old tool result content cleared]"
+            ]
+        )
+    return out
+
+
+def test_opencode_prune_never_touches_the_last_two_user_turns() -> None:
+    # 100 characters = 25 tokens by opencode's estimate; protect 50, act above 25 freed.
+    big = "y" * 100
+    transcript = turns_session([[big] * 4, [big] * 4, [big] * 4])
+    assert opencode_estimate(big) == 25
+
+    cleared = cleared_at_each_call(
+        transcript, OpencodePrunePolicy(transcript.system, protect=50, minimum=25)
     )
 
-    decisions = [policy.decide(transcript.history(c), c.index) for c in transcript.calls]
+    # Turn 0 is calls 0-4, turn 1 calls 5-9, turn 2 calls 10-14. During turns 0 and 1 the
+    # walk never passes two user turns, so nothing is pruned although the outputs of turn 0
+    # pass the protection by far. In turn 2 only turn 0's outputs are open to pruning: the
+    # newest two (c2, c3) are protected, c0 and c1 (50 tokens > 25) are cleared.
+    assert all(c == [] for c in cleared[:10])
+    assert all(c == ["c0", "c1"] for c in cleared[10:])
 
-    cleared = [
-        [p.call_id for m in d.messages for p in m.tool_results if p.content.startswith("[Old")]
-        for d in decisions
-    ]
-    # Outputs beyond the newest 2 are candidates; pruning waits until more than 2 are freed
-    # (call 5: c0..c2), and the walk stops at an output already cleared, so at call 6 only c3
-    # would be freed — too little.
-    assert cleared[:5] == [[], [], [], [], []]
-    assert cleared[5] == ["c0", "c1", "c2"]
-    assert cleared[6] == ["c0", "c1", "c2"]
+
+def test_opencode_prune_needs_a_minimum_and_stops_at_a_cleared_output() -> None:
+    big = "y" * 100
+    transcript = turns_session([[big] * 6, [], [], ["z"]])
+    policy = OpencodePrunePolicy(transcript.system, protect=50, minimum=75)
+
+    cleared = cleared_at_each_call(transcript, policy)
+
+    # Turn 0: calls 0-6; turns 1 and 2: one call each (7, 8); turn 3: calls 9-10. From call 8
+    # turn 0 is open: c4 and c5 are protected, c0..c3 (100 tokens > 75) are cleared; later
+    # calls find c3 already cleared and stop there.
+    assert all(c == [] for c in cleared[:8])
+    assert all(c == ["c0", "c1", "c2", "c3"] for c in cleared[8:])
+    small = OpencodePrunePolicy(transcript.system, protect=50, minimum=100)
+    assert all(c == [] for c in cleared_at_each_call(transcript, small))
 
 
 @dataclass
@@ -228,19 +308,37 @@ def test_a_policy_that_splits_a_tool_pair_fails_the_replay() -> None:
         replay_policy(transcript, DropLastResult(transcript.system), BIG, SegmentCache())
 
 
-def test_ideal_cache_remembers_every_earlier_prefix() -> None:
+def test_the_ideal_bills_each_message_version_once_in_full() -> None:
     cache = SegmentCache()
-    a = cache.request("s", (Message("user", (TextPart("alpha " * 50),)),))
-    b = cache.request("s", (Message("user", (TextPart("beta " * 50),)),))
+    task = Message("user", (TextPart("alpha " * 50),))
+    a = cache.request("s", (task,))
+    b = cache.request("s", (task, Message("user", (TextPart("beta " * 50),))))
+    # c drops the task: a prefix cache re-bills beta, the ideal cache does not.
+    c = cache.request("s", (Message("user", (TextPart("beta " * 50),)),))
     totals = Totals()
-    for request in (a, b, a):
+    for request in (a, b, c):
         totals.send(request, overflow=False)
-    system = count("<system>\ns\n</system>\n")
-    assert totals.cached_tokens == common_prefix_tokens(a, b) * 2
-    assert totals.ideal_cached_tokens == common_prefix_tokens(a, b) * 2 + (
-        sum(s.size for s in a) - common_prefix_tokens(a, b)
-    )
-    assert common_prefix_tokens(a, b) >= system
+    system, alpha, beta = (s.size for s in b)
+    shared = common_prefix_tokens(b, c)  # the system prompt and the `<user>` tag
+    assert system < shared < system + beta
+
+    first_two = (system + alpha) + (0.1 * (system + alpha) + beta)
+    real = first_two + (0.1 * shared + (system + beta - shared))
+    ideal = first_two + (0.1 * system + 0.1 * beta)
+    assert totals.cost() == pytest.approx(real)
+    assert totals.cost(ideal=True) == pytest.approx(ideal)
+
+
+def test_the_ideal_never_exceeds_what_the_prefix_cache_billed() -> None:
+    cache = SegmentCache()
+    a = cache.request("s", (Message("user", (TextPart("same " * 40 + "one"),)),))
+    b = cache.request("s", (Message("user", (TextPart("same " * 40 + "two"),)),))
+    totals = Totals()
+    for request in (a, b):
+        totals.send(request, overflow=False)
+
+    # b's text is a new message version, yet most of its tokens were a cached prefix.
+    assert totals.cost(ideal=True) == pytest.approx(totals.cost())
 
 
 def test_windows_and_percentiles() -> None:

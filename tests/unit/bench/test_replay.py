@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,11 @@ from comal.bench import POLICIES, run_replay
 from comal.bench.comal_policy import ComalPolicy
 from comal.bench.policies import Budget, RawPolicy
 from comal.bench.rendering import SegmentCache
-from comal.bench.replay import replay_policy, replay_transcript, shared_budget
-from comal.bench.report import markdown_table, write_json, write_png
+from comal.bench.replay import call_budgets, replay_policy, replay_transcript
+from comal.bench.report import markdown_report, write_json, write_png
 from comal.bench.transcript import transcripts_from
 from comal.context.budget import default_margin
 from comal.importers import parse_file
-from comal.messages import JSONObject
 from tests.unit.bench.test_metrics import session
 
 TRAJECTORIES = (Path(__file__).parents[3] / "../shared/trajectories").resolve()
@@ -46,7 +44,7 @@ def test_comal_without_pressure_sends_exactly_the_raw_history() -> None:
     assert comal.facts_in_view == raw.facts_in_view
 
 
-def test_the_shared_reserve_is_sized_from_recorded_outputs() -> None:
+def test_each_reserve_is_sized_from_the_outputs_before_its_call() -> None:
     path = _trajectories() / "mini-swe-agent-v2_gpt-5-mini/django__django-11163.traj.json"
     transcript = transcripts_from(parse_file(path))[0]
     outputs: list[int] = []
@@ -56,13 +54,17 @@ def test_the_shared_reserve_is_sized_from_recorded_outputs() -> None:
             value = usage.get("output")
             assert isinstance(value, int)
             outputs.append(value)
-    outputs.sort()
-    p95 = outputs[max(1, -(-95 * len(outputs) // 100)) - 1]
 
-    budget = shared_budget(transcript, 64_000)
+    budgets = call_budgets(transcript, 64_000)
 
-    assert budget.reserve == min(max(2 * p95, 4_096), 32_000)
-    assert budget.margin == 4_000
+    for k, reserve in enumerate(budgets.reserves):
+        earlier = sorted(outputs[:k])
+        if not earlier:
+            assert reserve == 4_096
+            continue
+        p95 = earlier[max(1, -(-95 * len(earlier) // 100)) - 1]
+        assert reserve == min(max(2 * p95, 4_096), 32_000)
+    assert budgets.at(0).margin == 4_000
 
 
 def test_a_real_session_through_every_policy(tmp_path: Path) -> None:
@@ -81,51 +83,38 @@ def test_a_real_session_through_every_policy(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.replay
 async def test_full_replay_of_the_shared_trajectories(tmp_path: Path) -> None:
+    """The whole shared set: the harness's invariants and the honest properties of its figures.
+
+    Whether Comal is ahead of the peers is reported (the verdict lines), not asserted: the
+    yardstick must be able to say no.
+    """
     result = await run_replay([_trajectories()], [32_000, 64_000, 128_000], POLICIES, jobs=2)
 
+    assert not result.skipped
     policies = {str(a["policy"]) for a in result.aggregate}
     assert policies == set(POLICIES)
     comal_32k = [r for r in result.rows if r["policy"] == "comal" and r["window"] == 32_000]
     assert len({r["session"] for r in comal_32k}) == len(comal_32k)
-    for item in result.aggregate:
-        assert float(item["cost_vs_own_ideal"]) >= 1.0  # type: ignore[arg-type]
-        if item["policy"] == "raw":
+    by_key = {(str(a["policy"]), int(a["window"])): a for a in result.aggregate}  # type: ignore[arg-type]
+    for (policy, window), item in by_key.items():
+        own_ideal = float(item["cost_vs_own_ideal"])  # type: ignore[arg-type]
+        strict = float(item["facts_reachable"])  # type: ignore[arg-type]
+        in_view = float(item["facts_in_view"])  # type: ignore[arg-type]
+        assert own_ideal >= 1.0
+        assert in_view <= strict <= float(item["facts_reachable_via_index"])  # type: ignore[arg-type]
+        if policy == "raw":
             assert item["ratio_raw"] == 1.0
-        if item["policy"] == "comal":
+            assert own_ideal == pytest.approx(1.0, abs=0.005)
+        if policy in ("masking-m10", "swe-agent-last5"):
+            # The boundary moves every call: a prefix cache re-bills what an ideal one holds.
+            assert own_ideal > 1.5, (policy, window)
+        if policy == "comal":
             assert item["summary_tokens"] == 0
-            assert item["overflows"] == 0
-    _assert_comal_ahead_of_every_peer_without_overflows(result.rows)
-    table = markdown_table(result.aggregate)
-    assert table.count("\n") == 2 + len(result.aggregate)
+        if policy != "comal":
+            assert strict == in_view, (policy, window)
+    table = markdown_report(result.aggregate)
+    assert table.count("| comal |") == 3
+    assert table.count("ahead of every overflow-free peer") == 3
+    print(table)
     write_png(tmp_path / "plot.png", result.aggregate)
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def _assert_comal_ahead_of_every_peer_without_overflows(rows: Sequence[JSONObject]) -> None:
-    """The replay's goal: at every window Comal never overflows, reaches every later-used
-    fact, writes no summary, stays within 5 % of its own ideal cache, and is at least as cheap
-    as, with at least as many facts in view as, every peer policy that does not overflow."""
-    totals: dict[tuple[str, int], dict[str, float]] = {}
-    for r in rows:
-        key = (str(r["policy"]), int(r["window"]))  # type: ignore[arg-type]
-        into = totals.setdefault(key, {})
-        for field in (
-            "cost_weighted",
-            "ideal_cost_weighted",
-            "overflows",
-            "facts_total",
-            "facts_in_view_count",
-            "facts_reachable_count",
-            "summary_tokens",
-        ):
-            into[field] = into.get(field, 0.0) + float(r[field])  # type: ignore[arg-type]
-    for (policy, window), peer in totals.items():
-        comal = totals[("comal", window)]
-        if policy == "comal":
-            assert comal["overflows"] == 0
-            assert comal["summary_tokens"] == 0
-            assert comal["facts_reachable_count"] == comal["facts_total"]
-            assert comal["cost_weighted"] <= 1.05 * comal["ideal_cost_weighted"]
-        elif peer["overflows"] == 0:
-            assert comal["cost_weighted"] <= peer["cost_weighted"], (policy, window)
-            assert comal["facts_in_view_count"] >= peer["facts_in_view_count"], (policy, window)

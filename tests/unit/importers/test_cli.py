@@ -74,3 +74,29 @@ def test_context_of_an_imported_session_uses_its_models_catalog_window() -> None
     window = json.loads(report.stdout)["window"]
     assert window["source"] == "catalog"
     assert window["tokens"] > 45_000
+
+
+@pytest.mark.e2e
+def test_bench_replay_skips_an_unreadable_file_and_replays_the_rest(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / ROLLOUT.name).write_bytes(ROLLOUT.read_bytes())
+    corrupt = folder / "corrupt.jsonl"
+    corrupt.write_text('{"type": "session_meta", "payload": {}}\n{not json\n')
+    args = ("bench", "replay", str(folder), "--window", "16k", "--policy", "raw")
+
+    done = comal(*args, "--json", str(tmp_path / "r.json"))
+
+    assert done.returncode == 0, done.stderr
+    assert f"skipped {corrupt}: IMPORT_FORMAT: {corrupt}:2: not JSON" in done.stderr
+    assert "replayed 1 file(s)" in done.stderr
+    assert "| raw | 16k |" in done.stdout
+    rows = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert {r["session"] for r in rows} == {f"sessions/{ROLLOUT.stem}"}
+    strict = comal(*args, "--strict")
+    assert strict.returncode == 2
+    assert "| raw | 16k |" in strict.stdout
+    (folder / ROLLOUT.name).unlink()
+    nothing = comal(*args)
+    assert nothing.returncode == 2
+    assert "no recorded session could be read" in nothing.stderr
