@@ -84,7 +84,7 @@ def _ranges(ordinals: Sequence[int]) -> str:
     return " ".join(out)
 
 
-def _grouped(named: Sequence[_Named], level: int) -> list[str]:
+def _grouped(named: Sequence[_Named], level: int, with_id: frozenset[int]) -> list[str]:
     groups: dict[str, list[_Named]] = {}
     for n in named:
         groups.setdefault(n.group, []).append(n)
@@ -92,16 +92,20 @@ def _grouped(named: Sequence[_Named], level: int) -> list[str]:
     ordered = sorted(groups.items(), key=lambda kv: -kv[1][-1].ordinal)
     lines = []
     for label, members in ordered:
-        if level == 0:
-            body = "; ".join(
-                f"{ordinal_ref(m.ordinal)}{' ' + m.what if m.what else ''}{_status(m.item)}"
-                for m in members
-            )
-        elif level == 1:
-            body = " ".join(f"{ordinal_ref(m.ordinal)}{_status(m.item)}" for m in members)
-        else:
-            body = _ranges([m.ordinal for m in members])
-        lines.append(f"{label}: {body}")
+        items = []
+        short = [m.ordinal for m in members if m.ordinal not in with_id]
+        for m in members:
+            if m.ordinal in with_id:
+                what = f" {m.what}" if m.what and level == 0 else ""
+                items.append(f"{ordinal_ref(m.ordinal)} {m.item.facts.ref}{what}{_status(m.item)}")
+            elif level == 0:
+                what = f" {m.what}" if m.what else ""
+                items.append(f"{ordinal_ref(m.ordinal)}{what}{_status(m.item)}")
+            elif level == 1:
+                items.append(f"{ordinal_ref(m.ordinal)}{_status(m.item)}")
+        if level == 2 and short:
+            items.append(_ranges(short))
+        lines.append(f"{label}: {'; '.join(items)}")
     return lines
 
 
@@ -122,6 +126,10 @@ def evidence_names(
         ordinals: `result_ordinals` of the session.
         counter: token counter for the budget.
         budget_tokens: the most the lines may take (the ranges form is used if none fits).
+
+    The newest of the other outputs keep their full id beside the ordinal, as many as the
+    budget allows (a full id is about nine ordinals' worth of tokens); descriptions go first,
+    then older ordinals merge into ranges.
     """
     first = {p.entry.id for p in priority}
     lines: list[str] = []
@@ -142,10 +150,16 @@ def evidence_names(
         named.append(_Named(n, item, label, what))
     if not named:
         return lines
-    used = sum(counter.count(line) for line in lines)
+    room = budget_tokens - sum(counter.count(line) for line in lines)
+    newest = sorted((m.ordinal for m in named), reverse=True)
     grouped: list[str] = []
-    for level in range(3):
-        grouped = _grouped(named, level)
-        if used + sum(counter.count(line) for line in grouped) <= budget_tokens:
-            break
-    return [*lines, "every other output, by tool and file:", *grouped]
+    keep = len(newest)
+    while True:
+        with_id = frozenset(newest[:keep])
+        for level in range(3):
+            grouped = _grouped(named, level, with_id)
+            if sum(counter.count(line) for line in grouped) <= room:
+                return [*lines, "every other output, by tool and file:", *grouped]
+        if keep == 0:
+            return [*lines, "every other output, by tool and file:", *grouped]
+        keep //= 2
