@@ -181,7 +181,7 @@ def _evidence_section(
             continue
         priority.append(item)
     lines = evidence_names(
-        covered, priority, calls, result_ordinals(entries), counter, limits.evidence_tokens
+        covered, priority, calls, result_ordinals(entries), counter, limits.evidence_tokens, named
     )
     if covered:
         # The index pages through the same outputs with their full ids, oldest first.

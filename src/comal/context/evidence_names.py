@@ -40,6 +40,19 @@ def result_ordinals(entries: Iterable[Entry]) -> dict[str, int]:
     return out
 
 
+_NAMED = re.compile(r"\bE([1-9][0-9]*)(?:–E([1-9][0-9]*))?\b")
+
+
+def named_ordinals(text: str) -> set[int]:
+    """Every ordinal `text` names, singly (`E17`) or in a range (`E20–E57`)."""
+    out: set[int] = set()
+    for match in _NAMED.finditer(text):
+        start = int(match.group(1))
+        end = int(match.group(2)) if match.group(2) else start
+        out.update(range(start, end + 1))
+    return out
+
+
 def ordinal_ref(ordinal: int) -> str:
     """`E17` for ordinal 17."""
     return f"E{ordinal}"
@@ -109,6 +122,11 @@ def _grouped(named: Sequence[_Named], level: int, with_id: frozenset[int]) -> li
     return lines
 
 
+def _titled(listed: Sequence[str], grouped: list[str]) -> list[str]:
+    title = "the others, by tool and file:" if listed else "by tool and file:"
+    return [title, *grouped]
+
+
 def evidence_names(
     covered: Sequence[ResultEntry],
     priority: Sequence[ResultEntry],
@@ -116,6 +134,7 @@ def evidence_names(
     ordinals: Mapping[str, int],
     counter: TokenCounter,
     budget_tokens: int,
+    already: str = "",
 ) -> list[str]:
     """Lines naming every output in `covered` (see module docstring), within `budget_tokens`.
 
@@ -126,6 +145,8 @@ def evidence_names(
         ordinals: `result_ordinals` of the session.
         counter: token counter for the budget.
         budget_tokens: the most the lines may take (the ranges form is used if none fits).
+        already: text of the checkpoint that names outputs by full id already (the work
+            state); those are not listed again.
 
     The newest of the other outputs keep their full id beside the ordinal, as many as the
     budget allows (a full id is about nine ordinals' worth of tokens); descriptions go first,
@@ -144,7 +165,7 @@ def evidence_names(
     named = []
     for item in covered:
         n = ordinals.get(item.entry.id)
-        if item.entry.id in first or n is None:
+        if item.entry.id in first or n is None or item.facts.ref in already:
             continue
         label, what = _group(calls.get(item.call_id), item)
         named.append(_Named(n, item, label, what))
@@ -159,7 +180,7 @@ def evidence_names(
         for level in range(3):
             grouped = _grouped(named, level, with_id)
             if sum(counter.count(line) for line in grouped) <= room:
-                return [*lines, "every other output, by tool and file:", *grouped]
+                return [*lines, *_titled(lines, grouped)]
         if keep == 0:
-            return [*lines, "every other output, by tool and file:", *grouped]
+            return [*lines, *_titled(lines, grouped)]
         keep //= 2

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from comal.context.evidence_index import INDEX_CALL
+from comal.context.evidence_names import named_ordinals
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
 from comal.testing.sessions import SessionBuilder
@@ -72,9 +71,13 @@ def test_what_the_tail_shows_is_not_repeated(ledger: Ledger, builder: SessionBui
     # The newest covered command is still named with its full id; every other one by ordinal.
     assert covered[-1].id in checkpoint.text
     evidence = checkpoint.text.split("## Evidence", 1)[1]
+    named = named_ordinals(evidence)
     for ordinal, result in enumerate(results, start=1):
-        if result in covered[:-1]:
-            assert re.search(rf"\bE{ordinal}\b", evidence), ordinal
+        if result in covered:
+            assert result.id in checkpoint.text or ordinal in named, ordinal
+    # What the work state names by full id is not listed again.
+    work = checkpoint.text.split("## Work state", 1)[1].split("## Evidence", 1)[0]
+    assert not [r.id for r in covered if r.id in work and r.id in evidence]
     assert INDEX_CALL in checkpoint.text
 
 

@@ -231,3 +231,21 @@ def test_the_index_is_reachable_through_the_tool_and_printed_in_checkpoints(
     other.user("elsewhere")
     # Another session's index lists only its own results.
     assert ref not in read_evidence(ledger, other.session_id, "index").text
+
+
+def test_an_ordinal_reads_the_same_evidence_as_its_full_id(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    first = _result(builder, "first output\n")
+    second = builder.turn("", [("Bash", {"command": "ls"}, "second output\n" * 2_000, 0)])[0].id
+    by_ordinal = read_evidence(ledger, builder.session_id, "E2", offset=0, limit=100)
+    by_id = read_evidence(ledger, builder.session_id, second, offset=0, limit=100)
+    assert by_ordinal.text == by_id.text == ("second output\n" * 8)[:100]
+    assert by_ordinal.digest == by_id.digest
+    assert read_evidence(ledger, builder.session_id, "E1").text == "first output\n"
+    page = LedgerEvidenceReader(ledger, builder.session_id).read({"ref": "E2", "limit": 50})
+    assert page["next_call"] is not None
+    # Past the last output: a clear error that says how many there are.
+    with pytest.raises(EvidenceError, match="E1 to E2"):
+        read_evidence(ledger, builder.session_id, "E3")
+    assert first != second
