@@ -46,12 +46,12 @@ TASK = "Inspect the numbers.\n" + "\n".join(
 def test_long_session_projects_then_derives_then_finishes(workspace: Path, home: Path) -> None:
     window = 20_000
     # Big outputs are ~9 KB: under the large-output threshold, so they enter verbatim and only
-    # pressure can turn them into references. Three big ones, then small ones: projecting the
-    # old big ones pays for itself. Then big ones again, too fast for any projection to keep up.
-    big = [(i, f"seq {i * 100_000} {i * 100_000 + 1300}") for i in range(1, 4)]
-    small = [(i, f"seq {i * 100_000} {i * 100_000 + 150}") for i in range(4, 14)]
-    late = [(i, f"seq {i * 100_000} {i * 100_000 + 1300}") for i in range(14, 20)]
-    turns: list[Any] = [bash_turn(i, command) for i, command in big + small + late]
+    # pressure can turn them into references. While the conversation is mostly big old outputs,
+    # projecting them lands about where the deepest checkpoint would: stage 1 is enough. Then
+    # small outputs pile up, which only a checkpoint takes back out of the way.
+    big = [(i, f"seq {i * 100_000} {i * 100_000 + 1300}") for i in range(1, 7)]
+    small = [(i, f"seq {i * 100_000} {i * 100_000 + 150}") for i in range(7, 40)]
+    turns: list[Any] = [bash_turn(i, command) for i, command in big + small]
     turns.append("All outputs inspected.")
     with FakeServer(turns, window=window) as server:
         configure(workspace, server, "openai-chat")

@@ -26,6 +26,7 @@ from comal.context.budget import Budget
 from comal.context.conversation import Block, ResultEntry
 from comal.context.evidence_index import INDEX_CALL
 from comal.context.evidence_names import evidence_names, result_ordinals
+from comal.context.projection import min_projectable_tokens
 from comal.context.rendering import evidence_call
 from comal.context.tokens import TokenCounter
 from comal.context.view import ResultTexts, ViewState, block_tokens
@@ -276,8 +277,14 @@ def _tail(
     vision: bool,
     tail_budget: int,
     room: int,
+    large_bytes: int,
 ) -> tuple[int, frozenset[str], int]:
-    """(first tail block index, extra projected result ids, tail tokens)."""
+    """(first tail block index, extra projected result ids, tail tokens).
+
+    The newest block is kept whole if it fits `room`. Older blocks enter with their large
+    outputs (over `large_bytes`) by reference: those carry the fewest later-used facts per
+    token, so the tail's room goes to messages and small results, many more of them.
+    """
     start = len(blocks)
     projected = set(state.projected)
     used = 0
@@ -285,9 +292,15 @@ def _tail(
         block = blocks[start - 1]
         newest = start == len(blocks)
         limit = room if newest else tail_budget
-        trial = ViewState(frozenset(projected), None)
-        cost = block_tokens(block, trial, texts, counter, vision=vision)
         extra: set[str] = set()
+        if not newest:
+            extra = {
+                r.entry.id
+                for r in block.results
+                if r.projectable and r.facts.size_bytes > large_bytes
+            }
+        trial = ViewState(frozenset(projected | extra), None)
+        cost = block_tokens(block, trial, texts, counter, vision=vision)
         if used + cost > limit:
             # Reference the block's own large outputs (errors stay whole).
             extra = {r.entry.id for r in block.results if r.projectable}
@@ -299,6 +312,33 @@ def _tail(
         used += cost
         start -= 1
     return start, frozenset(projected - state.projected), used
+
+
+def full_limits(usable: int) -> Limits:
+    """The normal form's bounds: a tenth of the usable room for the asks, a twelfth for the
+    list naming every covered output."""
+    return Limits(request_tokens=max(usable // 10, 400), evidence_tokens=max(usable // 12, 300))
+
+
+def deepest_cut(
+    number: int,
+    entries: Sequence[Entry],
+    blocks: Sequence[Block],
+    state: ViewState,
+    texts: ResultTexts,
+    counter: TokenCounter,
+    budget: Budget,
+    fixed_tokens: int,
+    *,
+    vision: bool = False,
+) -> int:
+    """The smallest request a normal checkpoint leaves: fixed parts, the checkpoint covering
+    everything but the newest block, and that block (`A₀` of `pressure.landing`)."""
+    limits = full_limits(budget.usable)
+    covered = max(len(blocks) - 1, 0)
+    text, _ = checkpoint_text(number, entries, blocks, covered, texts, counter, limits)
+    newest = block_tokens(blocks[-1], state, texts, counter, vision=vision) if blocks else 0
+    return fixed_tokens + counter.count(text) + newest
 
 
 def derive(
@@ -326,7 +366,7 @@ def derive(
     usable = budget.usable
     land = budget.target if landing is None else landing
     forms = (
-        Limits(request_tokens=max(usable // 10, 400), evidence_tokens=max(usable // 12, 300)),
+        full_limits(usable),
         Limits(
             request_tokens=max(usable // 20, 200),
             evidence_items=6,
@@ -358,6 +398,7 @@ def derive(
                 vision=vision,
                 tail_budget=max(land - fixed_tokens - counter.count(text), 0),
                 room=room,
+                large_bytes=4 * min_projectable_tokens(usable),
             )
             text, title = checkpoint_text(number, entries, blocks, start, texts, counter, limits)
         tail_from = blocks[start].seq if start < len(blocks) else last_seq + 1

@@ -8,11 +8,10 @@ fields follow `docs/ledger.md`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from comal.context.budget import Budget
 from comal.context.checkpoint import Draft
-from comal.context.pressure import cycle_cost
 from comal.context.projection import ProjectionPlan
 from comal.context.state import Checkpoint, checkpoint_of
 from comal.ledger.store import Ledger
@@ -32,19 +31,13 @@ class Option:
     resent_tokens: int
     """Tokens the event re-sends uncached (everything after its first changed byte)."""
     cost_per_call: float
-    """Predicted mean cost per call of the stretch it starts, above the growth itself
-    (`pressure.cycle_cost` × growth per call), in new-token units."""
+    """Predicted mean cost per call of the stretch it starts (`pressure.stretch_cost`), in
+    new-token units."""
     results_out_of_view: int
     """Results it takes out of verbatim view (they stay named by exact reference); -1 when
     the option was not worked out because an earlier one was kept."""
     viable: bool
     why: str
-
-    def priced(self, threshold: int, growth: float) -> Option:
-        """This option with its cost per call filled in."""
-        per_token = cycle_cost(self.resent_tokens, self.after_tokens, threshold, growth)
-        cost = per_token * growth if per_token != float("inf") else -1.0
-        return replace(self, cost_per_call=round(cost, 1))
 
     def to_json(self) -> JSONObject:
         """The option as recorded in the event's `options` list."""
@@ -52,7 +45,7 @@ class Option:
             "action": self.action,
             "after_tokens": self.after_tokens,
             "resent_tokens": self.resent_tokens,
-            "cost_per_call": self.cost_per_call,
+            "cost_per_call": round(self.cost_per_call, 1) if self.cost_per_call < 1e18 else -1,
             "results_out_of_view": self.results_out_of_view,
             "viable": self.viable,
             "why": self.why,

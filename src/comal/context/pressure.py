@@ -1,50 +1,46 @@
-"""The cost model of pressure events: where an event lands, and whether it pays for itself.
+"""The cost model of pressure events and the one rule that places them: the landing.
 
 Provider prompt caches bill a request's prefix shared with the previous request at a fraction
-of the price (`CACHED_RATE`) and everything after the first changed byte in full. Between
-pressure events the request only grows by appending, so each call costs about
-`CACHED_RATE × size + growth`; an event re-sends in full everything after its first changed
-byte. A cycle that starts at size `after`, having re-sent `resent` tokens, lasts until the
-request reaches the threshold again, `(threshold − after) / growth` calls later, and meanwhile
-re-reads on average `(after + threshold) / 2` cached tokens per call. Its cost per token of
-growth is therefore
+`r = CACHED_RATE` of the price and everything after the first changed byte in full. Between
+pressure events the request only grows by appending, so a call costs `r × size + g` (g: the
+tokens it appends); an event re-sends in full everything after its first changed byte. An event
+that lands at size `A`, re-sending `S` tokens, starts a stretch of `n = (T − A) / g` calls before
+the request reaches the threshold `T` again, re-reading on average `(A + T) / 2` cached tokens
+per call. Its cost per call, averaged over the stretch, is therefore
 
-    resent / (threshold − after) + CACHED_RATE × (after + threshold) / (2 × growth)
+    c(A, S) = S × g / (T − A) + r × (A + T) / 2 + g                              (1)
 
-(the growth itself is billed the same whatever the engine does, so it is left out). The growth
-per call is the session's own: the tokens its recent calls appended, on average.
+For a checkpoint `S = A − F` (F: the fixed parts, which stay cached): `c` rises with `A`, so
+cost alone says "cut as deep as possible", and facts say "keep as much as possible". The rule
+(docs/context.md derives it with a worked example): **keep the largest view whose stretch costs
+no more than the deepest cut's, within the precision of the estimates** (`TIE_PRECISION`,
+5 %): prices inside it are a tie, and a tie goes to the view that keeps more verbatim.
 
-**Where an event lands (the payback rule).** An event that re-sends `resent` tokens pays
-`(1 − CACHED_RATE) × resent` more than a call that only appends; in exchange every later call
-re-reads `freed = before − after` fewer cached tokens, saving `CACHED_RATE × freed` per call,
-for the `(threshold − after) / growth` calls until the next event. The event pays for itself
-within the stretch it buys when
+    landing L = max { A ≤ T − room : c(A, A − F) ≤ (1 + ε) × c(A₀, A₀ − F) }
 
-    PAYBACK × growth × resent ≤ freed × (threshold − after),   PAYBACK = (1 − r) / r = 9
-
-Keeping more verbatim conversation keeps more facts in view, and every token kept costs only
-re-reads; so the engine keeps the *largest* view that still pays for itself (`landing`), never
-less room than one call of the session's largest measured growth (`peak`). For a checkpoint
-`resent = after − fixed`, which makes the rule a quadratic in `after` (`checkpoint_landing`);
-a projection passes when its own `resent` and `after` satisfy it (`pays_back`).
-docs/context.md derives it with a worked example.
+`A₀` is the deepest cut (fixed parts, the checkpoint, the newest block); `room` is one call of
+the session's largest measured growth. Growth is the session's own, measured since the last
+checkpoint: tokens per call and the largest call. The same test decides stage 1: a projection
+is enough when its own stretch, `c(A_p, S_p)` with its smaller re-send, is within the same
+tie of the deepest cut, and leaves that room under the threshold.
 
 Pure arithmetic on counts from the view: no ledger access, no clock.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from comal.context.calibration import RECALIBRATE_SHIFT
 from comal.context.view import PartCost
 
 CACHED_RATE = 0.1
 """Price of a cached input token relative to a new one: the common provider discount (OpenAI,
 Anthropic and Gemini bill cache reads at about a tenth)."""
-PAYBACK = (1 - CACHED_RATE) / CACHED_RATE
-"""Calls of saved cached re-reads one re-sent token must buy back: (1 − r) / r."""
+TIE_PRECISION = RECALIBRATE_SHIFT
+"""Relative precision of the prices: they rest on estimated sizes, trusted to the share by
+which a measurement must move the calibration before the engine records it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +53,7 @@ class Growth:
 
     @property
     def stretch_room(self) -> float:
-        """Least room an event must leave: one more call of the largest kind seen."""
+        """Least room an event must leave under the threshold: one call of the largest kind."""
         return max(self.peak, self.mean)
 
 
@@ -88,58 +84,44 @@ def measure_growth(parts: Sequence[PartCost], since_seq: int = 0, scale: float =
     return Growth(mean, max(1.0, max(sizes) * scale), len(sizes))
 
 
-def pays_back(resent: float, before: float, after: float, threshold: float, growth: float) -> bool:
-    """Whether an event (re-sending `resent`, `before` → `after`) pays for itself (see module)."""
-    room = threshold - after
-    freed = before - after
-    if room <= 0 or freed <= 0:
-        return False
-    return PAYBACK * max(growth, 1.0) * resent <= freed * room
-
-
-def checkpoint_landing(before: float, threshold: float, fixed: float, growth: Growth) -> int:
-    """The largest request size a checkpoint may leave (fixed parts, checkpoint and tail).
-
-    Solves `PAYBACK·g·(A − F) = (B − A)(T − A)` for its root in (F, T): A² − (B + T + k)A +
-    B·T + k·F = 0 with k = PAYBACK·g; the smaller root is the largest A that pays back. Then
-    leaves at least `growth.stretch_room` under the threshold.
-    """
-    k = PAYBACK * growth.mean
-    b = before + threshold + k
-    c = before * threshold + k * fixed
-    disc = max(b * b - 4 * c, 0.0)
-    payback = (b - math.sqrt(disc)) / 2
-    return int(max(fixed, min(payback, threshold - growth.stretch_room)))
-
-
-def growth_per_call(parts: Sequence[PartCost], since_seq: int = 0) -> float:
-    """Mean tokens the session appended per model call, over the parts after `since_seq`.
-
-    Each assistant message is one call; what it and the results and user messages after it
-    added is the growth that call caused. Falls back to everything in view when no call is
-    newer than `since_seq`; at least one token.
-    """
-    for start in (since_seq, -1):
-        recent = [p for p in parts if p.seq > start and p.role != "checkpoint"]
-        calls = len({p.seq for p in recent if p.role == "assistant"})
-        if calls:
-            return max(1.0, sum(p.tokens for p in recent) / calls)
-    return 1.0
-
-
-def cycle_cost(resent: float, after: float, threshold: float, growth: float) -> float:
-    """Cost per token of growth of the cycle an event starts (see module docstring).
-
-    Args:
-        resent: tokens the event forces to be sent uncached.
-        after: request size right after the event.
-        threshold: the size at which the next event happens.
-        growth: tokens appended per call.
-
-    Returns:
-        The cost per token of growth; infinite when the event does not get under the threshold.
-    """
+def stretch_cost(after: float, resent: float, threshold: float, growth: float) -> float:
+    """Mean cost per call of the stretch an event starts, in new-token units (equation 1);
+    infinite when the event does not get under the threshold."""
     room = threshold - after
     if room <= 0:
         return float("inf")
-    return resent / room + CACHED_RATE * (after + threshold) / (2 * max(growth, 1.0))
+    g = max(growth, 1.0)
+    return resent * g / room + CACHED_RATE * (after + threshold) / 2 + g
+
+
+def within_tie(cost: float, deepest: float) -> bool:
+    """Whether `cost` is a tie with the deepest cut's (see module docstring)."""
+    return cost <= (1 + TIE_PRECISION) * deepest
+
+
+def landing(floor: float, threshold: float, fixed: float, growth: Growth) -> int:
+    """The largest size a checkpoint may leave (the rule of the module docstring).
+
+    Args:
+        floor: the deepest cut, `A₀`: fixed parts, the checkpoint and the newest block.
+        threshold: the automatic threshold `T`.
+        fixed: the fixed parts `F` (cached across the event).
+        growth: the session's measured growth.
+    """
+    top = threshold - growth.stretch_room
+    if top <= floor:
+        # Even the deepest normal cut leaves no room: aim under it (smaller checkpoint forms).
+        return int(max(top, fixed))
+    deepest = stretch_cost(floor, floor - fixed, threshold, growth.mean)
+
+    def fits(size: float) -> bool:
+        return within_tie(stretch_cost(size, size - fixed, threshold, growth.mean), deepest)
+
+    if fits(top):
+        return int(top)
+    lo, hi = floor, top
+    # c rises with A, so the largest landing that fits is found by bisection (to a token).
+    while hi - lo > 1:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return int(lo)

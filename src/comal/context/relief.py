@@ -1,15 +1,16 @@
 """Relieving pressure: stage 1 (projection) first, a derivation only when it is not enough.
 
-One rule decides both (`pressure.py`, derived in docs/context.md): an event must leave the
-largest view that still pays for itself before the next event, with room for at least one more
-call of the session's largest measured growth. A projection of old large outputs — oldest first,
-one deep cut down to the landing a checkpoint would leave — is kept when it lands under the
-threshold with that room and pays for itself; it keeps every small result, error and message
-verbatim. Otherwise a checkpoint is derived whose verbatim tail fills the view up to the landing.
+One rule decides both (`pressure.py`, derived in docs/context.md): an event leaves the largest
+view whose stretch — the calls until the next event — costs no more per call than the deepest
+cut's, within the estimates' precision, and always room for one more call of the session's
+largest measured growth. A projection of old large outputs (oldest first, one deep cut down to
+that landing) is enough when its own stretch passes that test: it keeps every small result,
+error and message verbatim and re-sends only what follows its first changed byte. Otherwise a
+checkpoint is derived whose verbatim tail fills the view up to the landing.
 
-Every event records why it happened (`trigger`), the options considered and their predicted
-size after the event, tokens re-sent, cost per call of the stretch it starts and what it takes
-out of verbatim view (`options`). Same ledger ⇒ same drafts, same plan, same choice.
+Every event records why it happened (`trigger`), the options considered and, for each, the
+predicted size after the event, the tokens re-sent, the cost per call of the stretch it starts
+and how many results it takes out of verbatim view (`options`). Same ledger ⇒ same choice.
 """
 
 from __future__ import annotations
@@ -17,14 +18,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from comal.context.budget import Budget
-from comal.context.checkpoint import Draft, derive
+from comal.context.checkpoint import Draft, deepest_cut, derive
 from comal.context.decisions import Option, append_checkpoint, append_projection
-from comal.context.pressure import (
-    Growth,
-    checkpoint_landing,
-    measure_growth,
-    pays_back,
-)
+from comal.context.pressure import Growth, landing, measure_growth, stretch_cost, within_tie
 from comal.context.projection import ProjectionPlan, plan_projection
 from comal.context.state import pressure_guard, state_with_draft
 from comal.context.tokens import ScaledCounter, calibrated
@@ -44,18 +40,38 @@ def session_growth(asm: Assembly, state: ViewState, estimate: int) -> Growth:
     return measure_growth(asm.parts, since, scale)
 
 
+def _fixed(engine: ContextEngine, asm: Assembly) -> int:
+    return calibrated(asm.fixed_tokens, engine.ratio(), exact=engine.counter.exact)
+
+
+def deepest(engine: ContextEngine, state: ViewState, budget: Budget, asm: Assembly) -> int:
+    """The deepest cut a checkpoint could make now (`checkpoint.deepest_cut`), calibrated."""
+    previous = state.checkpoint.number if state.checkpoint else 0
+    return deepest_cut(
+        previous + 1,
+        engine.entries(),
+        engine.conversation(),
+        state,
+        engine.texts(),
+        ScaledCounter(engine.counter, engine.ratio()),
+        budget,
+        _fixed(engine, asm),
+        vision=engine.settings.vision,
+    )
+
+
 def landing_for(engine: ContextEngine, asm: Assembly, budget: Budget, estimate: int) -> int:
-    """Where a checkpoint for this view should land (see `pressure.checkpoint_landing`)."""
+    """Where a checkpoint for this view lands (`pressure.landing`)."""
     state = engine.state()
     growth = session_growth(asm, state, estimate)
-    fixed = calibrated(asm.fixed_tokens, engine.ratio(), exact=engine.counter.exact)
-    return checkpoint_landing(estimate, budget.threshold, fixed, growth)
+    floor = deepest(engine, state, budget, asm)
+    return landing(floor, budget.threshold, _fixed(engine, asm), growth)
 
 
 def draft_checkpoint(
-    engine: ContextEngine, state: ViewState, budget: Budget, landing: int | None = None
+    engine: ContextEngine, state: ViewState, budget: Budget, land: int | None = None
 ) -> tuple[Draft, int]:
-    """A checkpoint draft for `state` and the estimated request size it leads to."""
+    """A checkpoint draft for `state` landing at `land`, and the estimated size it leads to."""
     entries = engine.entries()
     previous = state.checkpoint.number if state.checkpoint else 0
     asm = engine.assemble(state)
@@ -68,8 +84,8 @@ def draft_checkpoint(
         engine.texts(),
         ScaledCounter(engine.counter, ratio),
         budget,
-        calibrated(asm.fixed_tokens, ratio, exact=engine.counter.exact),
-        landing=landing,
+        _fixed(engine, asm),
+        landing=land,
         vision=engine.settings.vision,
     )
     trial = state_with_draft(state, draft, entries[-1].seq + 1 if entries else 1)
@@ -79,9 +95,8 @@ def draft_checkpoint(
 
 def _out_of_view(engine: ContextEngine, state: ViewState, draft: Draft) -> int:
     """Results a checkpoint takes out of verbatim view (shown in full or as a preview before)."""
-    blocks = engine.conversation()
     count = 0
-    for block in blocks:
+    for block in engine.conversation():
         if block.seq >= draft.tail_from_seq:
             break
         if state.checkpoint is not None and block.seq < state.checkpoint.tail_from_seq:
@@ -103,7 +118,7 @@ def relieve(
     Args:
         trigger: why now — `threshold` (over the automatic threshold), `turn_boundary` (a new
             turn whose first call would cross it) or `cache_cold` (the prompt cache expired, so
-            re-sending costs nothing extra).
+            the event re-sends nothing that would have been cached).
 
     Returns:
         The action taken: `projection` or `checkpoint`.
@@ -112,30 +127,37 @@ def relieve(
         ContextPressureLoopError: two automatic derivations in a row made no progress.
     """
     growth = session_growth(asm, state, estimate)
-    fixed = calibrated(asm.fixed_tokens, engine.ratio(), exact=engine.counter.exact)
+    fixed = _fixed(engine, asm)
     threshold = budget.threshold
-    landing = checkpoint_landing(estimate, threshold, fixed, growth)
-    plan = plan_projection(asm, engine.texts(), engine.counter, budget, estimate, goal=landing)
-    # A cold cache re-bills the whole request anyway: an event re-sends nothing extra.
+    floor = deepest(engine, state, budget, asm)
+    land = landing(floor, threshold, fixed, growth)
     cold = trigger == COLD_TRIGGER
-    projection = _projection_option(plan, estimate, threshold, growth, cold, landing)
+    best = stretch_cost(floor, 0 if cold else floor - fixed, threshold, growth.mean)
+    plan = plan_projection(asm, engine.texts(), engine.counter, budget, estimate, goal=land)
+    projection = _projection_option(plan, threshold, growth, cold, best)
     if projection.viable:
         checkpoint = Option(
-            "checkpoint", landing, 0 if cold else landing - fixed, 0.0, -1, False, "not drafted"
+            "checkpoint",
+            land,
+            0 if cold else land - fixed,
+            stretch_cost(land, 0 if cold else land - fixed, threshold, growth.mean),
+            -1,
+            False,
+            "not drafted: the projection is enough",
         )
-        checkpoint = checkpoint.priced(threshold, growth.mean)
         append_projection(engine.ledger, engine.session_id, plan, trigger, (projection, checkpoint))
         return "projection"
-    draft, after = draft_checkpoint(engine, state, budget, landing)
+    draft, after = draft_checkpoint(engine, state, budget, land)
+    resent = 0 if cold else after - fixed
     checkpoint = Option(
         "checkpoint",
         after,
-        0 if cold else after - fixed,
-        0.0,
+        resent,
+        stretch_cost(after, resent, threshold, growth.mean),
         _out_of_view(engine, state, draft),
         True,
-        "pays back" if after <= threshold else "the smallest checkpoint",
-    ).priced(threshold, growth.mean)
+        f"tail up to the landing {land:,} (deepest cut {floor:,})",
+    )
     pressure_guard(engine.entries(), budget)
     append_checkpoint(
         engine.ledger,
@@ -151,21 +173,18 @@ def relieve(
 
 
 def _projection_option(
-    plan: ProjectionPlan, estimate: int, threshold: int, growth: Growth, cold: bool, landing: int
+    plan: ProjectionPlan, threshold: int, growth: Growth, cold: bool, best: float
 ) -> Option:
-    """The projection as an option: enough when it lands with room for the next call and either
-    pays for itself or lands as deep as a checkpoint would (keeping every small result)."""
+    """The projection as an option: enough when it leaves room for the next call and its
+    stretch costs a tie with the deepest checkpoint's (`best`)."""
     resent = 0 if cold else plan.resent_tokens
+    cost = stretch_cost(plan.after_tokens, resent, threshold, growth.mean)
     if not plan.result_ids:
         why, ok = plan.reason, False
     elif plan.after_tokens > threshold - growth.stretch_room:
         why, ok = "leaves no room for the next call under the threshold", False
-    elif plan.after_tokens > landing and not pays_back(
-        resent, estimate, plan.after_tokens, threshold, growth.mean
-    ):
-        why, ok = "re-sends more than it saves before the next event", False
+    elif not within_tie(cost, best):
+        why, ok = f"its stretch costs more than the deepest cut's ({best:,.0f} per call)", False
     else:
-        why, ok = "lands under the threshold and pays back", True
-    return Option(
-        "projection", plan.after_tokens, resent, 0.0, len(plan.result_ids), ok, why
-    ).priced(threshold, growth.mean)
+        why, ok = "keeps every small result and costs a tie with the deepest cut", True
+    return Option("projection", plan.after_tokens, resent, cost, len(plan.result_ids), ok, why)
