@@ -24,7 +24,7 @@ from typing import Final
 
 from comal.context.evidence_index import INDEX_REF, index_text
 from comal.context.evidence_names import ORDINAL
-from comal.context.paged import MIN_BYTES, PagedText, page_index
+from comal.context.paged import MIN_BYTES, PagedText, paged_text
 from comal.context.rendering import evidence_text
 from comal.context.units import Utf16Text, utf16_len
 from comal.errors import (
@@ -166,9 +166,9 @@ def _load(ledger: Ledger, entry: Entry, field: str) -> _Source:
         if digest is not None and ledger.blob_size(digest) >= MIN_BYTES:
             # A large output is paged through its index (`paged.py`); the body's blob key is
             # the sha256 of its exact bytes, the digest EvidenceRead reports.
-            index = page_index(ledger, digest)
-            if index is not None:
-                return _Source.of(entry, field, PagedText(ledger, index), digest)
+            paged = paged_text(ledger, digest)
+            if paged is not None:
+                return _Source.of(entry, field, paged, digest)
         body = ledger.body(entry) or b""
         return _Source.of(entry, field, Utf16Text.of(evidence_text(body)), digest_bytes(body))
     if field == "text":
@@ -234,14 +234,14 @@ def _search_paged(
 
 
 def _search(
-    ledger: Ledger, source: _Source, pattern: str, regex: bool, start_unit: int
+    source: _Source, pattern: str, regex: bool, start_unit: int
 ) -> tuple[list[SearchHit], int | None]:
     paged = source.text
     if isinstance(paged, PagedText):
         if not regex:
             return _search_paged(paged, pattern, start_unit)
         # A regex needs the whole text.
-        whole = evidence_text(ledger.blob(paged.index.digest))
+        whole = evidence_text(paged.data)
         source = replace(source, text=Utf16Text.of(whole))
     text = source.text
     assert isinstance(text, Utf16Text)
@@ -340,7 +340,7 @@ def read_evidence(
     if search is not None:
         if not search:
             raise EvidenceError("search must not be empty")
-        hits, more_at = _search(ledger, source, search, regex, offset)
+        hits, more_at = _search(source, search, regex, offset)
         following: JSONObject | None = None
         if more_at is not None:
             following = {**base, "search": search, "offset": more_at}

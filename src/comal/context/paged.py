@@ -3,13 +3,14 @@
 `EvidenceRead` offsets are UTF-16 units of the output decoded as UTF-8. For a large blob that is
 valid UTF-8, one pass records a *page index*: every `STRIDE` bytes (moved forward to the next
 character boundary) the UTF-16 unit offset and the number of newlines before that byte. A page
-is then one ranged blob read of a few strides from the nearest index point, and a literal search
-runs over the bytes (UTF-8 is self-synchronising, so a byte match of the UTF-8 needle is exactly
+is then a decode of a few strides from the nearest index point, and a literal search runs over
+the bytes (UTF-8 is self-synchronising, so a byte match of the UTF-8 needle is exactly
 a match in the text), turning each hit into a unit offset and a line number from the index.
 
 Blobs are content-addressed and never change, so an index is memoized by digest for the life
-of the process (a few recent ones). A blob that is not valid UTF-8 has no index: its text has
-U+FFFD replacements that only a whole decode reproduces, and the caller decodes it whole.
+of the process (a few recent ones), and the bytes of the output paged last are kept (one, so
+memory stays at one copy of the output). A blob that is not valid UTF-8 has no index: its text
+has U+FFFD replacements that only a whole decode reproduces, and the caller decodes it whole.
 
 Invariants: the text, offsets, lengths, line numbers and snippets equal what the whole-text
 path gives for the same read.
@@ -28,23 +29,14 @@ STRIDE = 1 << 16
 """Bytes between index points: a page read touches at most a few of them."""
 MIN_BYTES = 1 << 20
 """Smaller outputs are decoded whole: that is already fast."""
-_SCAN = 4 << 20
 _KEEP = 8
 
 
-class RangedBlobs(Protocol):
+class Blobs(Protocol):
     """Where blob bytes come from (the `Ledger` is one)."""
 
     def blob(self, digest: str) -> bytes:
         """Bytes of one blob."""
-        ...
-
-    def blob_size(self, digest: str) -> int:
-        """Length of one blob."""
-        ...
-
-    def blob_range(self, digest: str, offset: int, length: int) -> bytes:
-        """Part of one blob."""
         ...
 
 
@@ -61,6 +53,9 @@ class PageIndex:
 
 
 _MEMO: OrderedDict[str, PageIndex | None] = OrderedDict()
+_LAST: list[tuple[str, bytes]] = []
+"""The bytes of the one large output paged last: paging on through it reads no blob again
+(SQLite reaches the end of a large blob only by walking its pages from the start)."""
 
 
 def _boundary(data: bytes, at: int) -> int:
@@ -95,23 +90,34 @@ def build_index(digest: str, data: bytes) -> PageIndex | None:
     return PageIndex(digest, len(data), tuple(byte_at), tuple(unit_at), tuple(lines_at), units)
 
 
-def page_index(blobs: RangedBlobs, digest: str) -> PageIndex | None:
-    """The memoized index of a stored blob (None: not valid UTF-8, decode it whole)."""
+def _bytes(blobs: Blobs, digest: str) -> bytes:
+    if _LAST and _LAST[0][0] == digest:
+        return _LAST[0][1]
+    _LAST.clear()  # drop the previous one before reading the next: one copy at a time
+    data = blobs.blob(digest)
+    _LAST.append((digest, data))
+    return data
+
+
+def paged_text(blobs: Blobs, digest: str) -> PagedText | None:
+    """A stored blob ready to page (None: not valid UTF-8, decode it whole)."""
+    data = _bytes(blobs, digest)
     if digest in _MEMO:
         _MEMO.move_to_end(digest)
-        return _MEMO[digest]
-    index = build_index(digest, blobs.blob(digest))
-    _MEMO[digest] = index
-    while len(_MEMO) > _KEEP:
-        _MEMO.popitem(last=False)
-    return index
+        index = _MEMO[digest]
+    else:
+        index = build_index(digest, data)
+        _MEMO[digest] = index
+        while len(_MEMO) > _KEEP:
+            _MEMO.popitem(last=False)
+    return None if index is None else PagedText(data, index)
 
 
 @dataclass(frozen=True, slots=True)
 class PagedText:
     """A stored UTF-8 output read by ranges through its page index."""
 
-    blobs: RangedBlobs
+    data: bytes
     index: PageIndex
 
     @property
@@ -122,7 +128,7 @@ class PagedText:
     def _window(self, first: int, last: int) -> tuple[int, Utf16Text]:
         """(unit offset of point `first`, the text from point `first` to point `last`)."""
         start, end = self.index.byte_at[first], self.index.byte_at[last]
-        raw = self.blobs.blob_range(self.index.digest, start, end - start)
+        raw = self.data[start:end]
         return self.index.unit_at[first], Utf16Text.of(raw.decode("utf-8"))
 
     def _point(self, unit: int) -> int:
@@ -150,7 +156,7 @@ class PagedText:
         """(UTF-16 offset, 1-based line number) of the character at byte offset `at`."""
         point = max(0, bisect.bisect_right(self.index.byte_at, at) - 1)
         start = self.index.byte_at[point]
-        raw = self.blobs.blob_range(self.index.digest, start, at - start)
+        raw = self.data[start:at]
         before = raw.decode("utf-8")
         return self.index.unit_at[point] + utf16_len(before), (
             self.index.lines_at[point] + raw.count(b"\n") + 1
@@ -159,7 +165,7 @@ class PagedText:
     def line_around(self, at: int, length: int, clip: int) -> str:
         """The line holding the match at byte `at`, clipped like the whole-text search clips."""
         lo = max(0, at - 4 * clip)
-        raw = self.blobs.blob_range(self.index.digest, lo, at - lo + length + 4 * clip)
+        raw = self.data[lo : at + length + 4 * clip]
         rel = at - lo
         line_start = raw.rfind(b"\n", 0, rel) + 1
         line_end = raw.find(b"\n", rel)
@@ -176,22 +182,11 @@ class PagedText:
         """Byte offsets of up to `limit` non-overlapping matches from `start_unit` on, and the
         byte offset of the next one when there are more (else None)."""
         pattern = needle.encode("utf-8")
-        at = self.byte_of_unit(start_unit)
-        floor = at
         hits: list[int] = []
-        size = self.index.size
-        while at < size:
-            # Reads overlap by the needle's length, so a match across two reads is seen once.
-            raw = self.blobs.blob_range(self.index.digest, at, _SCAN + len(pattern) - 1)
-            last = at + len(raw) >= size
-            found = raw.find(pattern, max(0, floor - at))
-            while found != -1 and (last or found < _SCAN):
-                if len(hits) == limit:
-                    return hits, at + found
-                hits.append(at + found)
-                floor = at + found + len(pattern)
-                found = raw.find(pattern, found + len(pattern))
-            if last:
-                break
-            at += _SCAN
+        found = self.data.find(pattern, self.byte_of_unit(start_unit))
+        while found != -1:
+            if len(hits) == limit:
+                return hits, found
+            hits.append(found)
+            found = self.data.find(pattern, found + len(pattern))
         return hits, None

@@ -57,21 +57,5 @@ def read_blob(conn: sqlite3.Connection, digest: str) -> bytes | None:
 
 def blob_size(conn: sqlite3.Connection, digest: str) -> int | None:
     """The stored blob's length in bytes, or None."""
-    row = conn.execute("SELECT length(data) FROM blobs WHERE hash = ?", (digest,)).fetchone()
+    row = conn.execute("SELECT size_bytes FROM blobs WHERE hash = ?", (digest,)).fetchone()
     return None if row is None else int(row[0])
-
-
-def read_blob_range(
-    conn: sqlite3.Connection, digest: str, offset: int, length: int
-) -> bytes | None:
-    """`length` bytes of the blob from `offset` (fewer at its end), or None when not stored.
-
-    Incremental blob I/O seeks, so a page of a large blob is read without the rest of it."""
-    row = conn.execute("SELECT rowid FROM blobs WHERE hash = ?", (digest,)).fetchone()
-    if row is None:
-        return None
-    with conn.blobopen("blobs", "data", row[0], readonly=True) as handle:
-        size = len(handle)
-        start = min(max(offset, 0), size)
-        handle.seek(start)
-        return handle.read(max(0, min(length, size - start)))

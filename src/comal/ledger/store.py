@@ -26,7 +26,7 @@ from types import TracebackType
 
 from comal.errors import LedgerError, UnknownEntryError
 from comal.ids import new_id, now_ms
-from comal.ledger.blobs import blob_size, insert_blob, read_blob, read_blob_range
+from comal.ledger.blobs import blob_size, insert_blob, read_blob
 from comal.ledger.canonical import content_hash, encode_payload
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.entry_rows import (
@@ -298,18 +298,6 @@ class Ledger:
         if size is None:
             raise LedgerError(f"no blob {digest} in {self.path}")
         return size
-
-    def blob_range(self, digest: str, offset: int, length: int) -> bytes:
-        """Up to `length` bytes of the blob under `digest`, from byte `offset`.
-
-        Raises:
-            LedgerError: no blob has that digest.
-        """
-        with self._mutex:
-            data = read_blob_range(self._conn, digest, offset, length)
-        if data is None:
-            raise LedgerError(f"no blob {digest} in {self.path}")
-        return data
 
     def blob(self, digest: str) -> bytes:
         """The exact bytes stored under `digest`.
