@@ -171,15 +171,16 @@ def evidence_names(
         named.append(_Named(n, item, label, what))
     if not named:
         return lines
-    room = budget_tokens - sum(counter.count(line) for line in lines)
+    room = budget_tokens - (counter.count("\n".join(lines)) if lines else 0)
     newest = sorted((m.ordinal for m in named), reverse=True)
     grouped: list[str] = []
-    keep = len(newest)
+    # A full id is about twenty tokens: no more than that many fit.
+    keep = min(len(newest), max(room, 0) // 20)
     while True:
         with_id = frozenset(newest[:keep])
         for level in range(3):
             grouped = _grouped(named, level, with_id)
-            if sum(counter.count(line) for line in grouped) <= room:
+            if counter.count("\n".join(grouped)) <= room:
                 return [*lines, *_titled(lines, grouped)]
         if keep == 0:
             return [*lines, *_titled(lines, grouped)]

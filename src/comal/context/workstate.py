@@ -72,8 +72,33 @@ def describe_call(name: str, arguments: JSONObject, size: int = 100) -> str:
     return f"{name} {clip(canonical_json(arguments), size)}"
 
 
+def _prefix_key(entries: Sequence[Entry]) -> tuple[str, str, int]:
+    """Identifies a session's entries up to a point: ids are unique and the ledger only grows,
+    so the same first id, last id and length mean the same entries."""
+    if not entries:
+        return ("", "", 0)
+    return (entries[0].id, entries[-1].id, len(entries))
+
+
+_CALLS: dict[tuple[str, str, int], dict[str, Call]] = {}
+_STATES: dict[tuple[tuple[str, str, int], int], WorkState] = {}
+
+
 def collect_calls(entries: Sequence[Entry]) -> dict[str, Call]:
-    """Calls by id (the latest call with an id wins; `tool.started` adds its receipt)."""
+    """Calls by id (the latest call with an id wins; `tool.started` adds its receipt).
+
+    Memoized for the last entries seen: a derivation reads the same calls several times.
+    The result is shared: callers must not modify it."""
+    key = _prefix_key(entries)
+    hit = _CALLS.get(key)
+    if hit is None:
+        hit = _collect_calls(entries)
+        _CALLS.clear()
+        _CALLS[key] = hit
+    return hit
+
+
+def _collect_calls(entries: Sequence[Entry]) -> dict[str, Call]:
     calls: dict[str, Call] = {}
     for entry in entries:
         if entry.kind == "message.assistant":
@@ -133,7 +158,17 @@ def _failed(item: ResultEntry) -> bool:
 
 
 def work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
-    """The work state of a session from its entries."""
+    """The work state of a session from its entries (memoized for the last entries seen)."""
+    key = (_prefix_key(entries), id(blobs))
+    hit = _STATES.get(key)
+    if hit is None:
+        hit = _work_state(entries, blobs)
+        _STATES.clear()
+        _STATES[key] = hit
+    return hit
+
+
+def _work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
     calls = collect_calls(entries)
     board: tuple[str, ...] = ()
     files: dict[str, tuple[int, str]] = {}
