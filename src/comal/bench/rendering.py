@@ -3,7 +3,9 @@
 Every policy's request (system + messages) is rendered the same way, part by part:
 `<system>…</system>`, `<user>…</user>`, `<assistant>…</assistant>`, `<call id name>args</call>`,
 `<result id name>text</result>`, `<media …/>`. Reasoning parts are not rendered (providers strip
-or do not bill earlier reasoning; it is identical under every policy anyway).
+or do not bill earlier reasoning; it is identical under every policy anyway). Text actions
+(`importers.plan.is_text_action`) are rendered as the agent sent them: the call only through
+the assistant text that holds it, the result as a `<user>` message.
 
 Each piece (a *segment*) starts with `<` and ends with `>\\n`. o200k's pre-tokenizer always
 splits between `>\\n` and `<` (`>\\n` is one pre-token, `<` starts the next), so the token list of a
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import toktok
 
+from comal.importers.plan import is_text_action
 from comal.messages import (
     MediaPart,
     Message,
@@ -53,11 +56,15 @@ def render_part(role: str, part: Part) -> str | None:
     if isinstance(part, TextPart):
         return f"<{role}>\n{part.text}\n</{role}>\n"
     if isinstance(part, ToolCallPart):
+        if is_text_action(part.call_id):
+            return None
         arguments = canonical_json(part.arguments)
         return f"<call id={part.call_id} name={part.name}>\n{arguments}\n</call>\n"
     if isinstance(part, ToolResultPart):
         flag = " error" if part.is_error else ""
         media = "".join(f"\n<media type={m.media_type} b64={len(m.data_b64)}/>" for m in part.media)
+        if is_text_action(part.call_id):
+            return f"<user>\n{part.content}{media}\n</user>\n"
         return (
             f"<result id={part.call_id} name={part.name}{flag}>\n{part.content}{media}\n</result>\n"
         )

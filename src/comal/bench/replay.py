@@ -36,7 +36,8 @@ from comal.bench.rendering import SegmentCache, request_text, request_tokens
 from comal.bench.transcript import Transcript, transcripts_from
 from comal.context.budget import default_margin, size_output_reserve
 from comal.errors import InvariantError
-from comal.importers import parse_file
+from comal.importers import parse_sessions
+from comal.importers.claude_code import is_subagent_file
 from comal.messages import JSONObject, Message
 
 POLICIES = (
@@ -54,7 +55,11 @@ MAX_OUTPUT_TOKENS = 32_000
 
 
 def call_budgets(transcript: Transcript, window: int) -> CallBudgets:
-    """The reserve of each call from the outputs recorded before it, and the margin."""
+    """The reserve of each call from the outputs recorded before it, and the margin.
+
+    The same numbers Comal's engine sizes for itself (its cap is the maximum output, at most
+    half the window: `ContextEngine.output_reserve`); a test holds them equal.
+    """
     cap = min(MAX_OUTPUT_TOKENS, max(window // 2, 1))
     outputs: list[int] = []
     reserves: list[int] = []
@@ -254,7 +259,8 @@ def replay_file(
     """
     rows: list[JSONObject] = []
     folder = Path(path).parent.name
-    for transcript in transcripts_from(parse_file(Path(path), fmt)):
+    parsed = parse_sessions(Path(path), fmt)
+    for transcript in (t for session in parsed for t in transcripts_from(session)):
         # The folder keeps names unique: the same task recorded by two agents has one stem.
         name = f"{folder}/{transcript.label}" if folder else transcript.label
         rows.extend(replay_transcript(transcript, windows, policies, name=name))
@@ -262,14 +268,17 @@ def replay_file(
 
 
 def session_files(paths: Sequence[Path]) -> list[Path]:
-    """Recorded session files under `paths` (directories are searched recursively)."""
+    """Recorded session files under `paths` (directories are searched recursively).
+
+    Sub-agent transcripts beside their parent's file are read with the parent, not apart.
+    """
     found: list[Path] = []
-    suffixes = (".jsonl", ".traj", ".json")
+    suffixes = (".jsonl", ".traj", ".json", ".aider.chat.history.md")
     for path in paths:
         if path.is_dir():
             for child in sorted(path.rglob("*")):
                 if child.is_file() and child.name.endswith(suffixes):
-                    if child.name in ("manifest.jsonl",):
+                    if child.name in ("manifest.jsonl",) or is_subagent_file(child):
                         continue
                     found.append(child)
         else:

@@ -2,7 +2,9 @@
 
 Files are replayed in worker processes (`jobs`, default 1 = a thread of this process); each
 worker parses its file and replays every transcript in it. Rows come back in file order
-whatever order workers finish in, so the report is deterministic apart from timings. A file
+whatever order workers finish in, so the report is deterministic apart from timings and from
+Comal's rows, whose requests carry fresh ledger ids (`evt_…`, time and random bits) that do not
+tokenize to the same count from one run to the next. A file
 that cannot be read as a session is skipped and listed with its reason (`ReplayResult.skipped`);
 the others are replayed.
 """

@@ -3,9 +3,11 @@
 Built from an importer's `ParsedSession` (no ledger needed). For model call *k* the history is
 every message the agent had before its *k*-th call. Tool results read exactly as Comal's engine
 shows an unelided result (`comal.context.rendering.full_text`), so the raw policy and Comal start
-from the same bytes. The peer's own compaction summaries are left out of every history: each
-policy manages its context itself, over the uncompacted recording. Consecutive user-side
-content (results, then text) is one user message, as the Anthropic shape requires.
+from the same bytes; a text action's result reads as the agent sent it (its observation already
+holds the return code, so no status trailer is added). The peer's own compaction summaries are
+left out of every history: each policy manages its context itself, over the uncompacted
+recording. Consecutive user-side content (results, then text) is one user message, as the
+Anthropic shape requires.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import base64
 from dataclasses import dataclass
 
 from comal.context.rendering import full_text
-from comal.importers.plan import ParsedSession, PlannedEntry
+from comal.importers.plan import ParsedSession, PlannedEntry, is_text_action
 from comal.messages import (
     JSONValue,
     MediaPart,
@@ -98,11 +100,13 @@ def transcript_from(parsed: ParsedSession) -> Transcript:
             open_user.extend(message_from_json(raw).parts)
         elif planned.kind == "tool.result":
             status, code = _status(payload)
+            call_id = str(payload["call_id"])
+            if is_text_action(call_id):
+                code = None
             text = full_text(planned.body or b"", status, code)
             media = tuple(
                 MediaPart(kind, base64.b64encode(data).decode()) for kind, data in planned.media
             )
-            call_id = str(payload["call_id"])
             outputs.append(ToolOutput(len(messages), index, call_id, text))
             open_user.append(
                 ToolResultPart(
@@ -131,8 +135,12 @@ def transcript_from(parsed: ParsedSession) -> Transcript:
 
 
 def transcripts_from(parsed: ParsedSession) -> list[Transcript]:
-    """The session and each of its children (sub-agent chains), each replayed apart."""
+    """The session and each of its children (sub-agent chains), each replayed apart.
+
+    A child that is the peer's own compaction call is left out, like the peer's summaries.
+    """
     out = [transcript_from(parsed)]
     for child in parsed.children:
-        out.extend(transcripts_from(child))
+        if not child.compaction:
+            out.extend(transcripts_from(child))
     return [t for t in out if t.calls]

@@ -1,8 +1,9 @@
-"""`comal import FILE… [--format F] [--json]`: other agents' recorded sessions into the ledger.
+"""`comal import FILE… [--format F] [--new] [--json]`: other agents' sessions into the ledger.
 
 Every file is parsed before anything is written, so a malformed file (reported with its file
-and line) leaves the ledger untouched. Prints the new session ids (one per line; children
-after their parent), or with `--json` one JSON document describing each imported session.
+and line) leaves the ledger untouched. Prints the session ids (one per line; children after
+their parent), or with `--json` one JSON document describing each session. A file imported
+before gives back the sessions already imported from it (`"existing": true`), unless `--new`.
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "import",
         help="import recorded sessions of other agents",
-        description="Import Claude Code, Codex CLI, mini-swe-agent or SWE-agent sessions "
-        "as ordinary Comal sessions.",
+        description="Import Claude Code, Codex CLI, mini-swe-agent, SWE-agent, OpenHands or "
+        "Aider sessions as ordinary Comal sessions.",
     )
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
     parser.add_argument("--format", choices=FORMATS, help="skip format detection")
+    parser.add_argument(
+        "--new", action="store_true", help="import again a file imported before (a new copy)"
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON document")
     parser.set_defaults(func=run)
 
@@ -34,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 async def run(args: argparse.Namespace) -> int:
     """Import the files and print the new session ids."""
     with Ledger.open(load_config().ledger_path, durable=False) as ledger:
-        written = import_files(ledger, args.files, args.format)
+        written = import_files(ledger, args.files, args.format, new=args.new)
     if args.json:
         doc = {
             "sessions": [
@@ -45,6 +49,7 @@ async def run(args: argparse.Namespace) -> int:
                     "label": s.label,
                     "source": s.source,
                     "entries": s.entries,
+                    "existing": s.existing,
                 }
                 for s in written
             ]
@@ -53,5 +58,10 @@ async def run(args: argparse.Namespace) -> int:
     else:
         for session in written:
             sys.stdout.write(session.session_id + "\n")
-    print(f"imported {len(written)} session(s) from {len(args.files)} file(s)", file=sys.stderr)
+    existing = sum(1 for s in written if s.existing)
+    print(
+        f"imported {len(written) - existing} session(s) from {len(args.files)} file(s)"
+        + (f"; {existing} already imported" if existing else ""),
+        file=sys.stderr,
+    )
     return 0

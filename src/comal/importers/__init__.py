@@ -1,11 +1,12 @@
 """Importers: other agents' recorded sessions as ordinary Comal sessions.
 
-Claude Code JSONL, Codex CLI rollouts, mini-swe-agent (v1 text actions, v2 tool calling) and
-SWE-agent `.traj`. Parsing is pure (`parse_file` → `ParsedSession`); `import_files` writes only
-after every file parsed, so nothing is ever half-imported.
+Claude Code JSONL (1.x and 2.x with sub-agent files), Codex CLI rollouts, mini-swe-agent (v1 text
+actions, v2 tool calling), SWE-agent `.traj`, OpenHands event streams and Aider chat histories.
+Parsing is pure (`parse_sessions` → `ParsedSession`s); `import_files` writes only after every
+file parsed, so nothing is ever half-imported.
 """
 
-from comal.importers.detect import FORMATS, detect_format, parse_file
+from comal.importers.detect import FORMATS, detect_format, parse_file, parse_sessions
 from comal.importers.plan import ParsedSession, PlannedEntry
 from comal.importers.writer import ImportedSession, append_planned, import_files, write_session
 
@@ -18,5 +19,6 @@ __all__ = [
     "detect_format",
     "import_files",
     "parse_file",
+    "parse_sessions",
     "write_session",
 ]

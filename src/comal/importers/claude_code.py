@@ -10,6 +10,13 @@ One JSON record per line: `user`, `assistant`, `system` and `summary`. Mapping:
   chain root (`parentUuid` null);
 - `isCompactSummary` user records (the peer's auto-compaction) and `summary` records (its
   session titles) are kept as `message.summary`; `system` notices become `warning` entries.
+
+Claude Code 2.x adds bookkeeping records (`file-history-snapshot`, often the first line,
+`progress`, `queue-operation`): they are not conversation and are skipped (they never split a
+response). Its sub-agents live beside the transcript, in `<session>/subagents/agent-<id>.jsonl`:
+each becomes a child session linked to the parent's `Task` call whose result names it
+(`agentId: <id>`). `agent-acompact-*` files are Claude Code's own compaction calls: children
+too, marked `compaction` (the replay leaves them out, as it leaves out the peer's summaries).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +49,10 @@ FORMAT = "claude-code"
 _WIRE = "anthropic-messages"
 _FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 _TITLE_CHARS = 80
+_CONVERSATION = frozenset({"user", "assistant", "system", "summary"})
+"""Record types that belong to the conversation; others (2.x bookkeeping) are skipped."""
+_AGENT_ID = re.compile(r"agentId: ([A-Za-z0-9_-]+)")
+_COMPACTION_AGENT = "acompact-"
 
 
 def _media(block: dict[str, Any], path: Path, line: int) -> MediaPart:
@@ -82,7 +94,11 @@ class _Conversation:
         self.path = path
         self.model = ""
         self.first_text = ""
+        self.agent_calls: dict[str, str] = {}
+        """Sub-agent id → the call whose result names it (`agentId: …`)."""
         self._group: list[tuple[int, dict[str, Any]]] = []
+        self._held: list[tuple[int, dict[str, Any]]] = []
+        """Results (and notices) recorded between the blocks of the open response."""
 
     def _flush(self) -> None:
         if not self._group:
@@ -96,6 +112,7 @@ class _Conversation:
                     raise format_error(self.path, line, "content block must be an object")
                 parts.extend(self._assistant_part(block, model, line))
         self._group = []
+        held, self._held = self._held, []
         self.model = self.model or model
         calls = any(isinstance(p, ToolCallPart) for p in parts)
         raw_stop = last.get("stop_reason")
@@ -108,6 +125,25 @@ class _Conversation:
             usage=usage_anthropic(usage_raw),
             usage_raw=as_json(usage_raw) if usage_raw is not None else None,
         )
+        for line, record in held:
+            self._record(line, record)
+
+    def _holds(self, record: dict[str, Any]) -> bool:
+        """Whether a record can wait for the open response's remaining blocks.
+
+        Claude Code 2.x runs a response's tool calls as they stream: a call's result (and hook
+        notices) can be recorded before the response's next block. Such records are held and
+        written after the whole response, so the response stays one message.
+        """
+        if not self._group:
+            return False
+        if record.get("type") == "system":
+            return True
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if record.get("type") != "user" or not isinstance(content, list) or not content:
+            return False
+        return all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
     def _assistant_part(self, block: dict[str, Any], model: str, line: int) -> list[Part]:
         kind = block.get("type")
@@ -132,6 +168,8 @@ class _Conversation:
 
     def feed(self, line: int, record: dict[str, Any]) -> None:
         kind = record.get("type")
+        if kind not in _CONVERSATION:
+            return
         message = record.get("message")
         if kind == "assistant":
             if not isinstance(message, dict) or not isinstance(message.get("id"), str):
@@ -140,7 +178,15 @@ class _Conversation:
                 self._flush()
             self._group.append((line, record))
             return
+        if self._holds(record):
+            self._held.append((line, record))
+            return
         self._flush()
+        self._record(line, record)
+
+    def _record(self, line: int, record: dict[str, Any]) -> None:
+        kind = record.get("type")
+        message = record.get("message")
         if kind == "summary":
             self.plan.summary(str(record.get("summary", "")), "claude-code:summary")
         elif kind == "system":
@@ -167,6 +213,8 @@ class _Conversation:
                 raise format_error(self.path, line, "content block must be an object")
             if block.get("type") == "tool_result":
                 text, media = _result_content(block.get("content"), self.path, line)
+                for agent in _AGENT_ID.findall(text):
+                    self.agent_calls.setdefault(agent, str(block.get("tool_use_id")))
                 self.plan.tool_result(
                     str(block.get("tool_use_id")),
                     text.encode("utf-8", "surrogateescape"),
@@ -199,6 +247,50 @@ def _root(record: dict[str, Any], by_uuid: dict[str, dict[str, Any]]) -> str:
         node = by_uuid[parent]
 
 
+def subagent_files(path: Path) -> list[Path]:
+    """The 2.x sub-agent transcripts of the session in `path` (`<stem>/subagents/agent-*.jsonl`)."""
+    folder = path.parent / path.stem / "subagents"
+    return sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
+
+
+def parent_session_file(path: Path) -> Path | None:
+    """For a 2.x sub-agent transcript beside its parent session's file: that file."""
+    if path.parent.name != "subagents" or not path.name.startswith("agent-"):
+        return None
+    folder = path.parent.parent
+    parent = folder.parent / f"{folder.name}.jsonl"
+    return parent if parent.is_file() else None
+
+
+def is_subagent_file(path: Path) -> bool:
+    """Whether `path` is a 2.x sub-agent transcript read with its parent session's file."""
+    return parent_session_file(path) is not None
+
+
+def _subagent(path: Path, main: _Conversation, cwd: str) -> ParsedSession:
+    """One sub-agent file as a child session: the whole file is its conversation."""
+    agent = path.stem.removeprefix("agent-")
+    chain = _Conversation(path)
+    for line, record in read_jsonl(path):
+        chain.feed(line, record)
+    chain.finish()
+    call = main.agent_calls.get(agent)
+    compaction = agent.startswith(_COMPACTION_AGENT)
+    return ParsedSession(
+        format=FORMAT,
+        path=str(path),
+        label=f"{path.parent.parent.name}#agent-{agent}",
+        title=chain.first_text[:_TITLE_CHARS],
+        cwd=cwd,
+        model=chain.model,
+        system="",
+        entries=chain.plan.done(),
+        origin_id=agent,
+        parent_call_id=call,
+        compaction=compaction,
+    )
+
+
 def parse(path: Path) -> ParsedSession:
     """Parse one Claude Code transcript.
 
@@ -221,13 +313,15 @@ def parse(path: Path) -> ParsedSession:
         origin = origin or record.get("sessionId")
         if record["type"] == "summary":
             titles.append(str(record.get("summary", "")))
+        if record["type"] not in _CONVERSATION:
+            continue
         if record.get("isSidechain"):
             root = _root(record, by_uuid)
             chains.setdefault(root, _Conversation(path)).feed(line, record)
         else:
             main.feed(line, record)
     main.finish()
-    children = []
+    children = [_subagent(file, main, cwd) for file in subagent_files(path)]
     for number, chain in enumerate(chains.values(), start=1):
         chain.finish()
         children.append(

@@ -4,11 +4,12 @@
 and observations. Two variants:
 - **v1, text actions** (`mini-swe-agent-1`): the assistant writes one fenced ```` ```bash ````
   block. Its text is kept verbatim and the command also becomes a
-  `ToolCallPart(name="bash", arguments={"command": …})` with the synthetic stable id
-  `mini_<message index>`; the next `user` message (`<returncode>…`) becomes that call's
-  `tool.result`. So projections can act on observations like on any tool output. A reply
-  without exactly one bash block is a format error in mini-swe-agent: it gets no call, and
-  the next user message stays a user message.
+  `ToolCallPart(name="bash", arguments={"command": …})` with the synthetic stable text-action
+  id `text_action_mini_<message index>` (`plan.text_action_id`); the next `user` message
+  (`<returncode>…`) becomes that call's `tool.result`. So projections can act on observations
+  like on any tool output; the replay renders both as they were sent. A reply without exactly
+  one bash block is a format error in mini-swe-agent: it gets no call, and the next user
+  message stays a user message.
 - **v2, tool calling** (`mini-swe-agent-1.1`): assistant `tool_calls` and `role: tool` results.
 
 Usage comes from `extra.response.usage` (OpenAI chat shape). The `exit` message and
@@ -28,6 +29,7 @@ from comal.importers.plan import (
     as_json,
     format_error,
     read_json,
+    text_action_id,
     usage_openai_chat,
 )
 from comal.messages import JSONObject, Part, TextPart, ToolCallPart
@@ -133,7 +135,7 @@ def parse(path: Path) -> ParsedSession:
             if not message.get("tool_calls"):
                 command = text_action(text)
                 if command is not None:
-                    pending_text_call = f"mini_{index}"
+                    pending_text_call = text_action_id("mini", index)
                     parts.append(ToolCallPart(pending_text_call, "bash", {"command": command}))
             choices = response.get("choices")
             raw_finish = None

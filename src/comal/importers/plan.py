@@ -40,6 +40,22 @@ from comal.usage import Usage
 INTERRUPTED_TEXT = "[interrupted: the recorded session holds no result for this call]"
 """Body of the synthetic result given to a call the peer never answered."""
 
+TEXT_ACTION_PREFIX = "text_action_"
+"""Call ids of *text actions*: commands the agent wrote inside its assistant text (mini-swe-agent
+v1, SWE-agent) and the importer made structured calls. The agent sent the text alone, and the
+observation as a user message; renderings that reproduce what was sent (the replay) show the
+call through its text only and the result as a user message (`is_text_action`)."""
+
+
+def text_action_id(agent: str, index: int) -> str:
+    """The stable synthetic id of the text action in message `index` of an `agent` recording."""
+    return f"{TEXT_ACTION_PREFIX}{agent}_{index}"
+
+
+def is_text_action(call_id: str) -> bool:
+    """Whether a call (or its result) is a text action (see `TEXT_ACTION_PREFIX`)."""
+    return call_id.startswith(TEXT_ACTION_PREFIX)
+
 
 @dataclass(frozen=True, slots=True)
 class PlannedEntry:
@@ -70,6 +86,14 @@ class ParsedSession:
     """Entries after `session.started`, in order."""
     children: tuple[ParsedSession, ...] = ()
     origin_id: str | None = None
+    parent_call_id: str | None = None
+    """For a sub-agent: the parent's call (e.g. Claude Code's `Task`) that ran it."""
+    compaction: bool = False
+    """The peer's own compaction call recorded as a conversation (not replayed)."""
+    file_digest: str = ""
+    """sha256 of the recorded file (re-imports are matched by it)."""
+    file_index: int = 0
+    """Which session of the file this is (files such as Aider's hold several)."""
 
     @property
     def source(self) -> str:
@@ -86,7 +110,15 @@ class ParsedSession:
             "window": {"tokens": None, "source": "unknown"},
             "source": self.source,
             "system": self.system,
-            "origin": {"file": self.path, "id": self.origin_id},
+            "origin": {
+                "file": self.path,
+                "label": self.label,
+                "id": self.origin_id,
+                "sha256": self.file_digest,
+                "index": self.file_index,
+                "parent_call": self.parent_call_id,
+                "compaction": self.compaction,
+            },
         }
 
 

@@ -4,7 +4,8 @@
 Two variants:
 - **text actions**: the assistant message carries its command in `action`. The text is kept
   verbatim and the action becomes `ToolCallPart(name="bash", arguments={"command": action})`
-  with the synthetic stable id `swe_<history index>`; the next `user` message is its result.
+  with the synthetic stable text-action id `text_action_swe_<history index>`
+  (`plan.text_action_id`); the next `user` message is its result.
 - **function calling**: assistant `tool_calls`, then `role: tool` messages naming
   `tool_call_ids` (or `tool_call_id`).
 
@@ -18,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from comal.importers.mini_swe_agent import parse_arguments
-from comal.importers.plan import ParsedSession, SessionPlan, format_error, read_json
+from comal.importers.plan import (
+    ParsedSession,
+    SessionPlan,
+    format_error,
+    read_json,
+    text_action_id,
+)
 from comal.messages import Part, TextPart, ToolCallPart
 from comal.usage import Usage
 
@@ -83,7 +90,7 @@ def parse(path: Path) -> ParsedSession:
                 parts.append(ToolCallPart(call["id"], str(function.get("name")), arguments))
             action = message.get("action")
             if not calls and isinstance(action, str) and action.strip():
-                pending = f"swe_{index}"
+                pending = text_action_id("swe", index)
                 parts.append(ToolCallPart(pending, "bash", {"command": action.strip()}))
             plan.assistant(
                 tuple(parts),

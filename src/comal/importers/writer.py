@@ -3,6 +3,11 @@
 `import_files` parses every file first; only when all of them parsed does it write, so a
 malformed file (or line) leaves the ledger untouched. Children (sub-agent chains) are written
 after their parent, with `parent_id` set. Media of tool results are stored as blobs.
+
+Importing a file again returns the sessions already imported from it (matched by the file's
+sha256 and the session's index in the file, `origin` in `session.started`) instead of writing
+them twice; `new=True` imports a fresh copy. A sub-agent file listed beside its parent session's
+file is imported once, as the parent's child.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from comal.importers.detect import parse_file
+from comal.importers.claude_code import parent_session_file
+from comal.importers.detect import parse_sessions
 from comal.importers.plan import ParsedSession, PlannedEntry
 from comal.ledger import Entry, Ledger
 from comal.messages import JSONObject, JSONValue
@@ -27,6 +33,8 @@ class ImportedSession:
     label: str
     source: str
     entries: int
+    existing: bool = False
+    """Already imported from the same file (nothing written)."""
 
 
 def append_planned(ledger: Ledger, session_id: str, planned: PlannedEntry) -> Entry:
@@ -66,16 +74,69 @@ def write_session(
     return written
 
 
+def _origin(ledger: Ledger, session_id: str) -> JSONObject:
+    started = ledger.entries(session_id, kinds=("session.started",))
+    origin = started[0].payload.get("origin") if started else None
+    return origin if isinstance(origin, dict) else {}
+
+
+def _imported(ledger: Ledger) -> dict[tuple[str, int], str]:
+    """Top-level imported sessions by (file sha256, index in the file)."""
+    found: dict[tuple[str, int], str] = {}
+    for info in ledger.sessions():
+        if info.parent_id is not None or not info.source.startswith("import:"):
+            continue
+        origin = _origin(ledger, info.id)
+        digest, index = origin.get("sha256"), origin.get("index")
+        if isinstance(digest, str) and digest and isinstance(index, int):
+            found.setdefault((digest, index), info.id)
+    return found
+
+
+def _existing(ledger: Ledger, session_id: str, parent_id: str | None) -> list[ImportedSession]:
+    """An imported session and its children, as first written."""
+    info = ledger.session(session_id)
+    origin = _origin(ledger, session_id)
+    done = [
+        ImportedSession(
+            session_id,
+            parent_id,
+            str(origin.get("file") or ""),
+            str(origin.get("label") or info.title),
+            info.source,
+            info.entries,
+            existing=True,
+        )
+    ]
+    for child in ledger.children(session_id):
+        done.extend(_existing(ledger, child, session_id))
+    return done
+
+
 def import_files(
-    ledger: Ledger, paths: Sequence[Path], fmt: str | None = None
+    ledger: Ledger, paths: Sequence[Path], fmt: str | None = None, *, new: bool = False
 ) -> list[ImportedSession]:
     """Parse all `paths`, then write them; nothing is written when any file is malformed.
+
+    A file imported before returns its sessions as they are (`existing`), unless `new`.
 
     Raises:
         ImportFormatError: a malformed file, naming the file and line.
     """
-    parsed = [parse_file(Path(p), fmt) for p in paths]
+    listed = {Path(p).resolve() for p in paths}
+
+    def read_with_parent(path: Path) -> bool:
+        parent = parent_session_file(path)
+        return parent is not None and parent.resolve() in listed
+
+    wanted = [Path(p) for p in paths if not read_with_parent(Path(p))]
+    parsed = [session for p in wanted for session in parse_sessions(p, fmt)]
+    known = {} if new else _imported(ledger)
     written: list[ImportedSession] = []
     for session in parsed:
+        previous = known.get((session.file_digest, session.file_index))
+        if previous is not None:
+            written.extend(_existing(ledger, previous, None))
+            continue
         written.extend(write_session(ledger, session))
     return written

@@ -168,3 +168,42 @@ def test_comal_holds_its_own_reserve_without_a_fixed_one() -> None:
         policy.close()
 
     assert totals.reserves == [4_096, 4_096]
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("mini-swe-agent_gemini-3-pro/django__django-11138.traj.json", "messages"),
+        ("swe-agent_demos/pydicom__pydicom-1458.traj", "history"),
+    ],
+)
+def test_a_text_action_session_costs_raw_what_its_messages_cost_as_sent(
+    name: str, key: str
+) -> None:
+    path = shared(name)
+    recorded = json.loads(path.read_text())[key]
+    (transcript,) = transcripts_from(parse_file(path))
+    cache = SegmentCache()
+
+    totals = replay_policy(transcript, RawPolicy(transcript.system), BIG, cache)
+
+    # The prompt of assistant message k is every recorded message before it, rendered once in
+    # the canonical form (`<role>` … `</role>`), with nothing added: no second copy of the
+    # command as a call, no status line after an observation.
+    assistant_at = [i for i, m in enumerate(recorded) if m["role"] == "assistant"]
+    as_sent = []
+    for index in assistant_at:
+        text = "".join(f"<{m['role']}>\n{m['content']}\n</{m['role']}>\n" for m in recorded[:index])
+        as_sent.append(cache.count(text))
+    assert totals.sizes == as_sent
+    assert any(c.tool_calls for c in transcript.messages if c.role == "assistant")
+
+
+def test_the_engine_sizes_the_same_reserve_the_harness_applies_to_the_peers() -> None:
+    path = shared("mini-swe-agent-v2_gpt-5-mini/astropy__astropy-14369.traj.json")
+    (transcript,) = transcripts_from(parse_file(path))
+
+    engine = _reserves(transcript, "comal", 32_000)
+
+    assert engine == list(call_budgets(transcript, 32_000).reserves)
+    assert len(set(engine)) > 1

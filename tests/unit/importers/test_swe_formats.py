@@ -9,6 +9,7 @@ import pytest
 
 from comal.errors import ImportFormatError
 from comal.importers import detect_format, import_files
+from comal.importers.plan import is_text_action
 from comal.ledger import Ledger
 from comal.messages import message_from_json
 from tests.unit.importers.conftest import assert_paired, trajectory
@@ -44,7 +45,7 @@ def test_mini_v1_text_actions_become_bash_calls_with_observations_as_results(
     assert len(assistants) == len(replies)
     calls = [c for m in assistants for c in m.tool_calls]  # type: ignore[attr-defined]
     assert len(calls) == len(one_block)
-    assert all(c.name == "bash" and c.call_id.startswith("mini_") for c in calls)
+    assert all(c.name == "bash" and is_text_action(c.call_id) for c in calls)
     assert [m.text for m in assistants] == replies  # type: ignore[attr-defined]
     first_call_index = next(i for i, m in enumerate(messages) if m["role"] == "assistant")
     observation = messages[first_call_index + 1]["content"]
