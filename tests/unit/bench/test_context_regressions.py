@@ -20,20 +20,17 @@ def _session(name: str) -> Path:
     return path
 
 
-def test_facts_read_just_before_a_checkpoint_stay_in_view_or_named() -> None:
-    # At 32k this session derives a checkpoint right after reading the files its next calls
-    # quote. The engine with a fixed 8k horizon and an evidence list of only the newest turn
-    # kept 59 of its 66 later-used facts in view and named 65 by reference; the tail sized by
-    # the landing rule, with large outputs by reference, keeps them in view, and the
-    # checkpoint names every earlier output by an exact reference.
-    path = _session("mini-swe-agent_gemini-3-pro/sphinx-doc__sphinx-8593.traj.json")
+def test_facts_read_before_a_checkpoint_stay_in_view_or_named() -> None:
+    # At 32k this Claude Code session derives checkpoints while its next calls still quote
+    # outputs read just before. The engine whose checkpoint named only the newest turn's
+    # outputs left 8 of its 91 later-used facts neither in view nor named by their own
+    # reference; naming every earlier output by an exact reference reaches all of them.
+    path = _session("claude-code_vsla/d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl")
     (transcript,) = transcripts_from(parse_file(path))
     rows = replay_transcript(transcript, [32_000], ["llm-compaction-80", "comal"])
     peer, comal = rows
     assert comal["policy"] == "comal"
     assert comal["derivations"] >= 1  # type: ignore[operator]
     assert comal["overflows"] == 0
-    total = comal["facts_total"]
-    assert comal["facts_reachable_count"] == total
+    assert comal["facts_reachable_count"] == comal["facts_total"]
     assert comal["facts_in_view_count"] >= peer["facts_in_view_count"]  # type: ignore[operator]
-    assert comal["facts_in_view_count"] > 59  # type: ignore[operator]
