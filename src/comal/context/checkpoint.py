@@ -386,7 +386,10 @@ def derive(
         # a checkpoint covering everything (the largest it can be), then once more against the
         # text that tail leads to (smaller: it leaves out what the tail shows).
         probe, _ = checkpoint_text(number, entries, blocks, len(blocks), texts, counter, limits)
-        room = max(land - fixed_tokens - counter.count(probe), 0)
+        # The newest block — the turn the next request continues — may use the room up to the
+        # target even when the landing is lower: without it the next call would not see the
+        # results it asked for.
+        room = max(max(land, budget.target) - fixed_tokens - counter.count(probe), 0)
         text = probe
         start, extra, tail_tokens = len(blocks), frozenset[str](), 0
         for _ in range(2):
