@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.evidence_index import INDEX_CALL
 from comal.context.evidence_names import named_ordinals
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
-from comal.testing.sessions import SessionBuilder
-from tests.unit.context.conftest import listing, make_engine
+from comal.messages import ToolResultPart
+from comal.testing.sessions import SessionBuilder, ToolStep
+from tests.unit.context.conftest import BASH, listing, make_engine
 
 REMINDER = "Please answer with exactly one command in a fenced block."
 
@@ -104,3 +106,27 @@ def test_the_kept_tail_grows_with_the_window(ledger: Ledger) -> None:
         assert size < budget.threshold
         tails.append(tail)
     assert tails[0] < tails[1] < tails[2]
+
+
+def test_the_newest_turn_stays_in_view_when_the_landing_leaves_no_room(ledger: Ledger) -> None:
+    # Large fixed parts and two ~11 KB outputs per call: even the deepest checkpoint leaves no
+    # room under the threshold for one more such call. The turn the next request continues
+    # must still be in it, or the model never sees the results it asked for.
+    builder = SessionBuilder(ledger, model="gpt-4o", window=16_000)
+    builder.user("Check the sequences.")
+    fixed = FixedParts("You are a coding agent. " * 200, "Rules. " * 800, (BASH,))
+    settings = EngineSettings(window_tokens=16_000, max_output_tokens=4_096)
+    engine = ContextEngine(ledger, builder.session_id, settings, fixed, model="gpt-4o")
+    numbers = "\n".join(str(i) for i in range(2_500))
+    events = 0
+    for i in range(8):
+        steps: list[ToolStep] = [
+            ("Bash", {"command": f"seq {i} a"}, numbers, 0),
+            ("Bash", {"command": f"seq {i} b"}, numbers, 0),
+        ]
+        results = builder.turn(f"Step {i}.", steps)
+        view = engine.prepare()
+        events += len(view.actions)
+        shown = {p.call_id for m in view.messages for p in m.parts if isinstance(p, ToolResultPart)}
+        assert {r.payload["call_id"] for r in results} <= shown
+    assert events
