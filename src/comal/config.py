@@ -63,6 +63,11 @@ class ContextConfig:
     """Fixed output reserve; None sizes it from the session's own outputs."""
     margin_tokens: int | None = None
     """Safety margin; None derives it from the window."""
+    soft_limit: int | float | None = None
+    """Quality budget: most input tokens per request (int) or a share of the window (float in
+    (0, 1]); None: the automatic threshold alone."""
+    cache_ttl_s: float = 300.0
+    """The provider's prompt-cache time-to-live: idle longer, pressure relief may come early."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,6 +410,37 @@ def _mcp_json_servers(workspace: Path, env: Mapping[str, str]) -> dict[str, McpS
     return out
 
 
+def _soft_limit(value: object) -> int | float | None:
+    """`[context] soft_limit`: tokens (an integer ≥ 1,000), a share of the window (a number in
+    (0, 1]), or a string such as "40000" or "60%"."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError as exc:
+            raise ConfigError(
+                f"context.soft_limit must be tokens or a share of the window, got {text!r}"
+            ) from exc
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"context.soft_limit must be tokens or a share, got {value!r}")
+    if 0 < value <= 1:
+        return float(value)
+    if value >= 1_000 and float(value).is_integer():
+        return int(value)
+    raise ConfigError(
+        'context.soft_limit must be a share of the window in (0, 1] (e.g. 0.5 or "50%") or'
+        f" at least 1000 tokens, got {value!r}"
+    )
+
+
+def _cache_ttl(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigError(f"context.cache_ttl_s must be seconds ≥ 0, got {value!r}")
+    return float(value)
+
+
 def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
     """Resolve the configuration from files and the environment.
 
@@ -442,6 +478,8 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         or int(craw.get("large_output_threshold_bytes", 20 * 1024)),
         output_reserve_tokens=craw.get("output_reserve_tokens"),
         margin_tokens=craw.get("margin_tokens"),
+        soft_limit=_soft_limit(craw.get("soft_limit")),
+        cache_ttl_s=_cache_ttl(craw.get("cache_ttl_s", 300)),
     )
 
     praw = dict(raw.get("permissions", {}))

@@ -113,6 +113,9 @@ def _config_digest(config: Config, instructions: str) -> str:
         "large": config.context.large_output_threshold_bytes,
         "instructions": instructions,
     }
+    if config.context.soft_limit is not None:
+        # Only when set, so sessions recorded before the setting existed keep their anchors.
+        settings["soft_limit"] = config.context.soft_limit
     return "sha256:" + hashlib.sha256(canonical_json(settings).encode()).hexdigest()
 
 
@@ -128,6 +131,8 @@ def engine_settings(config: Config, provider: Provider, options: SessionOptions)
         output_reserve_tokens=options.max_output_tokens or config.context.output_reserve_tokens,
         margin_tokens=config.context.margin_tokens,
         vision=caps.vision,
+        soft_limit=config.context.soft_limit,
+        cache_ttl_s=config.context.cache_ttl_s,
     )
 
 

@@ -99,6 +99,8 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
         or _last_reserve(ledger, session_id),
         margin_tokens=config.context.margin_tokens,
         vision=_vision(payload, model_name),
+        soft_limit=config.context.soft_limit,
+        cache_ttl_s=config.context.cache_ttl_s,
     )
     # MCP schemas as the session's last process recorded them (no server is started here).
     fixed = FixedParts(SYSTEM_PROMPT, instructions, tools, recorded_mcp_specs(ledger, session_id))

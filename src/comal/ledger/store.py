@@ -26,7 +26,7 @@ from types import TracebackType
 
 from comal.errors import LedgerError, UnknownEntryError
 from comal.ids import new_id, now_ms
-from comal.ledger.blobs import insert_blob, read_blob
+from comal.ledger.blobs import blob_size, insert_blob, read_blob
 from comal.ledger.canonical import content_hash, encode_payload
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.entry_rows import (
@@ -286,6 +286,18 @@ class Ledger:
         """Store `data` once (content-addressed) and return its digest `sha256:<hex>`."""
         with self._write() as conn:
             return insert_blob(conn, bytes(data))
+
+    def blob_size(self, digest: str) -> int:
+        """Length in bytes of the blob stored under `digest`.
+
+        Raises:
+            LedgerError: no blob has that digest.
+        """
+        with self._mutex:
+            size = blob_size(self._conn, digest)
+        if size is None:
+            raise LedgerError(f"no blob {digest} in {self.path}")
+        return size
 
     def blob(self, digest: str) -> bytes:
         """The exact bytes stored under `digest`.
