@@ -171,7 +171,7 @@ def test_verify_passes_then_reports_tampering(recorded: dict[str, str]) -> None:
     conn.execute("""UPDATE entries SET payload = '{"forged":true}' WHERE kind = 'projection'""")
     conn.close()
     broken = comal("verify")
-    assert broken.returncode == 1
+    assert broken.returncode == 3  # a ledger error, as the README table says
     assert "content hash mismatch" in broken.stdout
     assert "FAILED" in broken.stdout
     report = json.loads(comal("verify", "--json").stdout)

@@ -16,7 +16,7 @@ class UnknownCheckpointError(ComalError):
     """The session has no checkpoint with that number."""
 
     code = "UNKNOWN_CHECKPOINT"
-    exit_code = 2
+    exit_code = 3
 
 
 def _json(cp: Checkpoint, text: bool) -> dict[str, object]:

@@ -66,7 +66,8 @@ async def run_demo(args: argparse.Namespace) -> int:
         f"context window: {args.context_window:,} tokens (deliberately small)\n",
         file=sys.stderr,
     )
-    renderer = Renderer(args.output_format)
+    # The demo is a show: its commentary and every step are the point.
+    renderer = Renderer(args.output_format, verbose=True)
     options = SessionOptions(max_turns=20, max_output_tokens=DEMO_OUTPUT_RESERVE, emit=renderer)
     with Ledger.open(config.ledger_path) as ledger:
         outcome = await run_headless(

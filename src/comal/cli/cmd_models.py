@@ -104,7 +104,8 @@ async def _reachable(client: httpx2.AsyncClient, provider: ProviderConfig) -> tu
 
 
 async def run_doctor(args: argparse.Namespace) -> int:
-    """Check reachability and keys; exit 1 if anything is wrong."""
+    """Check reachability and keys: exit 4 when a provider is unreachable, 2 when a key is
+    missing or nothing is configured."""
     config = load_config()
     healthy = True
     rows: list[dict[str, Any]] = []
@@ -136,4 +137,6 @@ async def run_doctor(args: argparse.Namespace) -> int:
                 f"{status} {row['provider']:<12} {row['base_url']:<40} {row['detail']:<24}"
                 f" key {env}: {row['api_key']}"
             )
-    return 0 if healthy and rows else 1
+    if any(not row["reachable"] for row in rows):
+        return 4  # a provider error, as the README's exit-code table says
+    return 0 if healthy and rows else 2

@@ -245,7 +245,7 @@ async def run_show(args: argparse.Namespace) -> int:
 
 
 async def run_verify(args: argparse.Namespace) -> int:
-    """Re-hash one session (or the whole ledger); exit 1 when anything does not match."""
+    """Re-hash one session (or the whole ledger); exit 3 (a ledger error) on any mismatch."""
     with _open() as ledger:
         session_id = None if args.session is None else ledger.resolve(args.session)
         report = ledger.verify(session_id)
@@ -266,7 +266,7 @@ async def run_verify(args: argparse.Namespace) -> int:
     else:
         _emit("".join(f"{_plain(problem)}\n" for problem in report.problems))
         _emit(f"FAILED: {scope}: {len(report.problems)} problems\n")
-    return 0 if report.ok else 1
+    return 0 if report.ok else 3
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

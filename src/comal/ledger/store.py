@@ -136,8 +136,13 @@ class Ledger:
                 raise LedgerError(f"cannot write ledger {self.path}: {exc}") from exc
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+            except BaseException as exc:
+                # SQLite already rolled back on SQLITE_FULL and some I/O errors; a second
+                # ROLLBACK would replace the real cause with "no transaction is active".
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise LedgerError(f"cannot write ledger {self.path}: {exc}") from exc
                 raise
             try:
                 self._conn.execute("COMMIT")
