@@ -6,7 +6,7 @@ import argparse
 from datetime import UTC, datetime
 
 from comal.cli.cmd_context import emit, emit_json
-from comal.config import load_config
+from comal.cli.configuring import read_only_config
 from comal.context.state import Checkpoint, checkpoints
 from comal.errors import ComalError
 from comal.ledger.store import Ledger
@@ -37,7 +37,7 @@ def _json(cp: Checkpoint, text: bool) -> dict[str, object]:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    with Ledger.open(load_config().ledger_path) as ledger:
+    with Ledger.open(read_only_config().ledger_path) as ledger:
         session_id = ledger.resolve(args.session)
         found = checkpoints(ledger.entries(session_id, kinds=("checkpoint",)))
     if args.number is None:

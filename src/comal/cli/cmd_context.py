@@ -19,7 +19,8 @@ from comal.agent.instructions import load_instructions
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import recorded_mcp_specs
 from comal.agent.toolset import session_tools, standard_tools
-from comal.config import DEFAULT_WINDOW_TOKENS, Config, load_config
+from comal.cli.configuring import read_only_config
+from comal.config import DEFAULT_WINDOW_TOKENS, Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.ledger.store import Ledger
 from comal.messages import JSONValue
@@ -96,7 +97,7 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
 
 
 async def _run(args: argparse.Namespace) -> int:
-    config = load_config()
+    config = read_only_config()
     with Ledger.open(config.ledger_path) as ledger:
         session_id = ledger.resolve(args.session)
         report = recorded_engine(ledger, session_id, config).report()

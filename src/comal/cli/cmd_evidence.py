@@ -11,13 +11,13 @@ import json
 import sys
 
 from comal.cli.cmd_context import emit, emit_json
-from comal.config import load_config
+from comal.cli.configuring import read_only_config
 from comal.context.evidence import PAGE_UNITS, read_evidence
 from comal.ledger.store import Ledger
 
 
 async def _run(args: argparse.Namespace) -> int:
-    with Ledger.open(load_config().ledger_path) as ledger:
+    with Ledger.open(read_only_config().ledger_path) as ledger:
         session_id = ledger.resolve(args.session)
         page = read_evidence(
             ledger,

@@ -15,7 +15,8 @@ from typing import Any
 
 import httpx2
 
-from comal.config import Config, ProviderConfig, load_config
+from comal.cli.configuring import run_config
+from comal.config import Config, ProviderConfig
 from comal.providers.discovery import server_root
 from comal.providers.factory import combine_capabilities, resolve_capabilities
 
@@ -47,7 +48,7 @@ def _key_state(config: Config, provider: ProviderConfig) -> str:
 
 async def run_models(args: argparse.Namespace) -> int:
     """List configured models and their windows."""
-    config = load_config()
+    config = run_config()
     rows: list[dict[str, Any]] = []
     async with httpx2.AsyncClient() as client:
         for name in sorted(config.providers):
@@ -106,7 +107,7 @@ async def _reachable(client: httpx2.AsyncClient, provider: ProviderConfig) -> tu
 async def run_doctor(args: argparse.Namespace) -> int:
     """Check reachability and keys: exit 4 when a provider is unreachable, 2 when a key is
     missing or nothing is configured."""
-    config = load_config()
+    config = run_config()
     healthy = True
     rows: list[dict[str, Any]] = []
     async with httpx2.AsyncClient() as client:

@@ -24,10 +24,11 @@ from comal.agent.headless import Outcome, run_headless
 from comal.agent.session import SessionOptions
 from comal.agent.tool_catalog import configured_mcp_tools
 from comal.agent.toolset import standard_tools
+from comal.cli.configuring import run_config
 from comal.cli.failures import explain
 from comal.cli.provider_choice import choose_provider
 from comal.cli.render import Renderer
-from comal.config import Config, load_config
+from comal.config import Config
 from comal.errors import ConfigError, UnknownSessionError
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
@@ -97,7 +98,7 @@ def _load(args: argparse.Namespace) -> Config:
     cwd = args.cwd.resolve() if args.cwd else None
     if cwd is not None and not cwd.is_dir():
         raise ConfigError(f"--cwd {args.cwd} is not a directory")
-    config = load_config(cwd=cwd)
+    config = run_config(cwd=cwd)
     if args.context_window is not None:
         if args.context_window <= 0:
             raise ConfigError("--context-window must be positive")

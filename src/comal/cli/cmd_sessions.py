@@ -15,7 +15,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from comal.config import load_config
+from comal.cli.configuring import read_only_config
 from comal.ledger import Entry, Ledger, SessionInfo
 from comal.messages import (
     JSONObject,
@@ -56,7 +56,7 @@ def _plain(text: str) -> str:
 
 
 def _open() -> Ledger:
-    return Ledger.open(load_config().ledger_path)
+    return Ledger.open(read_only_config().ledger_path)
 
 
 def _session_json(info: SessionInfo) -> JSONObject:

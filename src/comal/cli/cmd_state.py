@@ -12,13 +12,13 @@ import json
 import sys
 
 from comal.agent.state import render_state, session_state, state_to_json
-from comal.config import load_config
+from comal.cli.configuring import read_only_config
 from comal.ledger.store import Ledger
 
 
 async def run_state(args: argparse.Namespace) -> int:
     """Print one session's state."""
-    with Ledger.open(load_config().ledger_path) as ledger:
+    with Ledger.open(read_only_config().ledger_path) as ledger:
         state = session_state(ledger, ledger.resolve(args.session))
     if args.json:
         text = json.dumps(state_to_json(state), ensure_ascii=False, indent=2)
