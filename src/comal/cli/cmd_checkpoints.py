@@ -68,7 +68,7 @@ async def _run(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `comal checkpoints`."""
     parser = subparsers.add_parser("checkpoints", help="list a session's checkpoints or show one")
-    parser.add_argument("session", metavar="UUID", help="session id or unique prefix")
+    parser.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     parser.add_argument("number", metavar="N", type=int, nargs="?", help="checkpoint to show")
     parser.add_argument("--json", action="store_true", help="one JSON object")
     parser.set_defaults(func=_run)

@@ -63,6 +63,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "compact", help="derive a checkpoint now (deterministic, no model call)"
     )
-    parser.add_argument("session", metavar="UUID", help="session id or unique prefix")
+    parser.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     parser.add_argument("--json", action="store_true", help="one JSON object")
     parser.set_defaults(func=_run)

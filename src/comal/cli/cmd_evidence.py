@@ -51,7 +51,7 @@ async def _run(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `comal evidence`."""
     parser = subparsers.add_parser("evidence", help="read recorded evidence exactly (no re-run)")
-    parser.add_argument("session", metavar="UUID", help="session id or unique prefix")
+    parser.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     parser.add_argument("ref", metavar="REF", help="evidence id (evt_…)")
     parser.add_argument(
         "--field", default="output", choices=("output", "text", "arguments", "media")

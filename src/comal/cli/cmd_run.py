@@ -53,7 +53,9 @@ def register_top_level(parser: argparse.ArgumentParser) -> None:
             " TASK (or is the task when TASK is omitted)"
         ),
     )
-    group.add_argument("--resume", metavar="UUID", help="continue a recorded session")
+    group.add_argument(
+        "--resume", metavar="ID", help="continue a recorded session (short id, id or prefix)"
+    )
     group.add_argument(
         "--continue",
         dest="continue_latest",
@@ -181,6 +183,7 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
     config = _load(args)
     prompt = _prompt(args)
     with Ledger.open(config.ledger_path) as ledger:
+        renderer.shorten = ledger.short_id
         session_id: str | None = None
         if args.resume:
             session_id = ledger.resolve(args.resume)

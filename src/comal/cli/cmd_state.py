@@ -34,6 +34,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     state = subparsers.add_parser(
         "state", help="a session's status, lock, board, pending/uncertain calls and usage"
     )
-    state.add_argument("session", metavar="UUID", help="session id or unique prefix")
+    state.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     state.add_argument("--json", action="store_true", help="print the state as JSON")
     state.set_defaults(func=run_state)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -46,6 +47,8 @@ class Renderer:
     """Text mode: every progress line and the commentary, even when stderr is not a terminal."""
     progress: bool = True
     """Text mode: show progress lines (the CLI sets it when stderr is a terminal)."""
+    shorten: Callable[[str], str] = str
+    """A session id as people type it (the CLI passes the ledger's short ids)."""
     _mid_line: bool = False
 
     def __call__(self, event: AgentEvent) -> None:
@@ -80,7 +83,8 @@ class Renderer:
         elif isinstance(event, SessionOpened):
             verb = "resumed" if event.resumed else "started"
             self._line(
-                f"● session {event.session_id} {verb} · {event.provider}/{event.model}"
+                f"● session {self.shorten(event.session_id)} {verb} ({event.session_id})"
+                f" · {event.provider}/{event.model}"
                 f" · window {event.window_tokens:,} ({event.window_source})"
             )
         elif isinstance(event, ToolStarted):
@@ -100,7 +104,8 @@ class Renderer:
             self._line(f"  ! {event.code}: {event.message}", always=True)
         elif isinstance(event, Failed):
             self._line(
-                f"✗ {event.code}: {event.message} (session {event.session_id} is resumable)",
+                f"✗ {event.code}: {event.message}"
+                f" (session {self.shorten(event.session_id)} is resumable)",
                 always=True,
             )
         elif isinstance(event, TurnFinished) and self._mid_line:
@@ -131,7 +136,7 @@ class Renderer:
             if answer:
                 self.out.write(answer if answer.endswith("\n") else answer + "\n")
                 self.out.flush()
-            self._line(f"session {session_id} · {status}", always=True)
+            self._line(f"session {self.shorten(session_id)} · {status}", always=True)
 
     def fail(self, error: ComalError) -> None:
         """Report a failure that ended the run before (or outside) the turn's own reporting."""

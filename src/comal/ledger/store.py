@@ -31,6 +31,7 @@ from comal.ledger.canonical import content_hash, encode_payload
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.entry_rows import (
     entry_payload,
+    first_entries,
     insert_entry,
     require_body_blob,
     select_entries,
@@ -59,6 +60,7 @@ from comal.ledger.session_rows import (
     resolve_prefix,
     select_session,
     session_id_to_create,
+    short_ids,
 )
 from comal.ledger.verify import VerifyReport, verify_ledger
 from comal.messages import JSONObject
@@ -228,6 +230,15 @@ class Ledger:
         with self._mutex:
             return resolve_prefix(self._conn, prefix, self.path)
 
+    def short_ids(self) -> dict[str, str]:
+        """Every session's short id (shortest unique start of its random tail, ≥ 8 chars)."""
+        with self._mutex:
+            return short_ids(self._conn)
+
+    def short_id(self, session_id: str) -> str:
+        """The short id of one session (the full id when the ledger does not hold it)."""
+        return self.short_ids().get(session_id, session_id)
+
     def latest_session(self, cwd: str) -> str | None:
         """The top-level session in `cwd` with the most recent activity, if any."""
         with self._mutex:
@@ -326,6 +337,11 @@ class Ledger:
         with self._mutex:
             self._require_session(session_id)
             return select_entries(self._conn, session_id, after_seq, kinds)
+
+    def first_entries(self, kind: str) -> dict[str, Entry]:
+        """Each session's first entry of `kind`, by session id (e.g. every first ask)."""
+        with self._mutex:
+            return first_entries(self._conn, kind)
 
     def entry(self, entry_id: str) -> Entry:
         """One entry by its `evt_` id.

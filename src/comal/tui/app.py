@@ -159,7 +159,7 @@ class ComalApp(App[int]):
             session_id=s.session_id,
             workspace=s.workspace,
         )
-        self._set_status(session_id=self.session.id)
+        self._set_status(session_id=s.ledger.short_id(self.session.id))
         return self.session
 
     def _set_status(self, **changes: Any) -> None:
