@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from comal.cli.failures import UnexpectedError, explain
+from comal.ledger import Ledger
 from comal.testing.fake_server import FakeServer
 from tests.e2e.headless_support import Run, comal, configure, ledger_at
 
@@ -308,3 +309,77 @@ def test_text_mode_prints_only_the_final_answer_on_stdout(workspace: Path, home:
     assert verbose.stdout == "The file says alpha.\n"
     assert "Let me look at the file first." in verbose.stderr
     assert "→ Read" in verbose.stderr
+
+
+# --- damaged ledgers -----------------------------------------------------------------------
+
+
+def _recorded_ledger(home: Path, workspace: Path) -> tuple[str, list[str]]:
+    from comal.messages import message_to_json, user_text
+
+    with ledger_at(home) as ledger:
+        sid = ledger.create_session(cwd=str(workspace), model="m")
+        ids = [
+            ledger.append(
+                sid, "message.user", {"message": message_to_json(user_text(f"ask {n} " * 200))}
+            ).id
+            for n in range(30)
+        ]
+    return sid, ids
+
+
+def _smash(path: Path, offset: int, length: int) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = bytearray(path.read_bytes())
+    data[offset : offset + length] = b"\xff\x00\xfe" * (length // 3)
+    path.write_bytes(bytes(data))
+
+
+def test_verify_lists_damaged_entries_by_id_and_salvage_keeps_the_rest(
+    workspace: Path, home: Path, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    sid, ids = _recorded_ledger(home, workspace)
+    conn = sqlite3.connect(home / "ledger.db", isolation_level=None)
+    conn.execute("DROP TRIGGER entries_no_update")
+    conn.execute("UPDATE entries SET payload = '{\"forged\":1}' WHERE id IN (?, ?)", ids[3:5])
+    conn.close()
+    run = comal("verify", cwd=workspace, env_home=home)
+    assert run.code == 3
+    assert f"damaged entries (2): {ids[3]}, {ids[4]}" in run.stdout
+    out = tmp_path / "salvaged.db"
+    salvaged = comal("verify", "--salvage", str(out), cwd=workspace, env_home=home)
+    assert salvaged.code == 0, salvaged.stdout + salvaged.stderr
+    assert "salvaged 28 intact entries" in salvaged.stdout
+    assert f"left behind (damaged): {ids[3]}, {ids[4]}" in salvaged.stdout
+    with Ledger.open(out) as copy:
+        assert copy.verify().ok
+        kept = [e.id for e in copy.entries(sid)]
+    assert kept == ids[:3] + ids[5:]
+
+
+def test_a_damaged_file_is_named_by_every_command(workspace: Path, home: Path) -> None:
+    sid, _ = _recorded_ledger(home, workspace)
+    _smash(home / "ledger.db", 4096 * 3, 3000)
+    with FakeServer([]) as server:
+        configure(workspace, server, "openai-chat")
+        runs = {
+            "verify": comal("verify", cwd=workspace, env_home=home),
+            "show": comal("show", sid, cwd=workspace, env_home=home),
+            "resume": comal("--resume", sid, "-p", "go on", cwd=workspace, env_home=home),
+            "sessions": comal("sessions", cwd=workspace, env_home=home),
+        }
+    for name, run in runs.items():
+        no_traceback(run)
+        assert run.code in (0, 3), (name, run.stderr)
+    assert runs["verify"].code == 3
+    assert "FAILED" in runs["verify"].stdout
+    for name in ("show", "resume"):
+        assert runs[name].code == 3, runs[name].stderr
+        assert "LEDGER_DAMAGED" in runs[name].stderr
+        assert "comal verify --salvage OUT" in runs[name].stderr

@@ -14,11 +14,14 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from comal.cli.configuring import read_only_config
+from comal.errors import LedgerError
 from comal.ids import now_ms
-from comal.ledger import Entry, Ledger, SessionInfo
+from comal.ledger import Entry, Ledger, SessionInfo, VerifyReport
+from comal.ledger.salvage import resolve_in_file, verify_file
 from comal.messages import (
     JSONObject,
     JSONValue,
@@ -292,13 +295,53 @@ async def run_show(args: argparse.Namespace) -> int:
 # --- comal verify --------------------------------------------------------------------------
 
 
+def _verify_report(path: Path, prefix: str | None) -> tuple[str, VerifyReport]:
+    """The scope and report; read-only, so a damaged file is reported rather than refused."""
+    if not path.exists():
+        Ledger.open(path).close()  # a ledger that was never written: create it, as others do
+    if prefix is None:
+        return f"ledger {path}", verify_file(path)
+    session_id = resolve_in_file(path, prefix)
+    return f"session {session_id}", verify_file(path, session_id)
+
+
+def _salvage(path: Path, out: Path, as_json: bool) -> int:
+    if out.exists():
+        raise LedgerError(f"{out} already exists; salvage writes a new ledger file")
+    with Ledger.open(out) as target:
+        copied = target.salvage_from(path)
+        check = target.verify()
+    body = {
+        "source": str(path),
+        "out": str(out),
+        "sessions": copied.sessions,
+        "entries": copied.entries,
+        "blobs": copied.blobs,
+        "left_behind": list(copied.damaged),
+        "out_verifies": check.ok,
+    }
+    if as_json:
+        _emit_json(body)
+    else:
+        left = f"; left behind (damaged): {', '.join(copied.damaged)}" if copied.damaged else ""
+        _emit(
+            f"salvaged {copied.entries} intact entries, {copied.blobs} blobs and"
+            f" {copied.sessions} sessions into {out}{left}\n"
+            f"{'ok' if check.ok else 'FAILED'}: {out} verifies"
+            f" ({check.entries} entries, {check.blobs} blobs)\n"
+        )
+    return 0 if check.ok else 3
+
+
 async def run_verify(args: argparse.Namespace) -> int:
-    """Re-hash one session (or the whole ledger); exit 3 (a ledger error) on any mismatch."""
-    with _open() as ledger:
-        session_id = None if args.session is None else ledger.resolve(args.session)
-        report = ledger.verify(session_id)
-        path = ledger.path
-    scope = f"session {session_id}" if session_id else f"ledger {path}"
+    """Re-hash one session (or the whole ledger); exit 3 (a ledger error) on any mismatch.
+
+    With `--salvage OUT`, copy every intact entry into the new ledger OUT instead.
+    """
+    path = read_only_config().ledger_path
+    if args.salvage is not None:
+        return _salvage(path, Path(args.salvage), args.json)
+    scope, report = _verify_report(path, args.session)
     if args.json:
         _emit_json(
             {
@@ -306,6 +349,7 @@ async def run_verify(args: argparse.Namespace) -> int:
                 "scope": scope,
                 "entries": report.entries,
                 "blobs": report.blobs,
+                "damaged": list(report.damaged),
                 "problems": list(report.problems),
             }
         )
@@ -313,7 +357,12 @@ async def run_verify(args: argparse.Namespace) -> int:
         _emit(f"ok: {scope}: {report.entries} entries and {report.blobs} blobs re-hashed\n")
     else:
         _emit("".join(f"{_plain(problem)}\n" for problem in report.problems))
-        _emit(f"FAILED: {scope}: {len(report.problems)} problems\n")
+        if report.damaged:
+            _emit(f"damaged entries ({len(report.damaged)}): {', '.join(report.damaged)}\n")
+        _emit(
+            f"FAILED: {scope}: {len(report.problems)} problems; `comal verify --salvage OUT`"
+            " copies every intact entry into a new ledger\n"
+        )
     return 0 if report.ok else 3
 
 
@@ -336,4 +385,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "session", metavar="ID", nargs="?", help="only this session (default: everything)"
     )
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
+    verify.add_argument(
+        "--salvage",
+        metavar="OUT",
+        help="copy every intact entry into the new ledger file OUT (which then verifies)",
+    )
     verify.set_defaults(func=run_verify)

@@ -93,13 +93,21 @@ def explain(exc: BaseException) -> ComalError:
             f"the disk is full ({full}); the failed write was rolled back and everything"
             " recorded before it is intact — free space, then resume the session"
         )
+    damage = next(
+        (
+            item
+            for item in chain
+            if isinstance(item, sqlite3.DatabaseError)
+            and any(m in str(item).lower() for m in _DAMAGE_MARKERS)
+        ),
+        None,
+    )
+    if damage is not None:
+        told = f"{exc.message} — " if isinstance(exc, ComalError) else ""
+        return LedgerDamagedError(f"{told}the ledger is damaged ({damage}); {_SALVAGE_HINT}")
     if isinstance(exc, ComalError):
         return exc
     for item in chain:
-        if isinstance(item, sqlite3.DatabaseError) and any(
-            m in str(item).lower() for m in _DAMAGE_MARKERS
-        ):
-            return LedgerDamagedError(f"the ledger is damaged ({item}); {_SALVAGE_HINT}")
         if isinstance(item, sqlite3.Error):
             return LedgerError(f"ledger error: {item}")
         if isinstance(item, OSError) and item.errno is not None:

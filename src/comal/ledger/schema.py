@@ -123,7 +123,7 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     return row is not None
 
 
-def _check_version(conn: sqlite3.Connection, path: Path, *, probe: bool = False) -> None:
+def check_version(conn: sqlite3.Connection, path: Path, *, probe: bool = False) -> None:
     """Raise unless this Comal may write the ledger behind `conn` (which may be read-only).
 
     With `probe` (a read-only look before any write), a ledger that has its `migrations`
@@ -198,7 +198,7 @@ def check_readable(path: Path) -> None:
     except sqlite3.Error as exc:
         raise _open_failure(path, exc, f"cannot open ledger {path}") from exc
     try:
-        _check_version(conn, path, probe=True)
+        check_version(conn, path, probe=True)
     except sqlite3.DatabaseError as exc:
         raise _open_failure(path, exc, f"{path} is not a Comal ledger") from exc
     finally:
@@ -213,7 +213,7 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
-        _check_version(conn, path)
+        check_version(conn, path)
         if not _has_table(conn, "migrations"):
             conn.execute(
                 "CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"

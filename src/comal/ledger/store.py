@@ -48,6 +48,7 @@ from comal.ledger.locks import (
     read_lock,
     write_lock,
 )
+from comal.ledger.salvage import SalvageReport, salvage
 from comal.ledger.schema import connect
 from comal.ledger.session_rows import (
     STATUSES,
@@ -365,6 +366,17 @@ class Ledger:
             if session_id is not None:
                 self._require_session(session_id)
             return verify_ledger(self._conn, session_id)
+
+    def salvage_from(self, source: Path) -> SalvageReport:
+        """Copy every intact entry of the ledger file `source` (maybe damaged) into this one.
+
+        Raises:
+            LedgerError: this ledger already holds sessions, or `source` cannot be opened.
+        """
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is not None:
+                raise LedgerError(f"{self.path} already holds sessions; salvage into a new file")
+            return salvage(source, conn)
 
     # --- locks ------------------------------------------------------------------------------
 
