@@ -20,8 +20,10 @@ from pathlib import Path
 
 import httpx2
 
-from comal.agent.headless import Outcome, run_headless
+from comal.agent.events import Notice, TextStreamed, TurnFinished
+from comal.agent.headless import Outcome, is_closed, run_headless
 from comal.agent.session import SessionOptions
+from comal.agent.state import final_answer, render_state, session_state
 from comal.agent.tool_catalog import configured_mcp_tools
 from comal.agent.toolset import standard_tools
 from comal.cli.configuring import run_config
@@ -96,9 +98,9 @@ def _at_least_one(raw: str) -> int:
     return value
 
 
-def _load(args: argparse.Namespace) -> Config:
-    cwd = args.cwd.resolve() if args.cwd else None
-    if cwd is not None and not cwd.is_dir():
+def _load(args: argparse.Namespace, workspace: Path | None = None) -> Config:
+    cwd = workspace or (args.cwd.resolve() if args.cwd else None)
+    if args.cwd is not None and not args.cwd.is_dir():
         raise ConfigError(f"--cwd {args.cwd} is not a directory")
     config = run_config(cwd=cwd)
     if args.context_window is not None:
@@ -196,6 +198,12 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
                 )
         elif prompt is None and not interactive:
             raise ConfigError("-p needs a task (argument or stdin)")
+        if session_id is not None:
+            workspace = _place(args, ledger, session_id)
+            if workspace != config.workspace:
+                config = _load(args, workspace)  # the session's workspace config applies
+            if prompt is None and not interactive and is_closed(ledger, session_id):
+                return _show_finished(renderer, ledger, session_id)
         options = SessionOptions(
             max_turns=args.max_turns or config.max_turns,
             max_output_tokens=args.max_output_tokens,
@@ -216,7 +224,47 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
                 outcome = await run_headless(
                     ledger, config, provider, tools, options, prompt=prompt, session_id=session_id
                 )
-    return _finish(renderer, outcome)
+                return _finish(renderer, outcome)  # inside: short ids read the open ledger
+
+
+def recorded_workspace(ledger: Ledger, session_id: str) -> Path:
+    """Where the session works: its recorded cwd, or where a `session.moved` entry moved it."""
+    moves = ledger.entries(session_id, kinds=("session.moved",))
+    target = moves[-1].payload.get("to") if moves else None
+    where: str = target if isinstance(target, str) else ledger.session(session_id).cwd
+    return Path(where)
+
+
+def _place(args: argparse.Namespace, ledger: Ledger, session_id: str) -> Path:
+    """The workspace a resumed session runs its tools in.
+
+    Its recorded one; `--cwd` moves it explicitly (recorded as `session.moved`, under the
+    session's lock); a recorded directory that is gone is refused with the way out.
+    """
+    recorded = recorded_workspace(ledger, session_id)
+    if args.cwd is None:
+        if not recorded.is_dir():
+            raise ConfigError(
+                f"session {ledger.short_id(session_id)} works in {recorded}, which no longer"
+                " exists; resume it with --cwd DIR to move it there (the move is recorded)"
+            )
+        return recorded
+    target: Path = args.cwd.resolve()
+    if target != recorded:
+        ledger.acquire_lock(session_id)
+        ledger.append(session_id, "session.moved", {"from": str(recorded), "to": str(target)})
+    return target
+
+
+def _show_finished(renderer: Renderer, ledger: Ledger, session_id: str) -> int:
+    """A finished session resumed with no new message: its answer and state, no provider."""
+    answer = final_answer(ledger.entries(session_id)) or ""
+    renderer.session_id = session_id
+    renderer(TextStreamed(answer + "\n"))
+    renderer(Notice("STATE", render_state(session_state(ledger, session_id))))
+    renderer(TurnFinished(session_id, answer, 0, "finished"))
+    renderer.finish(session_id=session_id, status="finished", answer=answer, error=None)
+    return 0
 
 
 def _finish(renderer: Renderer, outcome: Outcome) -> int:

@@ -29,6 +29,9 @@ from comal.messages import canonical_json
 _MAX_PROBLEMS = 1000
 """Stop listing after this many; the count in `ok` is what matters past that point."""
 
+_PROBE_PAST_END = 64
+"""Seqs probed past the largest one listed, until this many in a row are absent."""
+
 _ENTRY_COLUMNS = "seq, id, session_id, kind, payload, content_hash, created_at"
 
 READ_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
@@ -152,6 +155,7 @@ def _entry_problems(row: EntryRow) -> tuple[list[str], str | None]:
 
 
 _EVT_ID = re.compile(r"evt_[0-9a-f]{32}")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def _confirmed(conn: sqlite3.Connection, sql: str, params: tuple[object, ...]) -> bool | None:
@@ -170,13 +174,24 @@ def _session_known(conn: sqlite3.Connection, row: EntryRow) -> bool:
     """
     if _confirmed(conn, "SELECT 1 FROM sessions WHERE id = ?", (row.session_id,)):
         return True
-    return bool(
-        _confirmed(
-            conn,
-            "SELECT 1 FROM entries INDEXED BY entries_by_session WHERE session_id = ? AND seq = ?",
-            (row.session_id, row.seq),
-        )
-    )
+    if _confirmed(
+        conn,
+        "SELECT 1 FROM entries INDEXED BY entries_by_session WHERE session_id = ? AND seq = ?",
+        (row.session_id, row.seq),
+    ):
+        return True
+    # Neither copy confirms: a flipped row still has its index entry under the true session
+    # (a disagreement); an index that lost the entry altogether is damage to the index only.
+    # (A full index scan, but only on this rare path.)
+    if not _UUID.fullmatch(row.session_id):
+        return False
+    try:
+        other = conn.execute(
+            "SELECT 1 FROM entries INDEXED BY entries_by_session WHERE seq = ?", (row.seq,)
+        ).fetchone()
+    except READ_ERRORS:
+        return True
+    return other is None
 
 
 def _id_problems(conn: sqlite3.Connection, row: EntryRow) -> tuple[list[str], list[str]]:
@@ -217,9 +232,25 @@ def _candidate_seqs(conn: sqlite3.Connection, session_id: str | None) -> list[in
     for index in ("", " INDEXED BY entries_by_session", " INDEXED BY sqlite_autoindex_entries_1"):
         sql = f"SELECT seq FROM entries{index} {where}"
         seen.update(s for s in _listed(conn, sql, params) if isinstance(s, int))
-    if session_id is None and seen:
-        # Seqs are assigned one after another: one missing from every listing was lost.
-        seen.update(range(1, max(seen) + 1))
+    if session_id is None:
+        # Seqs are assigned one after another: one missing from every listing was lost. The
+        # listings may stop early too, so seqs past the largest one seen are probed until
+        # a run of them is absent.
+        top = max(seen, default=0)
+        seen.update(range(1, top + 1))
+        misses, probe = 0, top + 1
+        while misses < _PROBE_PAST_END:
+            try:
+                hit = conn.execute("SELECT 1 FROM entries WHERE seq = ?", (probe,)).fetchone()
+            except READ_ERRORS:
+                hit = None  # past every listing, an unreadable seq is not known to exist
+            if hit is None:
+                misses += 1
+            else:
+                misses = 0
+                seen.update(range(top + 1, probe + 1))
+                top = probe
+            probe += 1
     return sorted(seen)
 
 
@@ -233,16 +264,22 @@ def _blob_digests(conn: sqlite3.Connection) -> set[str]:
 
 
 def _read_blob(conn: sqlite3.Connection, digest: str) -> tuple[bool, str | None, bool]:
-    """(found, problem, usable) for one blob, read in full (one in memory at a time)."""
+    """(found, problem, usable) for one blob, read in full (one in memory at a time).
+
+    The bytes and the recorded size are read apart: a damaged size (or its column's name in
+    a damaged schema) does not make intact bytes unusable.
+    """
     try:
-        row = conn.execute(
-            "SELECT size_bytes, data FROM blobs WHERE hash = ?", (digest,)
-        ).fetchone()
+        row = conn.execute("SELECT data FROM blobs WHERE hash = ?", (digest,)).fetchone()
     except READ_ERRORS as exc:
         return True, f"blob {digest}: unreadable ({exc})", False
     if row is None:
         return False, None, False
-    return True, *_blob_problem(digest, row[0], row[1])
+    try:
+        size = conn.execute("SELECT size_bytes FROM blobs WHERE hash = ?", (digest,)).fetchone()
+    except READ_ERRORS as exc:
+        size = (f"unreadable ({exc})",)
+    return True, *_blob_problem(digest, None if size is None else size[0], row[0])
 
 
 def _read_row(
