@@ -12,9 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from comal.bench import POLICIES, parse_policies, parse_windows, run_replay
-from comal.bench.report import markdown_table, write_json, write_png
 from comal.errors import ConfigError
+
+# `comal.bench` (numpy, and matplotlib for --png) is imported by `run` only: every other
+# command, `--help` included, starts without it.
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,7 +30,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     replay.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     replay.add_argument("--window", default="32k,64k,128k", help="windows, e.g. 32k,64000")
-    replay.add_argument("--policy", help="comma list of: " + ", ".join(POLICIES))
+    replay.add_argument(
+        "--policy", help="comma list of policies (default: all; docs/benchmarks.md lists them)"
+    )
     replay.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     replay.add_argument("--json", type=Path, dest="json_path", metavar="FILE")
     replay.add_argument("--md", type=Path, dest="md_path", metavar="FILE")
@@ -39,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 async def run(args: argparse.Namespace) -> int:
     """Run the replay and write the reports."""
+    from comal.bench import parse_policies, parse_windows, run_replay
+    from comal.bench.report import markdown_table, write_json, write_png
+
     try:
         windows = parse_windows(args.window)
         policies = parse_policies(args.policy)
