@@ -4,7 +4,8 @@ Also holds `recorded_engine`, shared by `compact`, `checkpoints` and `evidence`:
 engine for any recorded session, with the window and model from its `session.started` entry
 (the smaller of that window and an explicit `--context-window` / `COMAL_CONTEXT_WINDOW`), the
 system prompt, the workspace's custom instructions, the standard tool schemas and the MCP tool
-schemas recorded in its latest `session.tools` entry.
+schemas recorded in its latest `session.tools` entry. A resumed session is reported with the
+window and model of its latest `session.resumed` entry.
 """
 
 from __future__ import annotations
@@ -69,8 +70,10 @@ def _last_reserve(ledger: Ledger, session_id: str) -> int | None:
 def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextEngine:
     """A context engine for a recorded session (no provider needed)."""
     info = ledger.session(session_id)
-    started = ledger.entries(session_id, kinds=("session.started",))
-    payload: dict[str, JSONValue] = dict(started[0].payload) if started else {}
+    # The latest of the start and the resumes: a session resumed on another model is
+    # reported against the window of the model it now runs on.
+    started = ledger.entries(session_id, kinds=("session.started", "session.resumed"))
+    payload: dict[str, JSONValue] = dict(started[-1].payload) if started else {}
     model = payload.get("model")
     model_name = model if isinstance(model, str) and model else info.model
     window, source = _window(payload, model_name)
