@@ -153,10 +153,8 @@ def _read_blob(conn: sqlite3.Connection, digest: str) -> bytes:
 def _copy(source: sqlite3.Connection, found: Scan, target: sqlite3.Connection) -> SalvageReport:
     sids = {row.session_id for row in found.rows}
     sessions = _sessions(source, sids)
-    # Parents first; a parent that was not salvaged is dropped from the child.
     ordered = sorted(sessions.values(), key=lambda s: (s.created_at, s.id))
     for info in ordered:
-        parent = info.parent_id if info.parent_id in sessions else None
         insert_session(
             target,
             info.id,
@@ -167,8 +165,13 @@ def _copy(source: sqlite3.Connection, found: Scan, target: sqlite3.Connection) -
             source=info.source,
             created_at=info.created_at,
         )
-        if parent is not None:
-            target.execute("UPDATE sessions SET parent_id = ? WHERE id = ?", (parent, info.id))
+    # Parents once every session exists (a damaged creation time may misorder them); a parent
+    # that was not salvaged is dropped from its child.
+    for info in ordered:
+        if info.parent_id in sessions and info.parent_id != info.id:
+            target.execute(
+                "UPDATE sessions SET parent_id = ? WHERE id = ?", (info.parent_id, info.id)
+            )
     for digest in found.blob_digests:
         insert_blob(target, _read_blob(source, digest), digest)
     for row in found.rows:
