@@ -383,3 +383,26 @@ def test_a_damaged_file_is_named_by_every_command(workspace: Path, home: Path) -
         assert runs[name].code == 3, runs[name].stderr
         assert "LEDGER_DAMAGED" in runs[name].stderr
         assert "comal verify --salvage OUT" in runs[name].stderr
+
+
+def test_a_window_below_the_fixed_parts_is_refused_before_a_session(
+    workspace: Path, home: Path
+) -> None:
+    with FakeServer(["never sent"]) as server:
+        configure(workspace, server, "openai-chat")
+        run = comal(
+            "-p",
+            "hi",
+            "--context-window",
+            "1500",
+            "--output-format",
+            "json",
+            cwd=workspace,
+            env_home=home,
+        )
+        assert server.stats().requests == 0
+    no_traceback(run)
+    assert run.code == 5
+    assert _json_error(run)["code"] == "CONTEXT_OVERHEAD"
+    with ledger_at(home) as ledger:
+        assert ledger.sessions() == []  # nothing left behind

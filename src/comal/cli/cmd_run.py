@@ -30,6 +30,7 @@ from comal.cli.configuring import run_config
 from comal.cli.failures import explain
 from comal.cli.provider_choice import choose_provider
 from comal.cli.render import Renderer
+from comal.cli.window_check import refuse_overhead
 from comal.config import Config
 from comal.errors import ConfigError, UnknownSessionError
 from comal.ledger.store import Ledger
@@ -221,6 +222,8 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
                     return await run_tui(
                         ledger, config, provider, tools, options, session_id=session_id
                     )
+                if session_id is None:
+                    refuse_overhead(config, provider, tools, options)
                 outcome = await run_headless(
                     ledger, config, provider, tools, options, prompt=prompt, session_id=session_id
                 )
