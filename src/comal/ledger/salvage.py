@@ -195,6 +195,9 @@ def salvage(source_path: Path, target: sqlite3.Connection) -> SalvageReport:
     # No version check: a flipped byte in the header can make a ledger claim any schema, and
     # only rows that hash to their recorded content are copied.
     source = open_read_only(source_path, check=False)
+    # Text read as bytes throughout: damage can turn a column's stored type (a blob read as
+    # text that is not UTF-8), and the scan accepted the bytes, not a decoding of them.
+    source.text_factory = bytes
     try:
         try:
             found = scan(source, None)
