@@ -180,6 +180,21 @@ def open_session(
     else:
         ledger.session(session_id)
         ledger.acquire_lock(session_id)
+        # What the session runs on from now on: reports of the recorded session (`comal
+        # context`) use this window and model, not the ones it started (or was imported) with.
+        ledger.append(
+            session_id,
+            "session.resumed",
+            {
+                "provider": provider.name,
+                "wire": str(provider.wire),
+                "model": provider.model,
+                "window": {
+                    "tokens": provider.capabilities.context_window,
+                    "source": provider.capabilities.window_source,
+                },
+            },
+        )
     permissions = PermissionPolicy(config.permissions, workspace, ask=options.ask)
     context = ToolContext(
         workspace=workspace,

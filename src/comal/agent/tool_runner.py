@@ -179,6 +179,11 @@ class ToolRunner:
             payload["media"] = [
                 {"media_type": m.media_type, "data_b64": m.data_b64} for m in outcome.media
             ]
+        if outcome.cut is not None:
+            payload["cut"] = {
+                "limit_bytes": outcome.cut.limit_bytes,
+                "total_bytes": outcome.cut.total_bytes,
+            }
         self._record("tool.result", payload, outcome.output)
         text = render_outcome(
             ToolOutcome(outcome.output[:400], outcome.is_error, outcome.exit_code)

@@ -182,7 +182,7 @@ def test_cli_evidence_context_checkpoints(capsys: pytest.CaptureFixture[str]) ->
     assert capsys.readouterr().out.startswith("  1  ")
     assert main(["checkpoints", sid, "1"]) == 0
     assert capsys.readouterr().out.startswith("[checkpoint 1")
-    assert main(["checkpoints", sid, "7"]) == 2
+    assert main(["checkpoints", sid, "7"]) == 3  # an unknown checkpoint: a ledger error
 
 
 def test_the_index_lists_every_result_oldest_first_and_pages_like_any_evidence(
