@@ -79,7 +79,7 @@ async def run_turn(s: Session, text: str | None) -> str:
             continue
         message = record_reply(s, reply, request_entry, view.estimated_tokens)
         if reply.refused:
-            s.emit(Refused(reply.refusal, reply.refusal_reason()))
+            s.emit(Refused(reply.refusal_text(), reply.refusal_reason()))
             raise RefusedError(reply.refusal_text(), reply.refusal_reason())
         if not message.tool_calls:
             return message.text
