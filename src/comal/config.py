@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from comal.errors import ConfigError
+from comal.messages import JSONObject, JSONValue
 
 DEFAULT_WINDOW_TOKENS = 45_000
 """Window used when neither the catalog, the server, nor the user says otherwise."""
@@ -38,6 +39,9 @@ class ProviderConfig:
     headers: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 600.0
     max_retries: int = 4
+    extra_body: JSONObject = field(default_factory=dict, hash=False)
+    """Server-specific request fields (`[providers.NAME.extra_body]`), merged into every request
+    body last: a table merges into the field of the same name, anything else replaces it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +191,9 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
     if not isinstance(base_url, str) or not base_url:
         raise ConfigError(f"providers.{name}.base_url is required")
     headers = raw.get("headers", {})
+    extra = raw.get("extra_body", {})
+    if not isinstance(extra, Mapping):
+        raise ConfigError(f"providers.{name}.extra_body must be a table")
     return ProviderConfig(
         name=name,
         wire=wire,
@@ -198,7 +205,21 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
         headers=tuple(sorted((str(k), str(v)) for k, v in dict(headers).items())),
         timeout_s=float(raw.get("timeout_s", 600.0)),
         max_retries=int(raw.get("max_retries", 4)),
+        extra_body={
+            str(k): _json_value(v, f"providers.{name}.extra_body.{k}") for k, v in extra.items()
+        },
     )
+
+
+def _json_value(value: object, where: str) -> JSONValue:
+    """A TOML value as JSON; dates and times have no JSON form and are refused."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list):
+        return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(v, f"{where}.{k}") for k, v in value.items()}
+    raise ConfigError(f"{where}: {type(value).__name__} values have no JSON form; use a string")
 
 
 def _env_providers(env: Mapping[str, str]) -> dict[str, ProviderConfig]:

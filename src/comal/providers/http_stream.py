@@ -24,6 +24,20 @@ from comal.providers.error_mapping import classify_error_object, classify_http_e
 from comal.providers.sse import StreamDecoder, adrive
 
 
+def merge_extra_body(body: JSONObject, extra: JSONObject) -> JSONObject:
+    """`body` with the configured `extra_body` merged in: tables merge key by key, any other
+    value (a string, a list, null) replaces the encoded one, so `tool_choice = "required"`
+    overrides Comal's `auto`."""
+    out = dict(body)
+    for key, value in extra.items():
+        current = out.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            out[key] = merge_extra_body(current, value)
+        else:
+            out[key] = value
+    return out
+
+
 def encode_body(body: JSONObject) -> bytes:
     """The request bytes: compact JSON in insertion order, UTF-8 (deterministic for equal input)."""
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -37,6 +51,7 @@ async def post_sse(
     *,
     secrets: tuple[str, ...],
     timeout_s: float,
+    provider: str = "",
 ) -> AsyncGenerator[str, None]:
     """POST `body` and yield the response's lines.
 
@@ -51,7 +66,12 @@ async def post_sse(
             if response.status_code >= 400:
                 text = (await response.aread()).decode("utf-8", "replace")
                 raise classify_http_error(
-                    response.status_code, text, dict(response.headers), secrets=secrets
+                    response.status_code,
+                    text,
+                    dict(response.headers),
+                    secrets=secrets,
+                    url=url,
+                    provider=provider,
                 )
             ctype = response.headers.get("content-type", "")
             if "event-stream" not in ctype:
@@ -116,8 +136,8 @@ class WireProvider:
         raise NotImplementedError
 
     def encode(self, request: ModelRequest) -> bytes:
-        """The exact request body bytes `stream()` POSTs."""
-        return encode_body(self.encode_json(request))
+        """The exact request body bytes `stream()` POSTs: the wire JSON plus `extra_body`."""
+        return encode_body(merge_extra_body(self.encode_json(request), self._cfg.extra_body))
 
     def headers(self) -> dict[str, str]:
         """Content negotiation, authentication and configured extra headers."""
@@ -142,6 +162,7 @@ class WireProvider:
             self.encode(request),
             secrets=secrets,
             timeout_s=self._cfg.timeout_s,
+            provider=self.name,
         )
         try:
             async with aclosing(lines), aclosing(adrive(lines, self.decoder(request))) as events:
@@ -157,7 +178,9 @@ class WireProvider:
         and no body while the same request without streaming gets a proper error: that error is
         returned, classified (a CONTEXT_LENGTH then takes the normal recovery).
         """
-        body = self.encode_json(replace(request, max_output_tokens=1))
+        body = merge_extra_body(
+            self.encode_json(replace(request, max_output_tokens=1)), self._cfg.extra_body
+        )
         body["stream"] = False
         body.pop("stream_options", None)
         secrets = (self._api_key,) if self._api_key else ()
@@ -175,7 +198,12 @@ class WireProvider:
         else:
             if response.status_code >= 400:
                 return classify_http_error(
-                    response.status_code, response.text, dict(response.headers), secrets=secrets
+                    response.status_code,
+                    response.text,
+                    dict(response.headers),
+                    secrets=secrets,
+                    url=url,
+                    provider=self.name,
                 )
             found = f"asked again without streaming it answered HTTP {response.status_code}"
         return EmptyStreamError(
