@@ -133,6 +133,25 @@ def reserve_room(window: int, fixed_tokens: int, margin: int) -> int:
     return max(window - fixed_tokens - margin, 0) // 2
 
 
+def discarded_preview(entries: Sequence[Entry], chars: int = 300) -> str:
+    """`: "…"` with the start of the latest discarded reply's text, or "" when it had none."""
+    for entry in reversed(entries):
+        if entry.kind != "response.discarded":
+            continue
+        message = entry.payload.get("message")
+        parts = message.get("parts") if isinstance(message, dict) else None
+        texts = [
+            str(p.get("text"))
+            for p in (parts if isinstance(parts, list) else [])
+            if isinstance(p, dict) and p.get("type") == "text"
+        ]
+        text = " ".join("".join(texts).split())
+        if not text:
+            return ""
+        return f": {text[:chars]!r}" + (" …" if len(text) > chars else "")
+    return ""
+
+
 def size_output_reserve(
     outputs: Sequence[int],
     truncated: Sequence[int],

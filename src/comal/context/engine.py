@@ -25,6 +25,7 @@ from comal.context.budget import (
     Budget,
     EngineSettings,
     default_margin,
+    discarded_preview,
     no_fit_message,
     overhead_message,
     reserve_room,
@@ -273,7 +274,8 @@ class ContextEngine:
             raise OutputLengthError(
                 f"the reply was cut at the output limit ({last:,} tokens) and no larger reserve"
                 f" fits ({'; '.join(limits)}). The partial reply is kept in the ledger as"
-                " discarded. Ask for smaller steps, or use a larger window or output limit."
+                f" discarded{discarded_preview(self._entries)}. Ask for smaller steps, or use a"
+                " larger window or output limit."
             )
         return new
 

@@ -77,7 +77,7 @@ def test_the_configured_reserve_is_a_maximum_and_growth_stops_at_the_window(
     with pytest.raises(OutputLengthError, match="4,096-token window") as caught:
         engine.grow_output_reserve()
     assert "configured output_reserve_tokens 300" in caught.value.message
-    assert "kept in the ledger as discarded" in caught.value.message
+    assert "kept in the ledger as discarded: 'partial'" in caught.value.message
 
     other = SessionBuilder(ledger, model=LOCAL, window=4_096)
     other.user("say hi")
