@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx2
 import pytest
 
@@ -29,7 +31,10 @@ async def ask(server: FakeServer) -> None:
 
 
 async def test_the_non_streamed_answer_tells_the_real_error() -> None:
-    turns = [{"text": "never sent", "cut_after_events": 0}, {"error": "context_length"}]
+    turns: list[str | dict[str, Any]] = [
+        {"text": "never sent", "cut_after_events": 0},
+        {"error": "context_length"},
+    ]
     with FakeServer(turns) as server:
         with pytest.raises(ContextLengthError):
             await ask(server)
@@ -42,7 +47,7 @@ async def test_the_non_streamed_answer_tells_the_real_error() -> None:
 
 
 async def test_an_empty_stream_that_asks_fine_otherwise_says_what_usually_causes_it() -> None:
-    turns = [{"text": "never sent", "cut_after_events": 0}, "fine"]
+    turns: list[str | dict[str, Any]] = [{"text": "never sent", "cut_after_events": 0}, "fine"]
     with FakeServer(turns) as server:
         with pytest.raises(EmptyStreamError) as caught:
             await ask(server)
