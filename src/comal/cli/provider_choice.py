@@ -16,7 +16,8 @@ import httpx2
 
 from comal.config import Config, ProviderConfig
 from comal.errors import ConfigError
-from comal.providers.identify import detect_loopback
+from comal.providers.discovery import server_root
+from comal.providers.identify import detect_loopback, identify_server
 
 NO_PROVIDER_HELP = """no model provider is configured.
 Configure one in ~/.config/comal/config.toml or ./.comal/config.toml, for example:
@@ -81,6 +82,21 @@ async def choose_provider(config: Config, name: str | None, model: str | None) -
         raise ConfigError(NO_PROVIDER_HELP)
     if model:
         chosen = dataclasses.replace(chosen, model=model)
+    if not chosen.model and chosen.wire != "anthropic-messages":
+        chosen = await _served_model(chosen)
     if not chosen.model:
         raise ConfigError(f"provider {chosen.name!r} has no model: pass --model or set model")
+    return chosen
+
+
+async def _served_model(chosen: ProviderConfig) -> ProviderConfig:
+    """A configured provider without a model takes the one its server serves, if only one."""
+    async with httpx2.AsyncClient() as client:
+        server = await identify_server(client, server_root(chosen.base_url))
+    if server is not None and len(server.models) == 1:
+        return dataclasses.replace(chosen, model=server.models[0])
+    if server is not None and server.models:
+        raise ConfigError(
+            f"provider {chosen.name!r} has no model and {server.describe()}: pass --model NAME"
+        )
     return chosen

@@ -64,3 +64,19 @@ async def test_a_closed_port_is_nothing() -> None:
         dead = server.base_url.rstrip("/")
     async with httpx2.AsyncClient() as client:
         assert await identify_server(client, dead) is None
+
+
+async def test_a_configured_provider_without_a_model_takes_the_only_one_served(
+    tmp_path: Path,
+) -> None:
+    from comal.cli.provider_choice import choose_provider
+    from comal.config import load_config
+
+    with FakeServer(discovery_style="llamacpp", model="the-only-model") as server:
+        (tmp_path / ".comal").mkdir()
+        (tmp_path / ".comal" / "config.toml").write_text(
+            f'[providers.local]\nwire = "openai-chat"\nbase_url = "{server.openai_base_url}"\n'
+        )
+        config = load_config(env={"HOME": str(tmp_path)}, cwd=tmp_path)
+        chosen = await choose_provider(config, None, None)
+    assert chosen.model == "the-only-model"
