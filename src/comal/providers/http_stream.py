@@ -76,6 +76,8 @@ async def post_sse(
             ctype = response.headers.get("content-type", "")
             if "event-stream" not in ctype:
                 text = redact((await response.aread()).decode("utf-8", "replace"), secrets)
+                if not text.strip():
+                    raise EmptyStreamError(f"{url} answered HTTP 200 with an empty body")
                 try:
                     obj = json.loads(text)
                 except ValueError:
