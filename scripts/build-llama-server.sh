@@ -16,9 +16,12 @@ VERSION="${LLAMA_CPP_PYTHON_VERSION:-$PINNED}"
 CACHE="${COMAL_CACHE:-/var/cache/comal}"
 DEST="$CACHE/llama-server-$VERSION"
 BIN="$DEST/bin/llama-server"
+# SmolLM2's own template renders no tools; the live suite serves it with llama.cpp's copy of
+# Qwen2.5's ChatML template (the same special tokens), which does, so tool_choice applies.
+TEMPLATE="$DEST/share/Qwen-Qwen2.5-7B-Instruct.jinja"
 PIP="${PIP:-python3 -m pip}"
 
-if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1; then
+if [ -x "$BIN" ] && [ -s "$TEMPLATE" ] && "$BIN" --version >/dev/null 2>&1; then
   echo "$BIN"
   exit 0
 fi
@@ -49,8 +52,9 @@ cmake -S "$SRC" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Release \
 cmake --build "$WORK/build" --target llama-server -j "$(nproc)" >&2
 
 # Install atomically: a half-finished build never looks cached.
-mkdir -p "$WORK/out/bin"
+mkdir -p "$WORK/out/bin" "$WORK/out/share"
 cp "$WORK/build/bin/llama-server" "$WORK/out/bin/"
+cp "$SRC/models/templates/$(basename "$TEMPLATE")" "$WORK/out/share/"
 echo "$VERSION" >"$WORK/out/VERSION"
 rm -rf "$DEST"
 mv "$WORK/out" "$DEST"

@@ -95,8 +95,10 @@ def start_server(tmp: Path, n_ctx: int, *extra: str) -> Iterator[LlamaServer]:
         str(n_ctx),
         "-np",
         "1",
+        # One thread: on a shared 2-core machine ggml's spinning thread barriers make two
+        # threads ten times slower than one.
         "-t",
-        "2",
+        "1",
         "--host",
         "127.0.0.1",
         "--port",
@@ -104,6 +106,10 @@ def start_server(tmp: Path, n_ctx: int, *extra: str) -> Iterator[LlamaServer]:
         "--alias",
         MODEL_ID,
         "--jinja",
+        # SmolLM2's own template renders no tools; Qwen2.5's ChatML template (same special
+        # tokens, shipped with llama.cpp and cached beside the binary) does.
+        "--chat-template-file",
+        str(binary.parent.parent / "share" / "Qwen-Qwen2.5-7B-Instruct.jinja"),
         "--temp",
         "0",
         "--seed",

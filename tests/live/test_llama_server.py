@@ -20,6 +20,7 @@ from comal.providers.discovery import discover_window
 from comal.providers.factory import make_adapter
 from comal.providers.identify import identify_server
 from comal.providers.reply import collect
+from comal.usage import Usage
 from tests.e2e.headless_support import Run, comal, ledger_at
 from tests.live.conftest import MODEL_ID, LlamaServer
 from tests.live.gateway import Gateway
@@ -67,6 +68,15 @@ def kinds(home: Path, session_id: str) -> list[str]:
 def payloads(home: Path, session_id: str, kind: str) -> list[dict[str, object]]:
     with ledger_at(home) as ledger:
         return [dict(e.payload) for e in ledger.entries(session_id, kinds=(kind,))]
+
+
+def measured_input(reply: dict[str, object]) -> int:
+    """The input tokens the server reported for a recorded reply."""
+    usage = reply["usage"]
+    assert isinstance(usage, dict)
+    total = Usage.from_json(usage).total_input
+    assert total is not None
+    return total
 
 
 def only_session(home: Path) -> str:
@@ -145,33 +155,7 @@ def test_say_hi_in_a_4k_window_in_every_output_format(
     calibrations = payloads(home, session, "context.calibrated")
     assert [c["source"] for c in calibrations][:1] in (["server_count"], [])
     (answer,) = payloads(home, session, "message.assistant")
-    usage = answer["usage"]
-    assert isinstance(usage, dict)
-    assert usage["input"] > 1_000
-
-
-def test_a_forced_tool_loop_in_a_4k_window(
-    server_4k: LlamaServer, workspace: Path, home: Path
-) -> None:
-    configure(
-        workspace,
-        server_4k.base_url,
-        "[providers.llama.extra_body]",
-        'tool_choice = { type = "function", function = { name = "Read" } }',
-    )
-    result = run(
-        workspace, home, "-p", "Read notes.txt", "--max-turns", "3", "--output-format", "json"
-    )
-    session = only_session(home)
-    calls = payloads(home, session, "tool.call")
-    results = payloads(home, session, "tool.result")
-    requests = payloads(home, session, "provider.request")
-    assert len(requests) == 3, result.stdout + result.stderr
-    assert len(calls) >= 2
-    assert len(results) == len(calls)
-    assert {c["name"] for c in calls} == {"Read"}
-    assert json.loads(result.stdout)["status"] == "failed"  # every step was forced to a call
-    assert result.code == 6
+    assert measured_input(answer) > 1_000  # the tools were rendered into the prompt
 
 
 def test_an_oversized_conversation_is_refused_relieved_and_answered(
@@ -189,7 +173,7 @@ def test_an_oversized_conversation_is_refused_relieved_and_answered(
     assert first.code == 0, first.stdout + first.stderr
     session = only_session(home)
     (answered,) = payloads(home, session, "message.assistant")
-    assert answered["usage"]["input"] > 4_096  # type: ignore[index]
+    assert measured_input(answered) > 4_096
     with Gateway(server_4k.root) as small:
         configure(workspace, small.base_url)
         second = run(workspace, home, "--resume", session, "-p", "say hi")
