@@ -262,8 +262,11 @@ class ContextEngine:
         truncated = truncated_reserves(self.entries())
         new = self.output_reserve()
         last = truncated[-1] if truncated else 0
-        if new <= last:
-            window = self.window()[0]
+        window = self.window()[0]
+        # Beside the context as it stands (already relieved for this window): a reserve that
+        # leaves it no room would only turn the cut reply into a pressure loop.
+        beside = window - self.margin(window) - self.view().estimated_tokens
+        if new <= last or new > beside:
             limits = [f"model max output {self.settings.max_output_tokens:,}"]
             if self.settings.output_reserve_tokens is not None:
                 limits.append(
@@ -271,6 +274,7 @@ class ContextEngine:
                 )
             room = reserve_room(window, self.fixed_tokens(), self.margin(window))
             limits.append(f"half of what the {window:,}-token window leaves: {room:,}")
+            limits.append(f"beside the current context: {max(beside, 0):,}")
             raise OutputLengthError(
                 f"the reply was cut at the output limit ({last:,} tokens) and no larger reserve"
                 f" fits ({'; '.join(limits)}). The partial reply is kept in the ledger as"
