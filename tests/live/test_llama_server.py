@@ -111,7 +111,7 @@ async def test_the_servers_exact_count_is_the_prompt_it_reports(server_4k: Llama
     cfg = ProviderConfig(
         name="llama", wire="openai-chat", base_url=server_4k.base_url, model=MODEL_ID
     )
-    caps = Capabilities(context_window=4_096, max_output_tokens=8, window_source="explicit")
+    caps = Capabilities(4_096, 8, "discovered", window_note="llama.cpp /props n_ctx")
     request = ModelRequest(
         MODEL_ID,
         "You are terse.",
@@ -177,7 +177,7 @@ def test_an_oversized_conversation_is_refused_relieved_and_answered(
     with Gateway(server_4k.root) as small:
         # The 135M model rambles; a stop sequence (a server option, through extra_body) keeps
         # its answer to one line so the recovered turn ends as an answer.
-        configure(workspace, small.base_url, "[providers.llama.extra_body]", 'stop = ["\\n"]')
+        configure(workspace, small.base_url, "[providers.llama.extra_body]", 'stop = [".", "\\n"]')
         second = run(workspace, home, "--resume", session, "-p", "say hi")
     assert second.code == 0, second.stdout + second.stderr
     errors = payloads(home, session, "provider.error")

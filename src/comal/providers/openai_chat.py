@@ -336,8 +336,12 @@ class OpenAIChatProvider(WireProvider):
         return ChatDecoder(request.model)
 
     async def count_input_tokens(self, request: ModelRequest) -> int | None:
-        """llama.cpp's exact count of the request (see `server_counts`); None elsewhere."""
-        if self._counts is False or is_openai_hosted(self._cfg.base_url):
+        """llama.cpp's exact count of the request (see `server_counts`); None elsewhere.
+
+        Asked only of a server whose window discovery showed it is llama.cpp (`/props`).
+        """
+        llamacpp = self.capabilities.window_note.startswith("llama.cpp")
+        if self._counts is False or not llamacpp or is_openai_hosted(self._cfg.base_url):
             return None
         headers = {k: v for k, v in self.headers().items() if k != "accept"}
         count = await llamacpp_count(
