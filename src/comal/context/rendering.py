@@ -17,7 +17,9 @@ Everything here is a pure function of its arguments.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 
 from comal.context.units import utf16_len
 from comal.messages import canonical_json, render_output_text
@@ -179,38 +181,94 @@ def _rank(line: str) -> int | None:
     """
     if _EXCEPTION.match(line) or _FRAME.match(line):
         return 0
-    if _SALIENT.search(line) and not _PATH_LINE.search(line):
+    path = _PATH_LINE.search(line)
+    if path is None and _SALIENT.search(line):
         return 1
     if _DEFINITION.match(line):
         return 2
-    if _PATH_LINE.search(line):
-        return 3
-    return None
+    return 3 if path is not None else None
 
 
-def notable_lines(lines: list[str], budget: int) -> list[tuple[int, str]]:
+_TRIGGERS = (
+    *("Error", "Exception", "Exit", "Interrupt", "Traceback", 'File "', "::", "assert"),
+    *("def", "class", "func", "fn", "interface", "struct"),
+    *("FAIL", "PANIC", "panic", "fatal", "Fatal", "FATAL", "ERROR", "error"),
+)
+"""Literals every class of `_rank` but `path:line` needs: a line without one ranks 3 or None."""
+_PATH_IN_LINE = re.compile(_PATH_LINE_PATTERN + r"[^\n]*")
+"""The first `path:line` of a line and the rest of it: one match per line of a joined text."""
+
+
+def _line_ranks(lines: list[str]) -> list[int | None]:
+    """`_rank` of every line, the same values in a few passes over the joined text.
+
+    Neither a `_TRIGGERS` literal nor `_PATH_LINE` can match across a line break, so a search of the
+    joined text finds exactly the lines a search of each line would; only lines holding a
+    trigger literal go through the full `_rank`, the rest are `path:line` mentions or nothing.
+    """
+    text = "\n".join(lines)
+    ends = list(accumulate(len(line) + 1 for line in lines))
+    ranks: list[int | None] = [None] * len(lines)
+    for match in _PATH_IN_LINE.finditer(text):
+        ranks[bisect_right(ends, match.start())] = 3
+    hot: set[int] = set()
+    for word in _TRIGGERS:
+        # str.find runs at memory speed; one hit per line is enough, so skip to the next line.
+        at = text.find(word)
+        while at != -1:
+            index = bisect_right(ends, at)
+            hot.add(index)
+            at = text.find(word, ends[index]) if index < len(ends) else -1
+    for index in hot:
+        ranks[index] = _rank(lines[index])
+    return ranks
+
+
+def _suffix_ranks(lines: list[str], whole: list[str], ranks: list[int | None]) -> list[int | None]:
+    """`_line_ranks(lines)` when `lines` are the last lines of `whole` (ranked as `ranks`).
+
+    A preview's hidden middle is the end of the text before its tail, the line a cut goes
+    through blanked: the ranks already found are reused for every line that is the same.
+    """
+    start = len(whole) - len(lines)
+    if not lines or start < 0 or lines[1:-1] != whole[start + 1 : len(whole) - 1]:
+        return _line_ranks(lines)
+    out = ranks[start:]
+    for i in {0, len(lines) - 1}:
+        if lines[i] != whole[start + i]:
+            out[i] = _rank(lines[i])
+    return out
+
+
+def notable_lines(
+    lines: list[str], budget: int, ranks: list[int | None] | None = None
+) -> list[tuple[int, str]]:
     """Lines of note in a hidden stretch, as (index in `lines`, clipped text), in order.
 
     The most telling classes of `_rank` are taken first, each in order of position, until
     `budget` characters are used; the code line under a traceback frame goes with its frame.
-    Repeated lines are taken once. Pure and deterministic.
+    Repeated lines are taken once. Pure and deterministic. `ranks`, when given, is
+    `_line_ranks(lines)`, already known.
     """
-    ranked: list[tuple[int, int]] = []
-    seen: set[str] = set()
-    for index, line in enumerate(lines):
-        stripped = line.strip()
-        if not stripped or stripped in seen:
-            continue
-        rank = _rank(line)
-        if rank is None and index and _FRAME.match(lines[index - 1]):
-            rank = 0
-        if rank is not None:
-            seen.add(stripped)
-            ranked.append((rank, index))
+    base = _line_ranks(lines) if ranks is None else ranks
+    final = list(base)
+    for index in [i for i, rank in enumerate(base) if rank == 0]:
+        # A frame ranks 0, and the code line under it (nothing by itself) goes with it.
+        after = index + 1
+        if after < len(lines) and base[after] is None and _FRAME.match(lines[index]):
+            final[after] = 0
+    kept = [i for i, rank in enumerate(final) if rank is not None]
+    # The first line of each text: a dict built backwards keeps the earliest index per key.
+    first = dict(zip(reversed([lines[i].strip() for i in kept]), reversed(kept), strict=True))
+    first.pop("", None)
+    ranked = sorted((final[i] or 0, i) for i in first.values())
+    costs = [min(len(lines[i].rstrip()), _LINE_CLIP) + 8 for _, i in ranked]  # `_clip` + 8
+    cheapest_after = list(accumulate(reversed(costs), min))[::-1]
     chosen: list[int] = []
     used = 0
-    for _, index in sorted(ranked):
-        cost = len(_clip(lines[index].rstrip())) + 8
+    for (_, index), cost, cheapest in zip(ranked, costs, cheapest_after, strict=True):
+        if used + cheapest > budget:
+            break  # not even the cheapest line still to come fits
         if used + cost > budget:
             continue
         chosen.append(index)
@@ -245,11 +303,18 @@ def preview_text(facts: ResultFacts, body: bytes, chars: int) -> str:
     rest = text[: len(text) - len(tail)]
     head = _cut_head(rest, chars * 3 // 4)
     middle_lines = _whole_lines(head, rest)
-    notes = notable_lines(middle_lines, chars // 8) if middle_lines else []
-    if notes:
-        head = _cut_head(rest, chars * 3 // 4 - sum(len(n) + 8 for _, n in notes))
-        middle_lines = _whole_lines(head, rest)
-        notes = notable_lines(middle_lines, chars // 8)
+    notes: list[tuple[int, str]] = []
+    if middle_lines:
+        # Both middles below are ends of `rest`: its lines are ranked once.
+        rest_lines = rest.splitlines()
+        rest_ranks = _line_ranks(rest_lines)
+        ranks = _suffix_ranks(middle_lines, rest_lines, rest_ranks)
+        notes = notable_lines(middle_lines, chars // 8, ranks)
+        if notes:
+            head = _cut_head(rest, chars * 3 // 4 - sum(len(n) + 8 for _, n in notes))
+            middle_lines = _whole_lines(head, rest)
+            ranks = _suffix_ranks(middle_lines, rest_lines, rest_ranks)
+            notes = notable_lines(middle_lines, chars // 8, ranks)
     if len(head) == len(rest):
         head, tail = text, ""
     hidden_from = utf16_len(head)
