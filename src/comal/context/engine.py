@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar, cast
 
-from comal.context.anchors import Fingerprint, calibration_ratio, find_anchor, tools_digest
+from comal.context.anchors import AnchorIndex, Fingerprint, calibration_ratio, tools_digest
 from comal.context.budget import (
     Budget,
     EngineSettings,
@@ -144,11 +144,20 @@ class ContextEngine:
         # Scans of the whole ledger, memoized by the last seq they saw (the ledger only grows,
         # so the same last seq means the same entries and the same answer).
         self._memo: dict[str, tuple[int, object]] = {}
+        # Folds over the entries, each fed every new entry once (append-only between reads).
+        self._anchors = AnchorIndex()
+        self._outputs: list[int] = []
+        self._truncated: list[int] = []
 
     def entries(self) -> list[Entry]:
         """The session's entries, read incrementally from the ledger."""
         last = self._entries[-1].seq if self._entries else 0
-        self._entries.extend(self.ledger.entries(self.session_id, after_seq=last))
+        new = self.ledger.entries(self.session_id, after_seq=last)
+        if new:
+            self._entries.extend(new)
+            self._anchors.extend(new)
+            self._outputs.extend(session_outputs(new))
+            self._truncated.extend(truncated_reserves(new))
         return self._entries
 
     def _at_last_seq(self, name: str, compute: Callable[[], T]) -> T:
@@ -226,7 +235,8 @@ class ContextEngine:
         """(estimated input tokens, whether the base is measured) for an assembled view."""
         ratio = self.ratio()
         number = state.checkpoint.number if state.checkpoint else None
-        anchor = find_anchor(self.entries(), self.fingerprint.with_checkpoint(number))
+        self.entries()
+        anchor = self._anchors.find(self.fingerprint.with_checkpoint(number))
         if anchor is None:
             return calibrated(asm.total_tokens, ratio, exact=self.counter.exact), False
         newer = [p for p in asm.parts if p.seq > anchor.request_seq]
@@ -239,8 +249,8 @@ class ContextEngine:
         return self._at_last_seq(
             "reserve",
             lambda: size_output_reserve(
-                session_outputs(self._entries),
-                truncated_reserves(self._entries),
+                self._outputs,
+                self._truncated,
                 max_output=cap,
                 fixed=self.settings.output_reserve_tokens,
             ),
@@ -252,7 +262,8 @@ class ContextEngine:
         Raises:
             OutputLengthError: the reserve that overflowed was already the largest possible.
         """
-        truncated = truncated_reserves(self.entries())
+        self.entries()
+        truncated = list(self._truncated)
         new = self.output_reserve()
         last = truncated[-1] if truncated else 0
         if new <= last:
