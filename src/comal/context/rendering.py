@@ -195,22 +195,19 @@ _TRIGGERS = (
     *("FAIL", "PANIC", "panic", "fatal", "Fatal", "FATAL", "ERROR", "error"),
 )
 """Literals every class of `_rank` but `path:line` needs: a line without one ranks 3 or None."""
-_PATH_IN_LINE = re.compile(_PATH_LINE_PATTERN + r"[^\n]*")
-"""The first `path:line` of a line and the rest of it: one match per line of a joined text."""
 
 
 def _line_ranks(lines: list[str]) -> list[int | None]:
-    """`_rank` of every line, the same values in a few passes over the joined text.
+    """`_rank` of every line, the same values without running every pattern on every line.
 
-    Neither a `_TRIGGERS` literal nor `_PATH_LINE` can match across a line break, so a search of the
-    joined text finds exactly the lines a search of each line would; only lines holding a
-    trigger literal go through the full `_rank`, the rest are `path:line` mentions or nothing.
+    Only a line holding a `_TRIGGERS` literal can rank 0, 1 or 2, so only those go through the
+    full `_rank`; the rest are `path:line` mentions (3) or nothing. The literals are found in
+    the joined text (none spans a line break, so a hit names exactly the line that holds it).
     """
+    ranks = [None if m is None else 3 for m in map(_PATH_LINE.search, lines)]
     text = "\n".join(lines)
-    ends = list(accumulate(len(line) + 1 for line in lines))
-    ranks: list[int | None] = [None] * len(lines)
-    for match in _PATH_IN_LINE.finditer(text):
-        ranks[bisect_right(ends, match.start())] = 3
+    # ends[i]: where line i + 1 starts in `text`.
+    ends = [end + i + 1 for i, end in enumerate(accumulate(map(len, lines)))]
     hot: set[int] = set()
     for word in _TRIGGERS:
         # str.find runs at memory speed; one hit per line is enough, so skip to the next line.
@@ -259,16 +256,20 @@ def notable_lines(
             final[after] = 0
     kept = [i for i, rank in enumerate(final) if rank is not None]
     # The first line of each text: a dict built backwards keeps the earliest index per key.
-    first = dict(zip(reversed([lines[i].strip() for i in kept]), reversed(kept), strict=True))
+    texts = list(map(str.strip, [lines[i] for i in kept]))
+    first = dict(zip(reversed(texts), reversed(kept), strict=True))
     first.pop("", None)
     ranked = sorted((final[i] or 0, i) for i in first.values())
-    costs = [min(len(lines[i].rstrip()), _LINE_CLIP) + 8 for _, i in ranked]  # `_clip` + 8
-    cheapest_after = list(accumulate(reversed(costs), min))[::-1]
+    # A line costs its `_clip` and 8; past the point where even the shortest line still to come
+    # does not fit, nothing more can be taken.
+    sizes = list(map(len, map(str.rstrip, [lines[i] for _, i in ranked])))
+    shortest_after = list(accumulate(reversed(sizes), min))[::-1]
     chosen: list[int] = []
     used = 0
-    for (_, index), cost, cheapest in zip(ranked, costs, cheapest_after, strict=True):
-        if used + cheapest > budget:
-            break  # not even the cheapest line still to come fits
+    for (_, index), size, shortest in zip(ranked, sizes, shortest_after, strict=True):
+        if used + min(shortest, _LINE_CLIP) + 8 > budget:
+            break
+        cost = min(size, _LINE_CLIP) + 8
         if used + cost > budget:
             continue
         chosen.append(index)
