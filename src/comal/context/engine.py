@@ -148,6 +148,7 @@ class ContextEngine:
         self._anchors = AnchorIndex()
         self._outputs: list[int] = []
         self._truncated: list[int] = []
+        self._kind_lists: dict[frozenset[str], tuple[int, list[Entry]]] = {}
 
     def entries(self) -> list[Entry]:
         """The session's entries, read incrementally from the ledger."""
@@ -159,6 +160,18 @@ class ContextEngine:
             self._outputs.extend(session_outputs(new))
             self._truncated.extend(truncated_reserves(new))
         return self._entries
+
+    def _of_kinds(self, *kinds: str) -> list[Entry]:
+        """The entries read so far that are of `kinds`, in order (extended, never rescanned).
+
+        The scans below read only a few kinds; given just those entries they answer the same.
+        """
+        key = frozenset(kinds)
+        fed, found = self._kind_lists.get(key, (0, []))
+        if fed < len(self._entries):
+            found.extend(e for e in self._entries[fed:] if e.kind in key)
+            self._kind_lists[key] = (len(self._entries), found)
+        return found
 
     def _at_last_seq(self, name: str, compute: Callable[[], T]) -> T:
         last = self._entries[-1].seq if self.entries() else 0
@@ -184,7 +197,8 @@ class ContextEngine:
         provider stated in a CONTEXT_LENGTH refusal (recorded, so resumes see it too)."""
         configured = self.settings.window_tokens
         tokens, limited = self._at_last_seq(
-            "window", lambda: provider_window(self._entries, self.model, configured)
+            "window",
+            lambda: provider_window(self._of_kinds("context.calibrated"), self.model, configured),
         )
         return tokens, PROVIDER_WINDOW_SOURCE if limited else self.settings.window_source
 
@@ -213,7 +227,9 @@ class ContextEngine:
 
     def state(self) -> ViewState:
         """Projections and the checkpoint in force."""
-        return self._at_last_seq("state", lambda: view_state(self._entries))
+        return self._at_last_seq(
+            "state", lambda: view_state(self._of_kinds("projection", "checkpoint"))
+        )
 
     def assemble(self, state: ViewState | None = None) -> Assembly:
         """Build the view for `state` (default: the recorded one)."""
@@ -229,7 +245,9 @@ class ContextEngine:
 
     def ratio(self) -> float:
         """The calibration ratio in force for this model."""
-        return self._at_last_seq("ratio", lambda: calibration_ratio(self._entries, self.model))
+        return self._at_last_seq(
+            "ratio", lambda: calibration_ratio(self._of_kinds("context.calibrated"), self.model)
+        )
 
     def estimate(self, asm: Assembly, state: ViewState) -> tuple[int, bool]:
         """(estimated input tokens, whether the base is measured) for an assembled view."""
@@ -432,7 +450,9 @@ class ContextEngine:
 
     def pending_compaction(self) -> str | None:
         """Who asked for a derivation not yet done (`compact.requested`), or None."""
-        return self._at_last_seq("pending", lambda: pending_compaction(self._entries))
+        return self._at_last_seq(
+            "pending", lambda: pending_compaction(self._of_kinds("compact.requested", "checkpoint"))
+        )
 
     def _record_calibration(self) -> None:
         """Learn measured/counted from the response to the last view this engine prepared."""
