@@ -14,8 +14,8 @@ entries; the latest one for the model applies. Both are read from entries only.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 from comal.ledger.entry import Entry
 from comal.messages import JSONObject, JSONValue, ToolSpec, canonical_json
@@ -97,15 +97,61 @@ def measured_input(payload: JSONObject) -> int | None:
     return new + (_int(usage.get("cache_read")) or 0) + (_int(usage.get("cache_write")) or 0)
 
 
+def _invalidates(entry: Entry) -> bool:
+    """Whether earlier measurements no longer describe the view after `entry`."""
+    return entry.kind in PRESSURE_KINDS or (
+        entry.kind == "context.calibrated" and entry.payload.get("source") == "context_length"
+    )
+
+
 def invalidating_seq(entries: Sequence[Entry]) -> int:
     """Seq of the latest entry after which earlier measurements no longer describe the view."""
     latest = 0
     for entry in entries:
-        if entry.kind in PRESSURE_KINDS or (
-            entry.kind == "context.calibrated" and entry.payload.get("source") == "context_length"
-        ):
+        if _invalidates(entry):
             latest = entry.seq
     return latest
+
+
+@dataclass(slots=True)
+class AnchorIndex:
+    """What `find_anchor` needs from a session, kept up to date as entries are appended.
+
+    Only entries after the latest invalidating one count: the requests among them by id and
+    the assistant messages that carry a measured input, in ledger order. An engine feeds it
+    each new entry once instead of rescanning the session for every request.
+    """
+
+    floor: int = 0
+    requests: dict[str, Entry] = field(default_factory=dict)
+    measured: list[tuple[Entry, int]] = field(default_factory=list)
+
+    def extend(self, entries: Iterable[Entry]) -> AnchorIndex:
+        """Take in `entries` (newer than any seen before, in ledger order)."""
+        for entry in entries:
+            if _invalidates(entry):
+                self.floor = entry.seq
+                self.requests.clear()
+                self.measured.clear()
+            elif entry.kind == "provider.request":
+                self.requests[entry.id] = entry
+            elif entry.kind == "message.assistant":
+                value = measured_input(entry.payload)
+                if value is not None:
+                    self.measured.append((entry, value))
+        return self
+
+    def find(self, current: Fingerprint) -> Anchor | None:
+        """The newest valid anchor for a request carrying `current`, or None."""
+        for entry, value in reversed(self.measured):
+            request = self.requests.get(str(entry.payload.get("request_entry")))
+            if request is None:
+                continue
+            if not current.matches(request.payload.get("fingerprint")):
+                # A mismatch on the newest measured request means the conditions changed since.
+                return None
+            return Anchor(request.id, request.seq, entry.id, value)
+        return None
 
 
 def find_anchor(entries: Sequence[Entry], current: Fingerprint) -> Anchor | None:
@@ -115,22 +161,7 @@ def find_anchor(entries: Sequence[Entry], current: Fingerprint) -> Anchor | None
         entries: the session's entries in ledger order.
         current: the fingerprint the next request will carry.
     """
-    floor = invalidating_seq(entries)
-    requests = {e.id: e for e in entries if e.kind == "provider.request" and e.seq > floor}
-    for entry in reversed(entries):
-        if entry.seq <= floor:
-            break
-        if entry.kind != "message.assistant":
-            continue
-        measured = measured_input(entry.payload)
-        request = requests.get(str(entry.payload.get("request_entry")))
-        if measured is None or request is None:
-            continue
-        if not current.matches(request.payload.get("fingerprint")):
-            # A mismatch on the newest measured request means the conditions changed since.
-            return None
-        return Anchor(request.id, request.seq, entry.id, measured)
-    return None
+    return AnchorIndex().extend(entries).find(current)
 
 
 def calibration_ratio(entries: Sequence[Entry], model: str) -> float:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar, cast
 
-from comal.context.anchors import Fingerprint, calibration_ratio, find_anchor, tools_digest
+from comal.context.anchors import AnchorIndex, Fingerprint, calibration_ratio, tools_digest
 from comal.context.budget import (
     RESERVE_FLOOR,
     Budget,
@@ -149,12 +149,34 @@ class ContextEngine:
         # Scans of the whole ledger, memoized by the last seq they saw (the ledger only grows,
         # so the same last seq means the same entries and the same answer).
         self._memo: dict[str, tuple[int, object]] = {}
+        # Folds over the entries, each fed every new entry once (append-only between reads).
+        self._anchors = AnchorIndex()
+        self._outputs: list[int] = []
+        self._truncated: list[int] = []
+        self._kind_lists: dict[frozenset[str], tuple[int, list[Entry]]] = {}
 
     def entries(self) -> list[Entry]:
         """The session's entries, read incrementally from the ledger."""
         last = self._entries[-1].seq if self._entries else 0
-        self._entries.extend(self.ledger.entries(self.session_id, after_seq=last))
+        new = self.ledger.entries(self.session_id, after_seq=last)
+        if new:
+            self._entries.extend(new)
+            self._anchors.extend(new)
+            self._outputs.extend(session_outputs(new))
+            self._truncated.extend(truncated_reserves(new))
         return self._entries
+
+    def _of_kinds(self, *kinds: str) -> list[Entry]:
+        """The entries read so far that are of `kinds`, in order (extended, never rescanned).
+
+        The scans below read only a few kinds; given just those entries they answer the same.
+        """
+        key = frozenset(kinds)
+        fed, found = self._kind_lists.get(key, (0, []))
+        if fed < len(self._entries):
+            found.extend(e for e in self._entries[fed:] if e.kind in key)
+            self._kind_lists[key] = (len(self._entries), found)
+        return found
 
     def _at_last_seq(self, name: str, compute: Callable[[], T]) -> T:
         last = self._entries[-1].seq if self.entries() else 0
@@ -180,7 +202,8 @@ class ContextEngine:
         provider stated in a CONTEXT_LENGTH refusal (recorded, so resumes see it too)."""
         configured = self.settings.window_tokens
         tokens, limited = self._at_last_seq(
-            "window", lambda: provider_window(self._entries, self.model, configured)
+            "window",
+            lambda: provider_window(self._of_kinds("context.calibrated"), self.model, configured),
         )
         return tokens, PROVIDER_WINDOW_SOURCE if limited else self.settings.window_source
 
@@ -208,7 +231,9 @@ class ContextEngine:
 
     def state(self) -> ViewState:
         """Projections and the checkpoint in force."""
-        return self._at_last_seq("state", lambda: view_state(self._entries))
+        return self._at_last_seq(
+            "state", lambda: view_state(self._of_kinds("projection", "checkpoint"))
+        )
 
     def assemble(self, state: ViewState | None = None) -> Assembly:
         """Build the view for `state` (default: the recorded one)."""
@@ -224,13 +249,16 @@ class ContextEngine:
 
     def ratio(self) -> float:
         """The calibration ratio in force for this model."""
-        return self._at_last_seq("ratio", lambda: calibration_ratio(self._entries, self.model))
+        return self._at_last_seq(
+            "ratio", lambda: calibration_ratio(self._of_kinds("context.calibrated"), self.model)
+        )
 
     def estimate(self, asm: Assembly, state: ViewState) -> tuple[int, bool]:
         """(estimated input tokens, whether the base is measured) for an assembled view."""
         ratio = self.ratio()
         number = state.checkpoint.number if state.checkpoint else None
-        anchor = find_anchor(self.entries(), self.fingerprint.with_checkpoint(number))
+        self.entries()
+        anchor = self._anchors.find(self.fingerprint.with_checkpoint(number))
         if anchor is None:
             return calibrated(asm.total_tokens, ratio, exact=self.counter.exact), False
         newer = [p for p in asm.parts if p.seq > anchor.request_seq]
@@ -245,8 +273,8 @@ class ContextEngine:
         return self._at_last_seq(
             "reserve",
             lambda: size_output_reserve(
-                session_outputs(self._entries),
-                truncated_reserves(self._entries),
+                self._outputs,
+                self._truncated,
                 max_output=self.settings.max_output_tokens,
                 configured=self.settings.output_reserve_tokens,
                 room=room,
@@ -274,7 +302,8 @@ class ContextEngine:
         Raises:
             OutputLengthError: the reserve that overflowed was already the largest possible.
         """
-        truncated = truncated_reserves(self.entries())
+        self.entries()
+        truncated = list(self._truncated)
         new = self.output_reserve()
         last = truncated[-1] if truncated else 0
         window = self.window()[0]
@@ -459,7 +488,9 @@ class ContextEngine:
 
     def pending_compaction(self) -> str | None:
         """Who asked for a derivation not yet done (`compact.requested`), or None."""
-        return self._at_last_seq("pending", lambda: pending_compaction(self._entries))
+        return self._at_last_seq(
+            "pending", lambda: pending_compaction(self._of_kinds("compact.requested", "checkpoint"))
+        )
 
     def _record_calibration(self) -> None:
         """Learn measured/counted from the response to the last view this engine prepared."""

@@ -17,7 +17,11 @@ Everything here is a pure function of its arguments.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate, compress, repeat
+from operator import eq, is_not
+from typing import cast
 
 from comal.context.units import utf16_len
 from comal.messages import canonical_json, render_output_text
@@ -179,38 +183,97 @@ def _rank(line: str) -> int | None:
     """
     if _EXCEPTION.match(line) or _FRAME.match(line):
         return 0
-    if _SALIENT.search(line) and not _PATH_LINE.search(line):
+    path = _PATH_LINE.search(line)
+    if path is None and _SALIENT.search(line):
         return 1
     if _DEFINITION.match(line):
         return 2
-    if _PATH_LINE.search(line):
-        return 3
-    return None
+    return 3 if path is not None else None
 
 
-def notable_lines(lines: list[str], budget: int) -> list[tuple[int, str]]:
+_TRIGGERS = (
+    *("Error", "Exception", "Exit", "Interrupt", "Traceback", 'File "', "::", "assert"),
+    *("def", "class", "func", "fn", "interface", "struct"),
+    *("FAIL", "PANIC", "panic", "fatal", "Fatal", "FATAL", "ERROR", "error"),
+)
+"""Literals every class of `_rank` but `path:line` needs: a line without one ranks 3 or None."""
+
+
+def _line_ranks(lines: list[str]) -> list[int | None]:
+    """`_rank` of every line, the same values without running every pattern on every line.
+
+    Only a line holding a `_TRIGGERS` literal can rank 0, 1 or 2, so only those go through the
+    full `_rank`; the rest are `path:line` mentions (3) or nothing. The literals are found in
+    the joined text (none spans a line break, so a hit names exactly the line that holds it).
+    """
+    ranks = [None if m is None else 3 for m in map(_PATH_LINE.search, lines)]
+    text = "\n".join(lines)
+    # ends[i]: where line i + 1 starts in `text`.
+    ends = [end + i + 1 for i, end in enumerate(accumulate(map(len, lines)))]
+    hot: set[int] = set()
+    for word in _TRIGGERS:
+        # str.find runs at memory speed; one hit per line is enough, so skip to the next line.
+        at = text.find(word)
+        while at != -1:
+            index = bisect_right(ends, at)
+            hot.add(index)
+            at = text.find(word, ends[index]) if index < len(ends) else -1
+    for index in hot:
+        ranks[index] = _rank(lines[index])
+    return ranks
+
+
+def _suffix_ranks(lines: list[str], whole: list[str], ranks: list[int | None]) -> list[int | None]:
+    """`_line_ranks(lines)` when `lines` are the last lines of `whole` (ranked as `ranks`).
+
+    A preview's hidden middle is the end of the text before its tail, the line a cut goes
+    through blanked: the ranks already found are reused for every line that is the same.
+    """
+    start = len(whole) - len(lines)
+    if not lines or start < 0 or lines[1:-1] != whole[start + 1 : len(whole) - 1]:
+        return _line_ranks(lines)
+    out = ranks[start:]
+    for i in {0, len(lines) - 1}:
+        if lines[i] != whole[start + i]:
+            out[i] = _rank(lines[i])
+    return out
+
+
+def notable_lines(
+    lines: list[str], budget: int, ranks: list[int | None] | None = None
+) -> list[tuple[int, str]]:
     """Lines of note in a hidden stretch, as (index in `lines`, clipped text), in order.
 
     The most telling classes of `_rank` are taken first, each in order of position, until
     `budget` characters are used; the code line under a traceback frame goes with its frame.
-    Repeated lines are taken once. Pure and deterministic.
+    Repeated lines are taken once. Pure and deterministic. `ranks`, when given, is
+    `_line_ranks(lines)`, already known.
     """
-    ranked: list[tuple[int, int]] = []
-    seen: set[str] = set()
-    for index, line in enumerate(lines):
-        stripped = line.strip()
-        if not stripped or stripped in seen:
-            continue
-        rank = _rank(line)
-        if rank is None and index and _FRAME.match(lines[index - 1]):
-            rank = 0
-        if rank is not None:
-            seen.add(stripped)
-            ranked.append((rank, index))
+    base = _line_ranks(lines) if ranks is None else ranks
+    final = list(base)
+    # The passes below are C-level maps: a 3,000-line middle is ranked in a few milliseconds.
+    for index in compress(range(len(base)), map(eq, base, repeat(0))):
+        # A frame ranks 0, and the code line under it (nothing by itself) goes with it.
+        after = index + 1
+        if after < len(lines) and base[after] is None and _FRAME.match(lines[index]):
+            final[after] = 0
+    kept = list(compress(range(len(final)), map(is_not, final, repeat(None))))
+    # The first line of each text: a dict built backwards keeps the earliest index per key.
+    texts = list(map(str.strip, map(lines.__getitem__, kept)))
+    first = dict(zip(reversed(texts), reversed(kept), strict=True))
+    first.pop("", None)
+    # By rank, then position (a stable sort of positions); every line in `first` has a rank.
+    ranked = sorted(sorted(first.values()), key=cast("list[int]", final).__getitem__)
+    # A line costs its `_clip` and 8; past the point where even the shortest line still to come
+    # does not fit, nothing more can be taken.
+    sizes = list(map(len, map(str.rstrip, map(lines.__getitem__, ranked))))
+    shortest_after = list(accumulate(reversed(sizes), min))[::-1]
     chosen: list[int] = []
     used = 0
-    for _, index in sorted(ranked):
-        cost = len(_clip(lines[index].rstrip())) + 8
+    for index, size, shortest in zip(ranked, sizes, shortest_after, strict=True):
+        if used + min(shortest, _LINE_CLIP) + 8 > budget:
+            break
+        cost = min(size, _LINE_CLIP) + 8
         if used + cost > budget:
             continue
         chosen.append(index)
@@ -245,11 +308,18 @@ def preview_text(facts: ResultFacts, body: bytes, chars: int) -> str:
     rest = text[: len(text) - len(tail)]
     head = _cut_head(rest, chars * 3 // 4)
     middle_lines = _whole_lines(head, rest)
-    notes = notable_lines(middle_lines, chars // 8) if middle_lines else []
-    if notes:
-        head = _cut_head(rest, chars * 3 // 4 - sum(len(n) + 8 for _, n in notes))
-        middle_lines = _whole_lines(head, rest)
-        notes = notable_lines(middle_lines, chars // 8)
+    notes: list[tuple[int, str]] = []
+    if middle_lines:
+        # Both middles below are ends of `rest`: its lines are ranked once.
+        rest_lines = rest.splitlines()
+        rest_ranks = _line_ranks(rest_lines)
+        ranks = _suffix_ranks(middle_lines, rest_lines, rest_ranks)
+        notes = notable_lines(middle_lines, chars // 8, ranks)
+        if notes:
+            head = _cut_head(rest, chars * 3 // 4 - sum(len(n) + 8 for _, n in notes))
+            middle_lines = _whole_lines(head, rest)
+            ranks = _suffix_ranks(middle_lines, rest_lines, rest_ranks)
+            notes = notable_lines(middle_lines, chars // 8, ranks)
     if len(head) == len(rest):
         head, tail = text, ""
     hidden_from = utf16_len(head)
