@@ -2,12 +2,15 @@
 
 Sources, later wins: built-in defaults → `$XDG_CONFIG_HOME/comal/config.toml` →
 `<workspace>/.comal/config.toml` → environment variables → CLI flags (applied by the CLI with
-`dataclasses.replace`). API keys are never stored here: a provider names the environment
-variable that holds its key, and `api_key()` reads it at call time.
+`dataclasses.replace`). MCP servers are also read from the workspace's `.mcp.json` (the
+`mcpServers` object other agents read); a TOML server of the same name wins. API keys are
+never stored here: a provider names the environment variable that holds its key, and
+`api_key()` reads it at call time.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -17,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from comal.errors import ConfigError
+from comal.messages import JSONObject, JSONValue
 
 DEFAULT_WINDOW_TOKENS = 45_000
 """Window used when neither the catalog, the server, nor the user says otherwise."""
@@ -38,6 +42,11 @@ class ProviderConfig:
     headers: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 600.0
     max_retries: int = 4
+    vision: bool | None = None
+    """Whether the model takes images; None asks the built-in catalog (unknown models: no)."""
+    extra_body: JSONObject = field(default_factory=dict, hash=False)
+    """Server-specific request fields (`[providers.NAME.extra_body]`), merged into every request
+    body last: a table merges into the field of the same name, anything else replaces it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +104,8 @@ class McpServerConfig:
     url: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
     """HTTP headers sent to a `url` server (e.g. an authorization token)."""
+    transport: str = "http"
+    """For a `url` server: `http` (Streamable HTTP) or `sse` (the older HTTP+SSE transport)."""
     enabled: bool = True
     timeout_s: float = 300.0
     """Seconds one tool call may take before it is reported as failed."""
@@ -102,6 +113,8 @@ class McpServerConfig:
     """Seconds to start (or connect to) the server and list its tools."""
     missing_env: tuple[str, ...] = ()
     """`${VAR}` references whose variable is not set."""
+    source: str = "config.toml"
+    """Where the server was configured: `config.toml` or `.mcp.json`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +200,12 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
     if not isinstance(base_url, str) or not base_url:
         raise ConfigError(f"providers.{name}.base_url is required")
     headers = raw.get("headers", {})
+    extra = raw.get("extra_body", {})
+    if not isinstance(extra, Mapping):
+        raise ConfigError(f"providers.{name}.extra_body must be a table")
+    vision = raw.get("vision")
+    if vision is not None and not isinstance(vision, bool):
+        raise ConfigError(f"providers.{name}.vision must be true or false")
     return ProviderConfig(
         name=name,
         wire=wire,
@@ -198,7 +217,22 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
         headers=tuple(sorted((str(k), str(v)) for k, v in dict(headers).items())),
         timeout_s=float(raw.get("timeout_s", 600.0)),
         max_retries=int(raw.get("max_retries", 4)),
+        vision=vision,
+        extra_body={
+            str(k): _json_value(v, f"providers.{name}.extra_body.{k}") for k, v in extra.items()
+        },
     )
+
+
+def _json_value(value: object, where: str) -> JSONValue:
+    """A TOML value as JSON; dates and times have no JSON form and are refused."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list):
+        return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(v, f"{where}.{k}") for k, v in value.items()}
+    raise ConfigError(f"{where}: {type(value).__name__} values have no JSON form; use a string")
 
 
 def _env_providers(env: Mapping[str, str]) -> dict[str, ProviderConfig]:
@@ -223,7 +257,9 @@ def _env_providers(env: Mapping[str, str]) -> dict[str, ProviderConfig]:
     return found
 
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+"""`${VAR}`, or `${VAR:-default}` (the default when VAR is unset, as `.mcp.json` allows)."""
+_MCP_TRANSPORTS = ("http", "sse")
 _MCP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
 
@@ -233,8 +269,10 @@ def _expand(value: object, where: str, env: Mapping[str, str], missing: list[str
         raise ConfigError(f"{where} must be a string, got {value!r}")
 
     def sub(match: re.Match[str]) -> str:
-        name = match.group(1)
+        name, default = match.group(1), match.group(2)
         if name not in env:
+            if default is not None:
+                return default
             missing.append(name)
             return ""
         return env[name]
@@ -257,8 +295,10 @@ def _positive_seconds(raw: Mapping[str, Any], key: str, where: str, default: flo
     return float(value)
 
 
-def _mcp_server(name: str, raw: object, env: Mapping[str, str]) -> McpServerConfig:
-    where = f"mcp_servers.{name}"
+def _mcp_server(
+    name: str, raw: object, env: Mapping[str, str], where: str = "", source: str = "config.toml"
+) -> McpServerConfig:
+    where = where or f"mcp_servers.{name}"
     if not _MCP_NAME.fullmatch(name) or "__" in name:
         raise ConfigError(
             f"{where}: a server name is 1-32 letters, digits, '-' or '_' (no '__'), because it"
@@ -276,6 +316,9 @@ def _mcp_server(name: str, raw: object, env: Mapping[str, str]) -> McpServerConf
     enabled = raw.get("enabled", True)
     if not isinstance(enabled, bool):
         raise ConfigError(f"{where}.enabled must be true or false")
+    transport = raw.get("transport", "http")
+    if transport not in _MCP_TRANSPORTS:
+        raise ConfigError(f"{where}.transport must be http or sse, got {transport!r}")
     server = McpServerConfig(
         name=name,
         command=None if command is None else _expand(command, f"{where}.command", env, missing),
@@ -283,10 +326,12 @@ def _mcp_server(name: str, raw: object, env: Mapping[str, str]) -> McpServerConf
         env=_string_table(raw.get("env", {}), f"{where}.env", env, missing),
         url=None if url is None else _expand(url, f"{where}.url", env, missing),
         headers=_string_table(raw.get("headers", {}), f"{where}.headers", env, missing),
+        transport=str(transport),
         enabled=enabled,
         timeout_s=_positive_seconds(raw, "timeout_s", where, 300.0),
         startup_timeout_s=_positive_seconds(raw, "startup_timeout_s", where, 30.0),
         missing_env=tuple(dict.fromkeys(missing)),
+        source=source,
     )
     if server.command == "" or server.url == "":
         raise ConfigError(f"{where}: command or url must not be empty")
@@ -297,6 +342,41 @@ def _mcp_servers(raw: object, env: Mapping[str, str]) -> dict[str, McpServerConf
     if not isinstance(raw, Mapping):
         raise ConfigError("mcp_servers must be a table of [mcp_servers.NAME] tables")
     return {name: _mcp_server(name, raw[name], env) for name in sorted(raw)}
+
+
+_MCP_JSON_KEYS = {"stdio": ("command", "args", "env"), "http": ("url", "headers")}
+
+
+def _mcp_json_servers(workspace: Path, env: Mapping[str, str]) -> dict[str, McpServerConfig]:
+    """The servers of `<workspace>/.mcp.json`: `{"mcpServers": {NAME: {...}}}`.
+
+    An entry is `{"command", "args", "env"}` (stdio; `"type": "stdio"` optional) or
+    `{"type": "http" | "sse", "url", "headers"}`. Other keys (another agent's own) are ignored.
+    """
+    path = workspace / ".mcp.json"
+    if not path.is_file():
+        return {}
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid JSON: {exc}") from exc
+    servers = raw.get("mcpServers", {}) if isinstance(raw, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: mcpServers must be an object of servers by name")
+    out: dict[str, McpServerConfig] = {}
+    for name in sorted(servers):
+        entry, where = servers[name], f"{path.name}: mcpServers.{name}"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where} must be an object")
+        kind = entry.get("type", "stdio" if "command" in entry else "http")
+        if kind not in ("stdio", "http", "sse"):
+            raise ConfigError(f"{where}.type must be stdio, http or sse, got {kind!r}")
+        keys = _MCP_JSON_KEYS["stdio" if kind == "stdio" else "http"]
+        table: dict[str, object] = {k: entry[k] for k in keys if k in entry}
+        if kind != "stdio":
+            table["transport"] = kind
+        out[name] = _mcp_server(name, table, env, where=where, source=".mcp.json")
+    return out
 
 
 def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
@@ -363,5 +443,12 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         checks=tuple(str(c) for c in raw.get("checks", [])),
         max_turns=int(raw.get("max_turns", 50)),
         env=env,
-        mcp_servers=_mcp_servers(raw.get("mcp_servers", {}), env),
+        mcp_servers=dict(
+            sorted(
+                (
+                    _mcp_json_servers(workspace, env)
+                    | _mcp_servers(raw.get("mcp_servers", {}), env)
+                ).items()
+            )
+        ),
     )

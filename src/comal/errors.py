@@ -241,3 +241,15 @@ class StepLimitError(ComalError):
 
     code = "MAX_TURNS"
     exit_code = 6
+
+
+class RefusedError(ComalError):
+    """The model declined the task: a refusal the wire marked as such, never an empty answer."""
+
+    code = "REFUSED"
+    exit_code = 7
+
+    def __init__(self, text: str, reason: str) -> None:
+        super().__init__(f"the model refused: {reason or text or '(no reason given)'}")
+        self.text = text
+        self.reason = reason

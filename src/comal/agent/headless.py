@@ -2,7 +2,8 @@
 
 Opens (or resumes) the session under its lock, runs the turn, turns every ComalError into a
 `Failed` event plus a ledger entry, and always releases the lock. The session status follows
-the outcome: `finished` only through finish_call or a final answer, `failed` on errors,
+the outcome: `finished` only through finish_call or a final answer, `refused` when the model
+declined (the session stays active), `failed` on errors,
 `interrupted` on cancellation — and every one of them stays resumable.
 """
 
@@ -17,7 +18,7 @@ from comal.agent.recovery import recover
 from comal.agent.session import Session, SessionOptions, open_session
 from comal.agent.state import final_answer, render_state, session_state
 from comal.config import Config
-from comal.errors import ComalError
+from comal.errors import ComalError, RefusedError
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.tools.base import Tool
@@ -48,6 +49,11 @@ async def run_session(session: Session, prompt: str | None) -> Outcome:
     replies_before = _replies(session)
     try:
         answer = await run_turn(session, prompt)
+    except RefusedError as exc:
+        # Not a failure of Comal's: the session stays open for another message.
+        session.ledger.set_status(session.id, "active")
+        session.emit(TurnFinished(session.id, "", _replies(session) - replies_before, "refused"))
+        return Outcome(session.id, "refused", "", exc)
     except ComalError as exc:
         session.record("warning", {"code": exc.code, "message": exc.message})
         session.ledger.set_status(session.id, "failed")

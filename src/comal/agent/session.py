@@ -16,7 +16,7 @@ from pathlib import Path
 from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolFinished, ToolStarted
 from comal.agent.instructions import load_instructions
 from comal.agent.prompt import SYSTEM_PROMPT
-from comal.agent.tool_catalog import MCP_WARNING, record_tool_catalog
+from comal.agent.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
 from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
 from comal.agent.toolset import session_tools
 from comal.config import Config
@@ -27,7 +27,7 @@ from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart, canonical_json
 from comal.providers.base import Provider
 from comal.tools.base import Tool, ToolContext, ToolRegistry
-from comal.tools.mcp import McpServerFailure, is_mcp_tool
+from comal.tools.mcp import McpNotice, McpServerFailure, is_mcp_tool
 from comal.tools.permissions import AskHook, PermissionPolicy
 
 EmitFn = Callable[[AgentEvent], None]
@@ -53,6 +53,9 @@ class SessionOptions:
     """Set by an interactive front end to stop the running tool call (Esc)."""
     mcp_failures: tuple[McpServerFailure, ...] = ()
     """Configured MCP servers that did not start; recorded as warnings when the session opens."""
+    mcp_notices: tuple[McpNotice, ...] = ()
+    """What started MCP servers need said once (stray stdout, tools not offered); recorded as
+    warnings when the session opens."""
 
 
 @dataclass(slots=True)
@@ -123,6 +126,7 @@ def engine_settings(config: Config, provider: Provider, options: SessionOptions)
         large_output_threshold_bytes=config.context.large_output_threshold_bytes,
         output_reserve_tokens=options.max_output_tokens or config.context.output_reserve_tokens,
         margin_tokens=config.context.margin_tokens,
+        vision=caps.vision,
     )
 
 
@@ -235,4 +239,7 @@ def open_session(
         record_tool_catalog(ledger, session_id, native_specs, mcp, options.mcp_failures)
         for failure in options.mcp_failures:
             session.emit(Notice(MCP_WARNING, failure.message))
+    for notice in options.mcp_notices:
+        ledger.append(session_id, "warning", {"code": MCP_NOTICE, "message": notice.message})
+        session.emit(Notice(MCP_NOTICE, notice.message))
     return session

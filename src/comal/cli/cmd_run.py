@@ -8,7 +8,7 @@ Exit codes (documented in the README):
 2 usage or configuration error; 3 ledger/session error (unknown, ambiguous, locked, newer
 schema); 4 provider error (auth, rate limit after retries, network, invalid request);
 5 context error (CONTEXT_OVERHEAD, CONTEXT_PRESSURE_LOOP); 6 --max-turns reached;
-130 interrupted.
+7 the model refused (status `refused`); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -146,6 +146,7 @@ async def run_command(args: argparse.Namespace) -> int:
             async with configured_mcp_tools(config) as mcp:
                 tools = [*standard_tools(), *mcp.tools]
                 options.mcp_failures = mcp.failures
+                options.mcp_notices = mcp.notices
                 if interactive:
                     # Imported only here so that `comal -p` never loads Textual.
                     from comal.tui.launch import run_tui

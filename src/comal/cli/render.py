@@ -18,6 +18,7 @@ from comal.agent.events import (
     ContextActed,
     Failed,
     Notice,
+    Refused,
     ResponseDiscarded,
     SessionOpened,
     TextStreamed,
@@ -26,7 +27,7 @@ from comal.agent.events import (
     TurnFinished,
     event_to_json,
 )
-from comal.errors import ComalError
+from comal.errors import ComalError, RefusedError
 
 
 @dataclass(slots=True)
@@ -88,6 +89,12 @@ class Renderer:
                 f"  ! response discarded ({event.reason}); output reserve now"
                 f" {event.new_output_reserve:,}"
             )
+        elif isinstance(event, Refused):
+            if event.text:
+                self.out.write(("\n" if self._mid_line else "") + event.text + "\n")
+                self.out.flush()
+                self._mid_line = False
+            self._line(f"⊘ refused{f': {event.reason}' if event.reason else ''} (not an answer)")
         elif isinstance(event, Notice):
             self._line(f"  ! {event.code}: {event.message}")
         elif isinstance(event, Failed):
@@ -110,5 +117,7 @@ class Renderer:
             "error": None if error is None else {"code": error.code, "message": error.message},
             "events": [event_to_json(e) for e in self.events],
         }
+        if isinstance(error, RefusedError):
+            body["refusal"] = {"text": error.text, "reason": error.reason}
         self.out.write(json.dumps(body, ensure_ascii=False) + "\n")
         self.out.flush()
