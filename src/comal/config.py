@@ -118,6 +118,34 @@ class McpServerConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class PluginsConfig:
+    """Which plugins a session loads (`[plugins] enabled = [...]`) and their own tables."""
+
+    enabled: tuple[str, ...] = ()
+    """Entry-point names in the `comal.plugins` group, in load order (`--plugin` adds)."""
+    settings: Mapping[str, JSONObject] = field(default_factory=dict)
+    """`[plugins.NAME]` tables, given to each plugin as they are."""
+
+
+def _plugins(raw: object) -> PluginsConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError('plugins must be a table: [plugins] enabled = ["chrome"]')
+    enabled = raw.get("enabled", [])
+    if not isinstance(enabled, list) or not all(isinstance(n, str) for n in enabled):
+        raise ConfigError("plugins.enabled must be a list of plugin names")
+    settings: dict[str, JSONObject] = {}
+    for name, table in raw.items():
+        if name == "enabled":
+            continue
+        if not isinstance(table, dict):
+            raise ConfigError(f"plugins.{name} must be a table")
+        value = _json_value(table, f"plugins.{name}")
+        if isinstance(value, dict):
+            settings[str(name)] = value
+    return PluginsConfig(tuple(dict.fromkeys(enabled)), settings)
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """Everything Comal reads from files and the environment, resolved once."""
 
@@ -136,6 +164,7 @@ class Config:
     """The environment this config was resolved from (for keys and local-server discovery)."""
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     """Configured MCP servers by name, sorted by name (disabled ones included)."""
+    plugins: PluginsConfig = PluginsConfig()
 
     @property
     def ledger_path(self) -> Path:
@@ -443,6 +472,7 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         checks=tuple(str(c) for c in raw.get("checks", [])),
         max_turns=int(raw.get("max_turns", 50)),
         env=env,
+        plugins=_plugins(raw.get("plugins", {})),
         mcp_servers=dict(
             sorted(
                 (

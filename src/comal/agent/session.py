@@ -15,6 +15,7 @@ from pathlib import Path
 
 from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolFinished, ToolStarted
 from comal.agent.instructions import load_instructions
+from comal.agent.plugins import LoadedPlugins
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
 from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
@@ -53,6 +54,8 @@ class SessionOptions:
     """Set by an interactive front end to stop the running tool call (Esc)."""
     mcp_failures: tuple[McpServerFailure, ...] = ()
     """Configured MCP servers that did not start; recorded as warnings when the session opens."""
+    plugins: LoadedPlugins = field(default_factory=LoadedPlugins)
+    """The plugins this process loaded (and those that failed, reported when it opens)."""
     mcp_notices: tuple[McpNotice, ...] = ()
     """What started MCP servers need said once (stray stdout, tools not offered); recorded as
     warnings when the session opens."""
@@ -178,12 +181,14 @@ def open_session(
         cancel=options.cancel,
     )
     offered = {tool.spec.name for tool in tools}
-    bound = session_tools(ledger, session_id, config.checks)
+    plugins = options.plugins
+    bound = session_tools(ledger, session_id, config.checks, plugins.checks)
     bound = [tool for tool in bound if tool.spec.name not in offered]
-    # MCP schemas are their own budget row, offered after every native tool.
+    # MCP and plugin schemas are budget rows of their own, offered after every native tool.
     mcp = [tool for tool in tools if is_mcp_tool(tool)]
     native = [tool for tool in tools if not is_mcp_tool(tool)]
-    registry = ToolRegistry([*native, *bound, *mcp])
+    extra = [tool for tool in plugins.tools if tool.spec.name not in offered]
+    registry = ToolRegistry([*native, *bound, *extra, *mcp])
     native_specs = tuple(tool.spec for tool in (*native, *bound))
     sid = session_id
 
@@ -197,6 +202,7 @@ def open_session(
         instructions=instructions.text,
         tools=native_specs,
         mcp_tools=tuple(tool.spec for tool in mcp),
+        plugin_tools=tuple(tool.spec for tool in extra),
     )
     config_digest = _config_digest(config, instructions.text)
     catalog_digest = tools_digest(fixed.all_tools)

@@ -16,12 +16,15 @@ tools are exempt: repeating them cannot duplicate an effect.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from comal.errors import ComalError, ToolError
 from comal.messages import (
     JSONObject,
+    JSONValue,
+    MediaPart,
     ToolCallPart,
     canonical_json,
     digest_bytes,
@@ -63,16 +66,35 @@ class CallReceipt:
 
 
 def _preparation_json(prep: Preparation) -> JSONObject:
-    return {
+    payload: JSONObject = {
         "path": prep.path,
         "abs_path": prep.abs_path,
         "digest_before": prep.digest_before,
         "digest_intended": prep.digest_intended,
     }
+    if prep.intent is not None:
+        payload["intent"] = prep.intent
+    return payload
 
 
 def _decision_json(decision: PermissionDecision) -> JSONObject:
     return {"decision": decision.decision, "mode": decision.mode, "reason": decision.reason}
+
+
+def media_json(media: tuple[MediaPart, ...]) -> list[JSONValue]:
+    """Media of a result as recorded: type, bytes (base64), size and digest of the bytes."""
+    out: list[JSONValue] = []
+    for m in media:
+        raw = base64.b64decode(m.data_b64)
+        out.append(
+            {
+                "media_type": m.media_type,
+                "data_b64": m.data_b64,
+                "size_bytes": len(raw),
+                "digest": digest_bytes(raw),
+            }
+        )
+    return out
 
 
 def call_key(name: str, arguments: JSONObject) -> str:
@@ -174,9 +196,9 @@ class ToolRunner:
             "digest": digest_bytes(outcome.output),
         }
         if outcome.media:
-            payload["media"] = [
-                {"media_type": m.media_type, "data_b64": m.data_b64} for m in outcome.media
-            ]
+            payload["media"] = media_json(outcome.media)
+        if outcome.observed is not None:
+            payload["observed"] = outcome.observed
         self._record("tool.result", payload, outcome.output)
         text = render_outcome(
             ToolOutcome(outcome.output[:400], outcome.is_error, outcome.exit_code)

@@ -4,7 +4,8 @@ Also holds `recorded_engine`, shared by `compact`, `checkpoints` and `evidence`:
 engine for any recorded session, with the window and model from its `session.started` entry
 (the smaller of that window and an explicit `--context-window` / `COMAL_CONTEXT_WINDOW`), the
 system prompt, the workspace's custom instructions, the standard tool schemas and the MCP tool
-schemas recorded in its latest `session.tools` entry.
+schemas recorded in its latest `session.tools` entry and the plugin tool schemas recorded in its
+latest `session.plugins` entry.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from comal.agent.instructions import load_instructions
+from comal.agent.plugins import recorded_plugin_specs
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import recorded_mcp_specs
 from comal.agent.toolset import session_tools, standard_tools
@@ -91,7 +93,13 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
         margin_tokens=config.context.margin_tokens,
     )
     # MCP schemas as the session's last process recorded them (no server is started here).
-    fixed = FixedParts(SYSTEM_PROMPT, instructions, tools, recorded_mcp_specs(ledger, session_id))
+    fixed = FixedParts(
+        SYSTEM_PROMPT,
+        instructions,
+        tools,
+        recorded_mcp_specs(ledger, session_id),
+        recorded_plugin_specs(ledger, session_id),
+    )
     return ContextEngine(ledger, session_id, settings, fixed, model=model_name)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx2
 
 from comal.agent.headless import Outcome, run_headless
+from comal.agent.plugins import load_plugins
 from comal.agent.session import SessionOptions
 from comal.agent.tool_catalog import configured_mcp_tools
 from comal.agent.toolset import standard_tools
@@ -63,6 +64,14 @@ def register_top_level(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cwd", type=Path, help="workspace directory (default: current)")
     group.add_argument(
         "--output-format", choices=OUTPUT_FORMATS, default="text", help="text, json or stream-json"
+    )
+    group.add_argument(
+        "--plugin",
+        dest="plugins",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="load plugin NAME (repeatable; added to [plugins] enabled)",
     )
     group.add_argument(
         "--permission-mode",
@@ -146,6 +155,9 @@ async def run_command(args: argparse.Namespace) -> int:
             async with configured_mcp_tools(config) as mcp:
                 tools = [*standard_tools(), *mcp.tools]
                 options.mcp_failures = mcp.failures
+                options.plugins = load_plugins(
+                    config, args.plugins, taken=[tool.spec.name for tool in tools]
+                )
                 options.mcp_notices = mcp.notices
                 if interactive:
                     # Imported only here so that `comal -p` never loads Textual.

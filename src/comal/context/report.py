@@ -127,6 +127,7 @@ def context_report(engine: ContextEngine) -> ContextReport:
         row("System prompt", scaled(asm.system_tokens)),
         row("Custom instructions", scaled(asm.instructions_tokens)),
         row("Native tools", scaled(asm.tools_tokens)),
+        row("Plugin tools", scaled(asm.plugin_tokens)),
         row("MCP tools", scaled(asm.mcp_tokens)),
         row("Media", scaled(media)),
         row("Checkpoint", scaled(checkpoint)),

@@ -69,6 +69,8 @@ class FixedParts:
     """Custom instructions (AGENTS.md and similar), sent after the system prompt."""
     tools: tuple[ToolSpec, ...]
     mcp_tools: tuple[ToolSpec, ...] = ()
+    plugin_tools: tuple[ToolSpec, ...] = ()
+    """Tools contributed by loaded plugins (their own budget row), offered before MCP's."""
 
     @property
     def system_text(self) -> str:
@@ -79,8 +81,8 @@ class FixedParts:
 
     @property
     def all_tools(self) -> tuple[ToolSpec, ...]:
-        """Native tools then MCP tools, in a stable order."""
-        return self.tools + self.mcp_tools
+        """Native tools, plugin tools, then MCP tools, in a stable order."""
+        return self.tools + self.plugin_tools + self.mcp_tools
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +134,13 @@ class Assembly:
     mcp_tokens: int
     message_count: int
     missing: tuple[str, ...] = ()
+    plugin_tokens: int = 0
 
     @property
     def fixed_tokens(self) -> int:
         """System, instructions and schemas."""
-        return self.system_tokens + self.instructions_tokens + self.tools_tokens + self.mcp_tokens
+        schemas = self.tools_tokens + self.plugin_tokens + self.mcp_tokens
+        return self.system_tokens + self.instructions_tokens + schemas
 
     @property
     def conversation_tokens(self) -> int:
@@ -362,6 +366,7 @@ def build_view(
         messages.append(Message("user", tuple(pending)))
     tools_tokens = sum(counter.count(tool_schema_text(s)) for s in fixed.tools)
     mcp_tokens = sum(counter.count(tool_schema_text(s)) for s in fixed.mcp_tools)
+    plugin_tokens = sum(counter.count(tool_schema_text(s)) for s in fixed.plugin_tools)
     return Assembly(
         system=fixed.system_text,
         messages=tuple(messages),
@@ -371,6 +376,7 @@ def build_view(
         instructions_tokens=counter.count(fixed.instructions),
         tools_tokens=tools_tokens,
         mcp_tokens=mcp_tokens,
+        plugin_tokens=plugin_tokens,
         message_count=len(messages),
         missing=tuple(missing),
     )

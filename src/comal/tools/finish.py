@@ -32,6 +32,7 @@ from comal.tools.base import (
     text_outcome,
 )
 from comal.tools.board import Criterion
+from comal.tools.plugin import FinishCheck, RecordedCall
 from comal.tools.shell import MAX_TIMEOUT_S, BashTool
 
 FINISH_NAME = "finish_call"
@@ -82,6 +83,10 @@ class FinishStore(Protocol):
         """Close the session durably with its answer and the checks that passed."""
         ...
 
+    def calls(self) -> tuple[RecordedCall, ...]:
+        """The session's recorded calls with their results (for plugin checks)."""
+        ...
+
 
 def _describe(run: CheckRun) -> str:
     code = "no exit code" if run.exit_code is None else f"exit {run.exit_code}"
@@ -102,10 +107,15 @@ class FinishTool(NoPreparation):
     """It closes the session but changes nothing itself; checks are governed separately."""
 
     def __init__(
-        self, store: FinishStore, checks: Sequence[str] = (), timeout_s: float = MAX_TIMEOUT_S
+        self,
+        store: FinishStore,
+        checks: Sequence[str] = (),
+        timeout_s: float = MAX_TIMEOUT_S,
+        plugin_checks: Sequence[FinishCheck] = (),
     ) -> None:
         self.store = store
         self.checks = tuple(checks)
+        self.plugin_checks = tuple(plugin_checks)
         self.timeout_s = timeout_s
         self._shell = BashTool(default_timeout_s=timeout_s, max_timeout_s=timeout_s)
 
@@ -149,6 +159,19 @@ class FinishTool(NoPreparation):
         plan = [(command, "config") for command in self.checks]
         plan += [(c.check, f"criterion {c.id}") for c in board if c.check]
         runs = [await self._run_check(command, origin, ctx) for command, origin in plan]
+        if self.plugin_checks:
+            calls = self.store.calls()
+            for check in self.plugin_checks:
+                verdict = check.check(calls)
+                runs.append(
+                    CheckRun(
+                        verdict.name,
+                        f"plugin {check.name}",
+                        0 if verdict.passed else None,
+                        verdict.passed,
+                        verdict.detail,
+                    )
+                )
         failed = [r for r in runs if not r.passed]
         if failed:
             parts = [
