@@ -6,7 +6,10 @@ import contextlib
 import json
 import os
 import signal
+import threading
+import urllib.request
 from collections.abc import Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +91,67 @@ def by_call(entries: Sequence[Entry], kind: str) -> dict[str, Any]:
         for e in entries
         if e.kind == kind
     }
+
+
+class Gate:
+    """A loopback switch the test page polls (CORS open): `state` is what it answers.
+
+    The page waits for `open` before it is ready, and while the gate says `hold` its main
+    thread is blocked in synchronous requests, so any read of the page waits too: that is how
+    a test holds a ChromePublish or a ChromeRecover in flight to kill the process.
+    """
+
+    def __init__(self) -> None:
+        self.state = "closed"
+        gate = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = gate.state.encode()
+                self.send_response(200)
+                self.send_header("Access-Control-Allow-Origin", "*")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def gated_html(gate_port: int) -> str:
+    """A page that becomes ready (`window.__ready`) once the gate opens, and blocks on hold."""
+    url = f"http://127.0.0.1:{gate_port}/state"
+    return f"""<!doctype html>
+<html><head><title>Gated site</title></head>
+<body><h1>Hello from the gated site</h1>
+<script>
+function ask() {{
+  const x = new XMLHttpRequest(); x.open('GET', '{url}', false);
+  try {{ x.send(); return x.responseText; }} catch (e) {{ return 'closed'; }}
+}}
+setInterval(() => {{
+  let state = ask();
+  if (state !== 'closed') window.__ready = true;
+  while (state === 'hold') state = ask();
+}}, 100);
+</script>
+</body></html>
+"""
+
+
+def cdp_tabs(port: int) -> list[str]:
+    """URLs of the pages of the browser on CDP `port` (empty when none answers)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=2) as r:
+            return [t["url"] for t in json.loads(r.read()) if t.get("type") == "page"]
+    except OSError:
+        return []

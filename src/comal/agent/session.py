@@ -15,7 +15,7 @@ from pathlib import Path
 
 from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolFinished, ToolStarted
 from comal.agent.instructions import load_instructions
-from comal.agent.plugins import LoadedPlugins
+from comal.agent.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
 from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
@@ -248,4 +248,8 @@ def open_session(
     for notice in options.mcp_notices:
         ledger.append(session_id, "warning", {"code": MCP_NOTICE, "message": notice.message})
         session.emit(Notice(MCP_NOTICE, notice.message))
+    if plugins.plugins or plugins.failures:
+        record_plugins(ledger, session_id, plugins)
+        for plugin_failure in plugins.failures:
+            session.emit(Notice(PLUGIN_WARNING, plugin_failure.message))
     return session
