@@ -1,4 +1,4 @@
-"""The governed Chrome task across a SIGKILL: real processes, real Chromium, recovery by observation.
+"""The governed Chrome task across a SIGKILL: real processes, Chromium, recovery by observation.
 
 `python -m comal --plugin chrome` runs against the fake server as its own process; a loopback
 gate holds the page (not ready, or its main thread blocked) so the test can kill Comal while a
