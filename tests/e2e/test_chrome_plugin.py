@@ -7,8 +7,13 @@ a session that published until ChromeFinish passed.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
+import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +114,91 @@ async def test_publish_recover_and_finish(tmp_path: Path, workspace: Path) -> No
     assert len(deploys(tmp_path / "home")) == 1
     assert live_pids(tmp_path / "home") == []  # ChromeFinish closed browser and server
     assert server.stats().unexpected_requests == 0
+
+
+class UploadServer:
+    """A "remote" host played on loopback: files are uploaded, then a receipt is returned."""
+
+    def __init__(self, with_identity: bool) -> None:
+        files: dict[str, bytes] = {}
+        self.files = files
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.path.startswith("/upload/"):
+                    files[self.path.removeprefix("/upload/")] = body
+                    answer = b"{}"
+                else:
+                    receipt: dict[str, object] = {
+                        "url": f"http://127.0.0.1:{self.server.server_address[1]}/index.html",
+                        "files": {
+                            k: "sha256:" + hashlib.sha256(v).hexdigest() for k, v in files.items()
+                        },
+                    }
+                    if with_identity:
+                        receipt["identity"] = "deploy-0001"
+                    answer = json.dumps(receipt).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def do_GET(self) -> None:
+                data = files.get(self.path.lstrip("/"))
+                self.send_response(200 if data is not None else 404)
+                self.send_header("Content-Length", str(len(data or b"")))
+                self.end_headers()
+                self.wfile.write(data or b"")
+
+            def log_message(self, format: str, *args: object) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+PUBLISH_SCRIPT = """
+import os, sys, urllib.request
+from pathlib import Path
+base = sys.argv[1]
+root = Path(os.environ["COMAL_PUBLISH_DIR"])
+for path in sorted(root.rglob("*")):
+    if path.is_file():
+        rel = path.relative_to(root).as_posix()
+        urllib.request.urlopen(urllib.request.Request(f"{base}/upload/{rel}", path.read_bytes()))
+print(urllib.request.urlopen(urllib.request.Request(f"{base}/commit", b"{}")).read().decode())
+"""
+
+
+@pytest.mark.parametrize("with_identity", [False, True])
+async def test_a_remote_publication_needs_a_complete_receipt(
+    tmp_path: Path, workspace: Path, with_identity: bool
+) -> None:
+    remote = UploadServer(with_identity)
+    (workspace / "publish.py").write_text(PUBLISH_SCRIPT)
+    command = [sys.executable, "publish.py", f"http://127.0.0.1:{remote.port}"]
+    config = chrome_config(tmp_path, workspace, remote={"command": command})
+    turns: list[Any] = [call("c1", "ChromePublish", folder="site", target="remote"), "reported"]
+    try:
+        with Ledger.open(tmp_path / "ledger.db") as ledger:
+            outcome, _ = await run(config, turns, ledger)
+            results = by_call(ledger.entries(outcome.session_id), "tool.result")
+    finally:
+        remote.close()
+    publish = results["c1"]
+    assert set(remote.files) == {"index.html", "style.css"}  # the upload itself happened
+    if with_identity:
+        assert publish["status"] == "ok", publish
+        assert publish["observed"]["receipt"]["identity"] == "deploy-0001"
+        assert publish["observed"]["title"] == "Comal site"
+    else:
+        assert publish["is_error"] is True
+        assert publish["observed"]["blocked"] is True
+        assert publish["observed"]["needs"] == ["a deployment identity"]
+        assert "media" not in publish  # nothing was opened
