@@ -122,6 +122,7 @@ class UploadServer:
     def __init__(self, with_identity: bool) -> None:
         files: dict[str, bytes] = {}
         self.files = files
+        owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
@@ -131,7 +132,7 @@ class UploadServer:
                     answer = b"{}"
                 else:
                     receipt: dict[str, object] = {
-                        "url": f"http://127.0.0.1:{self.server.server_address[1]}/index.html",
+                        "url": f"http://127.0.0.1:{owner.port}/index.html",
                         "files": {
                             k: "sha256:" + hashlib.sha256(v).hexdigest() for k, v in files.items()
                         },
