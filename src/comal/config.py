@@ -63,6 +63,8 @@ class ContextConfig:
     """Fixed output reserve; None sizes it from the session's own outputs."""
     margin_tokens: int | None = None
     """Safety margin; None derives it from the window."""
+    media_budget_tokens: int | None = None
+    """The media reserve (images in view); None is a tenth of the window, at least two images."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,6 +447,7 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         or int(craw.get("large_output_threshold_bytes", 20 * 1024)),
         output_reserve_tokens=craw.get("output_reserve_tokens"),
         margin_tokens=craw.get("margin_tokens"),
+        media_budget_tokens=craw.get("media_budget_tokens"),
     )
 
     praw = dict(raw.get("permissions", {}))

@@ -187,3 +187,17 @@ def recorded_plugin_specs(ledger: Ledger, session_id: str) -> tuple[ToolSpec, ..
         else:
             raise LedgerError(f"{PLUGINS_KIND} entry {latest.id}: malformed tool spec")
     return tuple(specs)
+
+
+def recorded_plugin_owners(ledger: Ledger, session_id: str) -> tuple[tuple[str, str], ...]:
+    """(tool, plugin) of each plugin tool the session's latest process offered."""
+    entries = ledger.entries(session_id, kinds=(PLUGINS_KIND,))
+    loaded = entries[-1].payload.get("loaded") if entries else None
+    owners: list[tuple[str, str]] = []
+    for item in loaded if isinstance(loaded, list) else []:
+        if not isinstance(item, dict):
+            continue
+        name, tools = item.get("name"), item.get("tools")
+        if isinstance(name, str) and isinstance(tools, list):
+            owners += [(tool, name) for tool in tools if isinstance(tool, str)]
+    return tuple(owners)

@@ -129,6 +129,7 @@ def engine_settings(config: Config, provider: Provider, options: SessionOptions)
         large_output_threshold_bytes=config.context.large_output_threshold_bytes,
         output_reserve_tokens=options.max_output_tokens or config.context.output_reserve_tokens,
         margin_tokens=config.context.margin_tokens,
+        media_budget_tokens=config.context.media_budget_tokens,
         vision=caps.vision,
     )
 
@@ -203,6 +204,9 @@ def open_session(
         tools=native_specs,
         mcp_tools=tuple(tool.spec for tool in mcp),
         plugin_tools=tuple(tool.spec for tool in extra),
+        plugin_owners=tuple(
+            (tool.spec.name, plugins.owner(tool.spec.name) or "") for tool in extra
+        ),
     )
     config_digest = _config_digest(config, instructions.text)
     catalog_digest = tools_digest(fixed.all_tools)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from comal.agent.instructions import load_instructions
-from comal.agent.plugins import recorded_plugin_specs
+from comal.agent.plugins import recorded_plugin_owners, recorded_plugin_specs
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import recorded_mcp_specs
 from comal.agent.toolset import session_tools, standard_tools
@@ -91,6 +91,7 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
         output_reserve_tokens=config.context.output_reserve_tokens
         or _last_reserve(ledger, session_id),
         margin_tokens=config.context.margin_tokens,
+        media_budget_tokens=config.context.media_budget_tokens,
     )
     # MCP schemas as the session's last process recorded them (no server is started here).
     fixed = FixedParts(
@@ -99,6 +100,7 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
         tools,
         recorded_mcp_specs(ledger, session_id),
         recorded_plugin_specs(ledger, session_id),
+        recorded_plugin_owners(ledger, session_id),
     )
     return ContextEngine(ledger, session_id, settings, fixed, model=model_name)
 

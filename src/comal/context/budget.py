@@ -51,6 +51,8 @@ class EngineSettings:
     """Safety margin; None is 1/16 of the window (256 … 16,384)."""
     vision: bool = False
     """Whether the model takes images; without it media become text stand-ins."""
+    media_budget_tokens: int | None = None
+    """The media reserve; None is the default of `media.py`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -276,13 +276,13 @@ def _tail(
         block = blocks[start - 1]
         newest = start == len(blocks)
         limit = room if newest else tail_budget
-        trial = ViewState(frozenset(projected), None)
+        trial = ViewState(frozenset(projected), None, state.media_projected)
         cost = block_tokens(block, trial, texts, counter, vision=vision)
         extra: set[str] = set()
         if used + cost > limit:
             # Reference the block's own large outputs (errors stay whole).
             extra = {r.entry.id for r in block.results if r.projectable}
-            trial = ViewState(frozenset(projected | extra), None)
+            trial = ViewState(frozenset(projected | extra), None, state.media_projected)
             cost = block_tokens(block, trial, texts, counter, vision=vision)
         if used + cost > limit:
             break

@@ -41,7 +41,7 @@ from comal.context.checkpoint import Draft
 from comal.context.conversation import Block, ConversationIndex
 from comal.context.decisions import append_checkpoint
 from comal.context.invariants import check
-from comal.context.relief import draft_checkpoint, relieve
+from comal.context.relief import draft_checkpoint, relieve, relieve_media
 from comal.context.rendering import preview_chars
 from comal.context.report import ContextReport, context_report
 from comal.context.state import (
@@ -308,8 +308,15 @@ class ContextEngine:
         if requested is not None:
             self._derive(requested, estimate, budget)
             actions.append("checkpoint")
-        elif estimate > budget.threshold:
-            actions.append(self._relieve(asm, state, budget, estimate))
+        else:
+            media = relieve_media(self, asm, state, budget, estimate)
+            if media is not None:
+                actions.append(media)
+                state = self.state()
+                asm = self.assemble(state)
+                estimate, _ = self.estimate(asm, state)
+            if estimate > budget.threshold:
+                actions.append(self._relieve(asm, state, budget, estimate))
         if actions:
             state = self.state()
             asm = self.assemble(state)

@@ -16,6 +16,13 @@ from comal.context.budget import Budget
 from comal.context.calibration import RECALIBRATE_SHIFT
 from comal.context.checkpoint import Draft, derive
 from comal.context.decisions import append_checkpoint, append_projection
+from comal.context.media import (
+    append_media_projection,
+    media_budget,
+    plan_media,
+    plan_media_pressure,
+    with_media,
+)
 from comal.context.pressure import cycle_cost, growth_per_call
 from comal.context.projection import plan_projection
 from comal.context.state import pressure_guard, state_with_draft
@@ -82,3 +89,23 @@ def relieve(
     pressure_guard(engine.entries(), budget)
     append_checkpoint(engine.ledger, engine.session_id, draft, "pressure", estimate, after, budget)
     return "checkpoint"
+
+
+def relieve_media(
+    engine: ContextEngine, asm: Assembly, state: ViewState, budget: Budget, estimate: int
+) -> str | None:
+    """Keep images within the media reserve and, under pressure, turn old images into
+    references before any other relief (see `media.py`). Returns the action, or None."""
+    reserve = media_budget(budget.window, engine.settings.media_budget_tokens)
+    ids = plan_media(asm, reserve)
+    reason = "media_reserve"
+    if estimate > budget.threshold:
+        pressure = plan_media_pressure(asm)
+        if len(pressure) > len(ids):
+            ids, reason = pressure, "media_pressure"
+    if not ids:
+        return None
+    trial = with_media(state, ids)
+    after, _ = engine.estimate(engine.assemble(trial), trial)
+    append_media_projection(engine.ledger, engine.session_id, ids, reason, estimate, after)
+    return reason

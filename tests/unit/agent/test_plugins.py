@@ -144,14 +144,13 @@ async def test_the_session_goes_on_without_the_failed_plugin(
         sent: Any = server.received[0].body
         assert "Stamp" in [t["function"]["name"] for t in sent["tools"]]
         # The plugin's schemas are their own row in the recorded session's report.
-        live = {r.name: r.tokens for r in open_report(ledger, config, outcome.session_id)}
-        assert live["Plugin tools"] > 0
+        report = recorded_engine(ledger, outcome.session_id, config).report()
+        rows = {r.name: r.tokens for r in report.rows}
+        assert rows["Plugin tools"] > 0
+        assert report.plugins == (("echo", rows["Plugin tools"]),)
+        assert "Plugins loaded: echo (~" in report.render()
         assert [s.name for s in recorded_plugin_specs(ledger, outcome.session_id)] == ["Stamp"]
     assert (plugin_path / "echo-runs.txt").read_text() == "one\n"
-
-
-def open_report(ledger: Ledger, config: Config, session_id: str) -> Any:
-    return recorded_engine(ledger, session_id, config).report().rows
 
 
 async def test_a_plugin_call_without_recovery_adapter_stays_uncertain_and_is_not_rerun(
