@@ -104,7 +104,8 @@ async def test_a_vision_model_sees_the_newest_images_within_the_reserve(
     check_golden(f"media_reserve_{wire.replace('-', '_')}.json", stable(request_tail))
     text = str(request_tail)
     assert b64(PNGS[0]) not in text  # the oldest: a reference
-    assert b64(PNGS[1]) in text and b64(PNGS[2]) in text
+    assert b64(PNGS[1]) in text
+    assert b64(PNGS[2]) in text
     assert text.count(RESERVE_SENTENCE) == 1
     assert [p["reason"] for p in projections] == ["media_reserve"]
     assert len(projections[0]["media_result_ids"]) == 1
