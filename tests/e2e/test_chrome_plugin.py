@@ -7,6 +7,7 @@ a session that published until ChromeFinish passed.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import shutil
@@ -29,9 +30,11 @@ from comal.ledger.store import Ledger
 from comal.providers.factory import make_provider
 from comal.testing.fake_server import FakeServer
 from tests.e2e.chrome_support import (
+    Gate,
     by_call,
     chrome_config,
     deploys,
+    gated_html,
     live_pids,
     make_site,
     stop_all,
@@ -203,3 +206,69 @@ async def test_a_remote_publication_needs_a_complete_receipt(
         assert publish["observed"]["blocked"] is True
         assert publish["observed"]["needs"] == ["a deployment identity"]
         assert "media" not in publish  # nothing was opened
+
+
+async def test_an_interrupted_click_stays_uncertain_and_is_never_replayed(
+    tmp_path: Path, workspace: Path
+) -> None:
+    gate = Gate()
+    make_site(workspace, gated_html(gate.port))
+    gate.state = "open"
+    config = chrome_config(tmp_path, workspace)
+    turns: list[Any] = [
+        call("p1", "ChromePublish", folder="site", ready="window.__ready === true"),
+        call("a1", "ChromeAct", action="click", selector="h1"),
+        call("a2", "ChromeAct", action="click", selector="h1"),  # insisting after the resume
+        "I will check the page instead.",
+    ]
+    try:
+        with FakeServer(turns) as server, Ledger.open(tmp_path / "ledger.db") as ledger:
+            cfg = ProviderConfig("fake", "openai-chat", server.openai_base_url, model="fake-model")
+            async with httpx2.AsyncClient() as client:
+                provider = make_provider(
+                    cfg, client=client, api_key="k", context_window_override=None
+                )
+                options = SessionOptions(plugins=load_plugins(config))
+                task = asyncio.create_task(
+                    run_headless(
+                        ledger, config, provider, standard_tools(), options, prompt="click"
+                    )
+                )
+                while True:  # hold the page once the click has started, then stop the run
+                    sid = ledger.latest_session(str(workspace))
+                    started = by_call(ledger.entries(sid), "tool.started") if sid else {}
+                    if "a1" in started:
+                        break
+                    gate.state = (
+                        ("hold" if "p1" in by_call(ledger.entries(sid), "tool.result") else "open")
+                        if sid
+                        else "open"
+                    )
+                    await asyncio.sleep(0.02)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                assert sid is not None
+                assert "a1" not in by_call(ledger.entries(sid), "tool.result")
+                ledger.release_lock(sid)
+                gate.state = "open"
+                options = SessionOptions(plugins=load_plugins(config))
+                outcome = await run_headless(
+                    ledger, config, provider, standard_tools(), options, prompt=None, session_id=sid
+                )
+            entries = ledger.entries(sid)
+    finally:
+        gate.close()
+    results = [e.payload for e in entries if e.kind == "tool.result"]
+    statuses = [(r["name"], r["status"]) for r in results]
+    assert statuses == [
+        ("ChromePublish", "ok"),
+        ("ChromeAct", "uncertain"),
+        ("ChromeAct", "denied"),  # the identical click is refused, not replayed
+    ]
+    assert "ChromeAct has no recovery adapter" in str(results[1]["observed"])
+    assert (
+        sum(1 for e in entries if e.kind == "tool.started" and e.payload["name"] == "ChromeAct")
+        == 2
+    )
+    assert outcome.answer == "I will check the page instead.", outcome
