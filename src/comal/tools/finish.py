@@ -1,7 +1,8 @@
 """`finish_call`: the tool that ends a task, only once the configured checks pass.
 
 It runs, in the workspace and in this order, the configured checks (`checks = [...]` in the
-configuration) and then the `check` command of every board criterion. Only when every check
+configuration), the `check` command of every board criterion, and then the loaded plugins'
+finish checks (judged on the session's recorded calls). Only when every check
 exits 0 and no criterion is still pending or in progress does it close the session (through an
 injected `FinishStore`, which appends `session.finished` and sets the status); otherwise the
 session stays open and the failing commands' exact output comes back as the tool's (error)
