@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import signal
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -91,12 +92,39 @@ class TaskStore:
         try:
             os.killpg(pid, signal.SIGTERM)
         except (ProcessLookupError, PermissionError):
+            _reap(pid, 0)
             return False
-        finally:
-            # Reap it when this process started it (a later process cannot, and need not).
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+        deadline = time.monotonic() + STOP_GRACE_S
+        while time.monotonic() < deadline and not _reap(pid, STOP_POLL_S):
+            pass
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        _reap(pid, 0)
         return True
+
+
+STOP_GRACE_S = 5.0
+STOP_POLL_S = 0.05
+
+
+def _reap(pid: int, wait_s: float) -> bool:
+    """Reap `pid` if this process started it; True once it is gone (or not our child)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        # Not our child (a later process): gone once it no longer answers signal 0.
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        time.sleep(wait_s)
+        return False
+    if done == 0:
+        time.sleep(wait_s)
+        return False
+    return True
 
 
 def manifest(folder: Path) -> dict[str, str]:
