@@ -237,3 +237,28 @@ def test_killed_during_recover_repeats_only_the_known_reads(make_task: Any) -> N
     assert "title" not in recovered["observed"]
     assert len(deploys(task.home)) == 1
     assert by_call(entries, "tool.result")["f2"]["is_error"] is False
+
+
+def test_the_new_processs_permissions_apply_to_the_observation(make_task: Any) -> None:
+    task = make_task(
+        [
+            call("p1", "ChromePublish", {"folder": "site", "ready": READY}),
+            "Observation is not allowed here; leaving the publication as it is.",
+        ]
+    )
+    proc = task.start("-p", "publish the site")
+    task.wait(proc, tab_open("p1"))
+    kill(proc)
+    sid, _ = task.entries()
+    task.gate.state = "open"
+    config = task.workspace / ".comal" / "config.toml"
+    config.write_text(config.read_text() + '\n[permissions]\ndeny = [{ tool = "ChromeRecover" }]\n')
+
+    code, output = run(task, "--resume", sid, "-p")
+
+    assert code == 0, output
+    _, entries = task.entries()
+    publish = by_call(entries, "tool.result")["p1"]
+    assert publish["status"] == "uncertain"
+    assert "permissions do not allow observing" in publish["observed"]["detail"]
+    assert len(deploys(task.home)) == 1

@@ -5,7 +5,9 @@ plugin tool without a recovery adapter stays uncertain on resume and is never re
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -191,3 +193,33 @@ async def test_a_plugin_call_without_recovery_adapter_stays_uncertain_and_is_not
     assert [r["status"] for r in results] == ["uncertain", "denied"]
     assert outcome.answer == "left as it is"
     assert (plugin_path / "echo-runs.txt").read_text() == "hang\n"  # ran once, never again
+
+
+def test_comal_plugins_lists_installed_enabled_and_failed(
+    tmp_path: Path, plugin_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / ".comal").mkdir(parents=True)
+    (workspace / ".comal" / "config.toml").write_text('[plugins]\nenabled = ["bad"]\n')
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(plugin_path), env.get("PYTHONPATH", "")])
+    env["COMAL_HOME"] = str(tmp_path / "home")
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    proc = subprocess.run(
+        [sys.executable, "-m", "comal", "plugins", "--plugin", "echo", "--json"],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["name"]: row for row in json.loads(proc.stdout)["plugins"]}
+    assert rows["bad"]["enabled"] is True
+    assert rows["bad"]["loaded"] is False
+    assert rows["bad"]["error"] == "plugin 'bad' failed to load: RuntimeError: boom at import"
+    assert rows["echo"]["loaded"] is True
+    assert rows["echo"]["tools"] == ["Stamp"]
+    assert rows["echo"]["schema_tokens"] > 0
+    assert rows["chrome"]["enabled"] is False  # installed with Comal, not enabled here
+    assert rows["chrome"]["entry_point"] == "comal.plugins.chrome:plugin"
