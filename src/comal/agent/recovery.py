@@ -187,11 +187,12 @@ async def _settle_started(s: Session, call: OpenCall, started: Entry) -> Recover
     prep = _preparation(started)
     adapter = s.runner.registry.recovery(name)
     if prep is None or adapter is None:
-        why = (
-            "it started without a durable preparation"
-            if adapter is not None
-            else (f"{name} has no recovery adapter, so its effects cannot be observed")
-        )
+        if adapter is not None:
+            why = "it started without a durable preparation"
+        elif s.runner.registry.get(name) is None:
+            why = f"this process offers no {name} tool (is the plugin that offers it loaded?)"
+        else:
+            why = f"{name} has no recovery adapter, so its effects cannot be observed"
         detail = f"no result was recorded before the process stopped, and {why}"
         text = (
             f"uncertain: the {name} call started but {detail}. It is not run again. Look at the "

@@ -23,7 +23,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,9 +108,8 @@ def cdp_alive(port: int) -> bool:
     return fetch(f"http://127.0.0.1:{port}/json/version", timeout=2.0) is not None
 
 
-def wait_until(test: object, timeout: float) -> bool:
+def wait_until(test: Callable[[], bool], timeout: float) -> bool:
     """Poll `test()` until it is true or `timeout` seconds pass."""
-    assert callable(test)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if test():

@@ -216,8 +216,11 @@ class ChromePublishTool:
                 page = await br.open_tab(browser, url)
             self.store.save(TaskNotes(folder, port, cdp, url))
             ready = intent.get("ready")
-            if not await br.wait_ready(page, ready if isinstance(ready, str) else None, 60):
-                return error_outcome(f"the page never became ready ({ready}) within 60 s")
+            wait = ready if isinstance(ready, str) else None
+            if not await br.wait_ready(page, wait, READY_TIMEOUT_S):
+                return error_outcome(
+                    f"the page never became ready ({ready}) within {READY_TIMEOUT_S:.0f} s"
+                )
             snap = await br.snapshot(page)
         observed: JSONObject = {
             "target": "loopback",

@@ -27,6 +27,7 @@ from comal.tools.base import ToolContext
 from comal.tools.plugin import Reconciliation, RecordedCall
 
 READY_WAIT_S = 30.0
+"""How long a reconciled tab may take to satisfy the intent's `ready` expression."""
 
 
 def _intent(started: JSONObject) -> JSONObject:
@@ -113,7 +114,8 @@ class PublishReconciler:
                     observed,
                 )
             ready = intent.get("ready")
-            if not await br.wait_ready(page, ready if isinstance(ready, str) else None, 30):
+            wait = ready if isinstance(ready, str) else None
+            if not await br.wait_ready(page, wait, READY_WAIT_S):
                 return _blocked(
                     f"the governed tab never became ready ({ready})",
                     "the page to become ready",
