@@ -90,6 +90,8 @@ class FinishStore(Protocol):
 
 
 def _describe(run: CheckRun) -> str:
+    if run.origin.startswith("plugin "):
+        return f"[{run.origin}] {'passed' if run.passed else 'failed'}: {run.output}"
     code = "no exit code" if run.exit_code is None else f"exit {run.exit_code}"
     return f"$ {run.command}  [{run.origin}] → {code}"
 
@@ -180,7 +182,9 @@ class FinishTool(NoPreparation):
                 "open. Fix the cause and call finish_call again."
             ]
             for run in runs:
-                parts.append(_describe(run) + ("" if run.passed else f"\n{run.output}"))
+                plugin = run.origin.startswith("plugin ")
+                extra = "" if run.passed or plugin else f"\n{run.output}"
+                parts.append(_describe(run) + extra)
             return error_outcome("\n".join(parts))
         self.store.record_finish(answer, tuple(runs))
         if not runs:
