@@ -69,10 +69,10 @@ class ContextConfig:
 
 @dataclass(frozen=True, slots=True)
 class PermissionRule:
-    """Allow or deny a tool (optionally only when its main argument matches a glob)."""
+    """Allow, ask about or deny a tool (optionally only when its main argument matches)."""
 
     action: str
-    """`allow` or `deny`."""
+    """`allow`, `ask` or `deny` (precedence deny > ask > allow)."""
     tool: str
     pattern: str = "*"
 
@@ -86,6 +86,18 @@ class PermissionsConfig:
     rules: tuple[PermissionRule, ...] = ()
     extra_roots: tuple[str, ...] = ()
     """Directories outside the workspace that are allowed anyway."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxConfig:
+    """How Bash is confined in `workspace-write` (and `read-only`) mode (`[sandbox]`)."""
+
+    writable: tuple[str, ...] = ()
+    """Paths Bash may write besides the workspace and its private /tmp."""
+    network: bool = False
+    """Whether sandboxed commands may use the network."""
+    required: bool = False
+    """Refuse to run Bash when the sandbox cannot be set up (instead of warning once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +171,7 @@ class Config:
     default_provider: str | None = None
     context: ContextConfig = ContextConfig()
     permissions: PermissionsConfig = PermissionsConfig()
+    sandbox: SandboxConfig = SandboxConfig()
     checks: tuple[str, ...] = ()
     """Commands `finish_call` runs before a session may close."""
     max_turns: int = 50
@@ -375,6 +388,19 @@ def _mcp_servers(raw: object, env: Mapping[str, str]) -> dict[str, McpServerConf
     return {name: _mcp_server(name, raw[name], env) for name in sorted(raw)}
 
 
+def _sandbox(raw: object) -> SandboxConfig:
+    if not isinstance(raw, Mapping):
+        raise ConfigError("sandbox must be a table")
+    writable = raw.get("writable", [])
+    if not isinstance(writable, list) or not all(isinstance(p, str) for p in writable):
+        raise ConfigError("sandbox.writable must be a list of paths")
+    flags = {key: raw.get(key, False) for key in ("network", "required")}
+    for key, value in flags.items():
+        if not isinstance(value, bool):
+            raise ConfigError(f"sandbox.{key} must be true or false, got {value!r}")
+    return SandboxConfig(tuple(writable), flags["network"], flags["required"])
+
+
 _MCP_JSON_KEYS = {"stdio": ("command", "args", "env"), "http": ("url", "headers")}
 
 
@@ -458,7 +484,7 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         )
     rules = tuple(
         PermissionRule(action, str(r.get("tool", "*")), str(r.get("pattern", "*")))
-        for action in ("allow", "deny")
+        for action in ("allow", "ask", "deny")
         for r in praw.get(action, [])
     )
     permissions = PermissionsConfig(
@@ -472,6 +498,7 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         default_provider=raw.get("default_provider"),
         context=context,
         permissions=permissions,
+        sandbox=_sandbox(raw.get("sandbox", {})),
         checks=tuple(str(c) for c in raw.get("checks", [])),
         max_turns=int(raw.get("max_turns", 50)),
         env=env,
@@ -485,3 +512,35 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
             )
         ),
     )
+
+
+def add_workspace_rule(workspace: Path, rule: PermissionRule) -> Path:
+    """Append `rule` to `<workspace>/.comal/config.toml`, keeping the file's other content.
+
+    Returns:
+        The file written.
+
+    Raises:
+        ConfigError: the file exists but is not valid TOML, or `permissions` is not a table.
+    """
+    import tomlkit  # only the TUI's "always allow" writes configuration
+
+    path = workspace / ".comal" / "config.toml"
+    try:
+        doc = (
+            tomlkit.parse(path.read_text(encoding="utf-8"))
+            if path.is_file()
+            else tomlkit.document()
+        )
+    except tomlkit.exceptions.ParseError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    section = doc.setdefault("permissions", tomlkit.table())
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: permissions must be a table")
+    entries = section.setdefault(rule.action, tomlkit.array())
+    entry = tomlkit.inline_table()
+    entry.update({"tool": rule.tool, "pattern": rule.pattern})
+    entries.append(entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    return path

@@ -257,6 +257,11 @@ async def test_an_interrupted_click_stays_uncertain_and_is_never_replayed(
                     ledger, config, provider, standard_tools(), options, prompt=None, session_id=sid
                 )
             entries = ledger.entries(sid)
+            bodies = {
+                str(e.payload["call_id"]): (ledger.body(e) or b"").decode()
+                for e in entries
+                if e.kind == "tool.result"
+            }
     finally:
         gate.close()
     results = [e.payload for e in entries if e.kind == "tool.result"]
@@ -266,7 +271,7 @@ async def test_an_interrupted_click_stays_uncertain_and_is_never_replayed(
         ("ChromeAct", "uncertain"),
         ("ChromeAct", "denied"),  # the identical click is refused, not replayed
     ]
-    assert "ChromeAct has no recovery adapter" in str(results[1]["observed"])
+    assert "It is not run again" in bodies["a1"]
     assert (
         sum(1 for e in entries if e.kind == "tool.started" and e.payload["name"] == "ChromeAct")
         == 2

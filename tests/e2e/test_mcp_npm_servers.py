@@ -7,6 +7,7 @@ except under CI (`CI=true`), where a missing install is a failure: a suite CI sk
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shlex
@@ -35,6 +36,10 @@ SCOPE = NPM_DIR / "node_modules" / "@modelcontextprotocol"
 FILESYSTEM_JS = SCOPE / "server-filesystem" / "dist" / "index.js"
 EVERYTHING_JS = SCOPE / "server-everything" / "dist" / "index.js"
 NODE = shutil.which("node")
+PNG_B64 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg=="
+)
+PNG = base64.b64decode(PNG_B64)
 
 
 def _require_npm_servers() -> str:
@@ -94,15 +99,57 @@ async def test_everything_lists_its_tools_and_leaves_out_task_only_ones(
     assert [m.media_type for m in image.media] == ["image/png"]
 
 
+async def test_everything_content_kinds_become_outcomes(node: str, tmp_path: Path) -> None:
+    """Structured content, resource links, embedded binary resources and the environment a
+    stdio server inherits, as a real server returns them (no call here leaves loopback)."""
+    env = {**os.environ, "COMAL_TEST_SECRET": "s3cr3t-value"}
+    async with open_mcp_servers(
+        [everything(node)], env=env, cwd=tmp_path, log_dir=tmp_path / "logs"
+    ) as toolset:
+        tools = by_name(toolset)
+        ctx = context(tmp_path)
+        structured = await tools["mcp__everything__get-structured-content"].run(
+            {"location": "Chicago"}, ctx, None
+        )
+        links = await tools["mcp__everything__get-resource-links"].run({"count": 2}, ctx, None)
+        gzip = await tools["mcp__everything__gzip-file-as-resource"].run(
+            {
+                "name": "hello.gz",
+                "data": "data:text/plain;base64,aGVsbG8gd29ybGQK",
+                "outputType": "resource",
+            },
+            ctx,
+            None,
+        )
+        seen_env = await tools["mcp__everything__get-env"].run({}, ctx, None)
+    assert json.loads(structured.output) == json.loads(structured.output.decode())
+    assert set(json.loads(structured.output)) == {"temperature", "conditions", "humidity"}
+    assert links.output.decode().splitlines()[1:] == [
+        "[resource link: demo://resource/dynamic/blob/1 Blob Resource 1]",
+        "[resource link: demo://resource/dynamic/text/2 Text Resource 2]",
+    ]
+    assert gzip.output.decode().startswith(
+        "[resource demo://resource/session/hello.gz (application/gzip): "
+    )
+    inherited = json.loads(seen_env.output)
+    assert "COMAL_TEST_SECRET" not in inherited
+    assert "s3cr3t-value" not in seen_env.output.decode()
+    assert inherited["PATH"] == os.environ["PATH"]
+
+
 async def test_filesystem_reads_and_writes_real_files(node: str, tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
     (root / "notes.txt").write_text("alpha\nbeta\n")
+    (root / "pixel.png").write_bytes(PNG)
     async with open_mcp_servers(
         [filesystem(node, root)], env=os.environ, cwd=tmp_path, log_dir=tmp_path / "logs"
     ) as toolset:
         tools = by_name(toolset)
         ctx = context(tmp_path)
+        media = await tools["mcp__fs__read_media_file"].run(
+            {"path": str(root / "pixel.png")}, ctx, None
+        )
         read = await tools["mcp__fs__read_text_file"].run(
             {"path": str(root / "notes.txt")}, ctx, None
         )
@@ -115,6 +162,7 @@ async def test_filesystem_reads_and_writes_real_files(node: str, tmp_path: Path)
     assert read.output == b"alpha\nbeta\n"
     assert not wrote.is_error
     assert (root / "new.txt").read_text() == "gamma\n"
+    assert [(m.media_type, m.data_b64) for m in media.media] == [("image/png", PNG_B64)]
     assert outside.is_error
     assert b"outside allowed directories" in outside.output.lower() or b"denied" in outside.output
 

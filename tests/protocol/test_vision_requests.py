@@ -12,12 +12,15 @@ import httpx2
 import pytest
 
 from comal.agent.headless import run_headless
-from comal.agent.session import SessionOptions, engine_settings
+from comal.agent.session import SessionOptions, engine_settings, open_session
 from comal.agent.toolset import standard_tools
+from comal.cli.cmd_context import recorded_engine
 from comal.config import Config, ProviderConfig
 from comal.ledger.store import Ledger
 from comal.messages import JSONValue
+from comal.providers.base import Capabilities
 from comal.providers.factory import make_provider
+from comal.providers.scripted import ScriptedProvider
 from comal.testing.fake_server import FakeServer
 from tests.protocol.golden import check_golden
 from tests.protocol.wiring import WIRES
@@ -107,3 +110,15 @@ def test_engine_settings_carry_the_providers_vision(
     config = Config(home=tmp_path, config_dir=tmp_path, workspace=tmp_path)
     assert provider.capabilities.vision is expected
     assert engine_settings(config, provider, SessionOptions()).vision is expected
+
+
+@pytest.mark.parametrize("vision", [True, False])
+def test_the_recorded_report_counts_images_as_the_session_did(tmp_path: Path, vision: bool) -> None:
+    caps = Capabilities(100_000, 4_096, "explicit", vision=vision)
+    provider = ScriptedProvider([], model="local-model", capabilities=caps)
+    config = Config(home=tmp_path, config_dir=tmp_path, workspace=tmp_path)
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        session = open_session(ledger, config, provider, standard_tools(), SessionOptions())
+        assert session.engine.settings.vision is vision
+        ledger.release_lock(session.id)
+        assert recorded_engine(ledger, session.id, config).settings.vision is vision

@@ -30,6 +30,7 @@ from comal.providers.base import Provider
 from comal.tools.base import Tool, ToolContext, ToolRegistry
 from comal.tools.mcp import McpNotice, McpServerFailure, is_mcp_tool
 from comal.tools.permissions import AskHook, PermissionPolicy
+from comal.tools.sandbox import session_sandbox
 
 EmitFn = Callable[[AgentEvent], None]
 
@@ -134,6 +135,10 @@ def engine_settings(config: Config, provider: Provider, options: SessionOptions)
     )
 
 
+SANDBOX_WARNING = "SANDBOX_UNAVAILABLE"
+"""Notice code when bubblewrap cannot confine Bash (said once, at session open)."""
+
+
 def open_session(
     ledger: Ledger,
     config: Config,
@@ -167,6 +172,7 @@ def open_session(
                     "tokens": provider.capabilities.context_window,
                     "source": provider.capabilities.window_source,
                 },
+                "vision": provider.capabilities.vision,
                 "source": "comal",
             },
         )
@@ -180,6 +186,7 @@ def open_session(
         env=dict(config.env),
         interactive=options.interactive,
         cancel=options.cancel,
+        sandbox=session_sandbox(config.permissions.mode, workspace, config.sandbox),
     )
     offered = {tool.spec.name for tool in tools}
     plugins = options.plugins
@@ -196,7 +203,10 @@ def open_session(
     def record(kind: str, payload: JSONObject, body: bytes | None) -> None:
         ledger.append(sid, kind, payload, body=body)
 
-    runner = ToolRunner(registry, permissions, context, record, confirm=options.ask)
+    observed = frozenset(t.spec.name for t in extra if plugins.reconciler(t.spec.name) is not None)
+    runner = ToolRunner(
+        registry, permissions, context, record, confirm=options.ask, observed=observed
+    )
     instructions = load_instructions(workspace, config.config_dir)
     fixed = FixedParts(
         system=SYSTEM_PROMPT,
@@ -249,6 +259,10 @@ def open_session(
         record_tool_catalog(ledger, session_id, native_specs, mcp, options.mcp_failures)
         for failure in options.mcp_failures:
             session.emit(Notice(MCP_WARNING, failure.message))
+    sandbox = context.sandbox
+    if sandbox is not None and sandbox.unavailable is not None and "Bash" in offered:
+        then = "Bash is refused" if sandbox.config.required else "Bash runs unconfined"
+        session.emit(Notice(SANDBOX_WARNING, f"no sandbox: {sandbox.unavailable}; {then}"))
     for notice in options.mcp_notices:
         ledger.append(session_id, "warning", {"code": MCP_NOTICE, "message": notice.message})
         session.emit(Notice(MCP_NOTICE, notice.message))

@@ -16,6 +16,7 @@ tools are exempt: repeating them cannot duplicate an effect.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from comal.messages import (
 from comal.tools.base import (
     PermissionDecision,
     Preparation,
+    Tool,
     ToolContext,
     ToolOutcome,
     ToolRegistry,
@@ -121,6 +123,8 @@ class ToolRunner:
         record: appends one ledger entry (kind, payload, body) and returns nothing.
         confirm: asks the user before an identical re-issue of an uncertain call; None (or a
             headless context) refuses such re-issues.
+        observed: tools whose interrupted calls a plugin's recovery adapter settles by a
+            fresh observation (a cancelled one with a preparation is left to recovery).
     """
 
     def __init__(
@@ -130,12 +134,14 @@ class ToolRunner:
         context: ToolContext,
         record: RecordFn,
         confirm: ConfirmFn | None = None,
+        observed: frozenset[str] = frozenset(),
     ) -> None:
         self.registry = registry
         self.permissions = permissions
         self.context = context
         self._record = record
         self._confirm = confirm
+        self._observed = observed
         self._uncertain: dict[str, str] = {}
 
     def hold_uncertain(self, name: str, arguments: JSONObject, result_id: str) -> None:
@@ -261,7 +267,41 @@ class ToolRunner:
             outcome = await tool.run(call.arguments, self.context, preparation)
         except ToolError as exc:
             outcome = ToolOutcome(output=exc.message.encode(), is_error=True, status="error")
+        except asyncio.CancelledError:
+            self._cancelled(call, tool, preparation)
+            raise
         return self._result(call, outcome)
+
+    def _cancelled(self, call: ToolCallPart, tool: Tool, preparation: Preparation | None) -> None:
+        """Record a call whose task was cancelled while it ran (a signal, a forced cancel).
+
+        A read-only call had no effect: `cancelled`. A call with a durable preparation is
+        left to recovery, whose fresh read can credit it. Anything else (Bash, MCP) may have
+        done part of its work: `uncertain`, held by the insistence guard on resume.
+        """
+        adapter = self.registry.recovery(call.name) is not None or call.name in self._observed
+        if preparation is not None and adapter:
+            return
+        if tool.read_only:
+            status, text = "cancelled", f"cancelled while it ran: {call.name} had no effect"
+        else:
+            status = "uncertain"
+            text = (
+                f"uncertain: the {call.name} call was cancelled while it ran (its processes "
+                "were killed), so its effects are unknown. It is not run again; look at the "
+                "current state before deciding what to do."
+            )
+        body = text.encode("utf-8")
+        payload: JSONObject = {
+            "call_id": call.call_id,
+            "name": call.name,
+            "status": status,
+            "is_error": True,
+            "exit_code": None,
+            "size_bytes": len(body),
+            "digest": digest_bytes(body),
+        }
+        self._record("tool.result", payload, body)
 
     def _fail_early(self, call: ToolCallPart, message: str) -> CallReceipt:
         self._started(call, PermissionDecision("deny", "validation", message))

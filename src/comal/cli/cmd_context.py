@@ -54,6 +54,15 @@ def _window(started: dict[str, JSONValue], model: str) -> tuple[int, str]:
     return DEFAULT_WINDOW_TOKENS, "fallback"
 
 
+def _vision(started: dict[str, JSONValue], model: str) -> bool:
+    """Whether the session's model took images (recorded; else its catalog entry's word)."""
+    vision = started.get("vision")
+    if isinstance(vision, bool):
+        return vision
+    entry = catalog.lookup(model) if model else None
+    return entry is not None and entry.vision
+
+
 def _last_reserve(ledger: Ledger, session_id: str) -> int | None:
     """The output reserve the session's latest request was sent with, if any.
 
@@ -92,6 +101,7 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
         or _last_reserve(ledger, session_id),
         margin_tokens=config.context.margin_tokens,
         media_budget_tokens=config.context.media_budget_tokens,
+        vision=_vision(payload, model_name),
     )
     # MCP schemas as the session's last process recorded them (no server is started here).
     fixed = FixedParts(

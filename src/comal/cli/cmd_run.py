@@ -8,7 +8,8 @@ Exit codes (documented in the README):
 2 usage or configuration error; 3 ledger/session error (unknown, ambiguous, locked, newer
 schema); 4 provider error (auth, rate limit after retries, network, invalid request);
 5 context error (CONTEXT_OVERHEAD, CONTEXT_PRESSURE_LOOP); 6 --max-turns reached;
-7 the model refused (status `refused`); 130 interrupted.
+7 the model refused (status `refused`); 129 SIGHUP; 130 interrupted; 143 SIGTERM
+(see `cli/_signals.py`).
 """
 
 from __future__ import annotations

@@ -9,13 +9,13 @@ progress and errors to stderr.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, cast
 
 from comal import __version__
+from comal.cli._signals import StoppedBySignal, run_stoppable
 from comal.errors import ComalError
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -63,7 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return asyncio.run(func(args))
+        return run_stoppable(func(args))
+    except StoppedBySignal as exc:
+        print(f"comal: stopped by {exc}", file=sys.stderr)
+        return exc.exit_code
     except ComalError as exc:
         print(f"comal: {exc}", file=sys.stderr)
         return exc.exit_code

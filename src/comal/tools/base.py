@@ -33,6 +33,7 @@ from comal.tools.schema import validate_arguments
 
 if TYPE_CHECKING:
     from comal.tools.permissions import PermissionPolicy
+    from comal.tools.sandbox import Sandbox
 
 __all__ = [
     "Observation",
@@ -121,6 +122,8 @@ class ToolContext:
     cancel: asyncio.Event | None = None
     """Set to stop a running call (Esc in the TUI); Bash kills its process group."""
     interactive: bool = False
+    sandbox: Sandbox | None = None
+    """How Bash is confined; None runs it unconfined (`full-access`)."""
 
 
 class Tool(Protocol):

@@ -1,8 +1,9 @@
 """Bash: run a command in the workspace and return its combined output and exit code.
 
 Invariants:
-- The command runs as `bash -c COMMAND` with the workspace as working directory, stdin from
-  /dev/null, stdout and stderr merged into one pipe, in its **own process group**
+- The command runs as `bash -c COMMAND` with the workspace as working directory (under
+  bubblewrap when the context has a sandbox, see `tools/sandbox.py`), stdin from /dev/null,
+  stdout and stderr merged into one pipe, in its **own process group**
   (`start_new_session=True`), so a timeout, a cancel (`ctx.cancel`) or the cancellation of the
   calling task kills the whole group: no orphaned children keep running.
 - The output is kept byte for byte (binary and invalid UTF-8 included) up to
@@ -172,11 +173,18 @@ class BashTool(NoPreparation):
         env = dict(ctx.env)
         env.setdefault("PAGER", "cat")
         env.setdefault("GIT_PAGER", "cat")
+        argv = ["bash", "-c", command]
+        sandbox = ctx.sandbox
+        if sandbox is not None and sandbox.unavailable is None:
+            argv = sandbox.wrap(argv)
+        elif sandbox is not None and sandbox.config.required:
+            return error_outcome(
+                f"not run: [sandbox] required = true, and the sandbox is unavailable: "
+                f"{sandbox.unavailable}"
+            )
         try:
             proc = await asyncio.create_subprocess_exec(
-                "bash",
-                "-c",
-                command,
+                *argv,
                 cwd=ctx.workspace,
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
@@ -185,7 +193,7 @@ class BashTool(NoPreparation):
                 start_new_session=True,
             )
         except OSError as exc:
-            return error_outcome(f"cannot start bash: {exc.strerror or exc}")
+            return error_outcome(f"cannot start {argv[0]}: {exc.strerror or exc}")
         assert proc.stdout is not None  # stdout=PIPE guarantees it
         capture = _Capture(self.output_limit_bytes, bytearray())
         try:
