@@ -10,6 +10,7 @@ never stored here: a provider names the environment variable that holds its key,
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -63,6 +64,11 @@ class ContextConfig:
     """Fixed output reserve; None sizes it from the session's own outputs."""
     margin_tokens: int | None = None
     """Safety margin; None derives it from the window."""
+    soft_limit: int | float | None = None
+    """Quality budget: most input tokens per request (int) or a share of the window (float in
+    (0, 1]); None: the automatic threshold alone."""
+    cache_ttl_s: float = 300.0
+    """The provider's prompt-cache time-to-live: idle longer, pressure relief may come early."""
     media_budget_tokens: int | None = None
     """The media reserve (images in view); None is a tenth of the window, at least two images."""
 
@@ -179,6 +185,8 @@ class Config:
     """The environment this config was resolved from (for keys and local-server discovery)."""
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     """Configured MCP servers by name, sorted by name (disabled ones included)."""
+    warnings: tuple[str, ...] = ()
+    """Problems that did not stop loading (unknown keys, a broken file ignored when lenient)."""
     plugins: PluginsConfig = PluginsConfig()
 
     @property
@@ -198,6 +206,102 @@ def _xdg(env: Mapping[str, str], var: str, fallback: str) -> Path:
     if value:
         return Path(value)
     return Path(env.get("HOME", str(Path.home()))) / fallback
+
+
+_ANY = "*"
+KNOWN_KEYS: Mapping[str, frozenset[str]] = {
+    "": frozenset(
+        {
+            "default_provider",
+            "checks",
+            "max_turns",
+            "providers",
+            "context",
+            "permissions",
+            "mcp_servers",
+            "sandbox",
+            "plugins",
+        }
+    ),
+    "providers.*": frozenset(
+        {
+            "wire",
+            "base_url",
+            "model",
+            "api_key_env",
+            "context_window",
+            "max_output_tokens",
+            "headers",
+            "timeout_s",
+            "max_retries",
+            "extra_body",
+            "vision",
+        }
+    ),
+    "context": frozenset(
+        {
+            "context_window",
+            "threshold_ratio",
+            "large_output_threshold_bytes",
+            "output_reserve_tokens",
+            "margin_tokens",
+            "soft_limit",
+            "cache_ttl_s",
+            "media_budget_tokens",
+        }
+    ),
+    "permissions": frozenset({"mode", "allow", "ask", "deny", "extra_roots"}),
+    "permissions.*[]": frozenset({"tool", "pattern"}),
+    "mcp_servers.*": frozenset(
+        {
+            "command",
+            "args",
+            "env",
+            "url",
+            "headers",
+            "enabled",
+            "timeout_s",
+            "startup_timeout_s",
+            "transport",
+        }
+    ),
+    "sandbox": frozenset({"writable", "network", "required"}),
+}
+"""Every key a config file may hold, by table (`*` any name, `[]` each table of a list).
+
+Free-form tables (`headers`, `env`, `extra_body`, `plugins`: each plugin's own settings) are
+not listed, so their keys are never
+questioned. A key outside these sets is warned about, with the closest known one.
+"""
+
+
+def _unknown_keys(raw: Mapping[str, Any], path: Path) -> list[str]:
+    """One warning per key of `raw` that no table of KNOWN_KEYS knows."""
+    found: list[str] = []
+
+    def check(table: Mapping[str, Any], shape: str, where: str) -> None:
+        known = KNOWN_KEYS[shape]
+        for key, value in table.items():
+            name = f"{where}{key}"
+            if key not in known:
+                close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+                hint = f" (did you mean `{where}{close[0]}`?)" if close else ""
+                found.append(f"{path}: unknown key `{name}`{hint}; it is ignored")
+                continue
+            child = f"{shape}.{key}" if shape else key
+            if isinstance(value, Mapping) and child in KNOWN_KEYS:
+                check(value, child, f"{name}.")
+            elif isinstance(value, Mapping) and f"{child}.*" in KNOWN_KEYS:
+                for sub, inner in value.items():
+                    if isinstance(inner, Mapping):
+                        check(inner, f"{child}.*", f"{name}.{sub}.")
+            elif isinstance(value, list) and f"{shape}.*[]" in KNOWN_KEYS:
+                for index, item in enumerate(value):
+                    if isinstance(item, Mapping):
+                        check(item, f"{shape}.*[]", f"{name}[{index}].")
+
+    check(raw, "", "")
+    return found
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -436,15 +540,50 @@ def _mcp_json_servers(workspace: Path, env: Mapping[str, str]) -> dict[str, McpS
     return out
 
 
-def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
+def _soft_limit(value: object) -> int | float | None:
+    """`[context] soft_limit`: tokens (an integer ≥ 1,000), a share of the window (a number in
+    (0, 1]), or a string such as "40000" or "60%"."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError as exc:
+            raise ConfigError(
+                f"context.soft_limit must be tokens or a share of the window, got {text!r}"
+            ) from exc
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"context.soft_limit must be tokens or a share, got {value!r}")
+    if 0 < value <= 1:
+        return float(value)
+    if value >= 1_000 and float(value).is_integer():
+        return int(value)
+    raise ConfigError(
+        'context.soft_limit must be a share of the window in (0, 1] (e.g. 0.5 or "50%") or'
+        f" at least 1000 tokens, got {value!r}"
+    )
+
+
+def _cache_ttl(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigError(f"context.cache_ttl_s must be seconds ≥ 0, got {value!r}")
+    return float(value)
+
+
+def load_config(
+    env: Mapping[str, str] | None = None, cwd: Path | None = None, *, lenient: bool = False
+) -> Config:
     """Resolve the configuration from files and the environment.
 
     Args:
         env: the environment (defaults to `os.environ`).
         cwd: the workspace (defaults to the current directory).
+        lenient: for read-only commands: a broken config file becomes a warning and the files
+            are ignored (defaults and the environment still apply), instead of an error.
 
     Raises:
-        ConfigError: a file or variable is invalid.
+        ConfigError: a file or variable is invalid (files only when not `lenient`).
     """
     env = dict(os.environ if env is None else env)
     workspace = (cwd or Path.cwd()).resolve()
@@ -454,10 +593,34 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         if env.get("COMAL_HOME")
         else _xdg(env, "XDG_DATA_HOME", ".local/share") / "comal"
     )
-    raw = _merge(
-        _read_toml(config_dir / "config.toml"), _read_toml(workspace / ".comal" / "config.toml")
-    )
+    files = (config_dir / "config.toml", workspace / ".comal" / "config.toml")
+    try:
+        raw: dict[str, Any] = {}
+        warnings: list[str] = []
+        for path in files:
+            loaded = _read_toml(path)
+            warnings.extend(_unknown_keys(loaded, path))
+            raw = _merge(raw, loaded)
+        try:
+            return _resolve(env, workspace, config_dir, home, raw, tuple(warnings))
+        except (TypeError, ValueError, AttributeError) as exc:
+            # A value of the wrong type (`max_turns = "many"`, a string where a table goes).
+            raise ConfigError(f"invalid configuration value: {exc}") from exc
+    except ConfigError as exc:
+        if not lenient:
+            raise
+        note = f"{exc.message} — the config files are ignored for this read-only command"
+        return _resolve(env, workspace, config_dir, home, {}, (note,))
 
+
+def _resolve(
+    env: dict[str, str],
+    workspace: Path,
+    config_dir: Path,
+    home: Path,
+    raw: dict[str, Any],
+    warnings: tuple[str, ...],
+) -> Config:
     providers = _env_providers(env)
     for name, praw in dict(raw.get("providers", {})).items():
         providers[name] = _provider(name, praw)
@@ -474,6 +637,8 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         output_reserve_tokens=craw.get("output_reserve_tokens"),
         margin_tokens=craw.get("margin_tokens"),
         media_budget_tokens=craw.get("media_budget_tokens"),
+        soft_limit=_soft_limit(craw.get("soft_limit")),
+        cache_ttl_s=_cache_ttl(craw.get("cache_ttl_s", 300)),
     )
 
     praw = dict(raw.get("permissions", {}))
@@ -511,6 +676,7 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
                 ).items()
             )
         ),
+        warnings=warnings,
     )
 
 

@@ -208,6 +208,7 @@ class EvidenceError(ComalError):
     """An evidence read failed (unknown ref, access refused, digest mismatch, bad range)."""
 
     code = "EVIDENCE"
+    exit_code = 3
 
 
 class DigestMismatchError(EvidenceError):

@@ -46,9 +46,11 @@ async def test_a_text_answer_streams_into_the_transcript(
         status = app.query_one(StatusBar).line
         assert app.session is not None
         sid = app.session.id
+        short = ledger.short_id(sid)
     assert users == ["hi\npasted second line"]
     assert answers == ["Hello **there**, ready."]
-    assert status.session_id == sid
+    assert status.session_id == short  # the short id people type, as `comal sessions` shows
+    assert f"· {short} ·" in status.render_text()
     assert status.activity == "idle"
     assert status.used_tokens is not None
     assert status.used_tokens > 0

@@ -116,6 +116,9 @@ def _config_digest(config: Config, instructions: str) -> str:
         "large": config.context.large_output_threshold_bytes,
         "instructions": instructions,
     }
+    if config.context.soft_limit is not None:
+        # Only when set, so sessions recorded before the setting existed keep their anchors.
+        settings["soft_limit"] = config.context.soft_limit
     return "sha256:" + hashlib.sha256(canonical_json(settings).encode()).hexdigest()
 
 
@@ -132,6 +135,8 @@ def engine_settings(config: Config, provider: Provider, options: SessionOptions)
         margin_tokens=config.context.margin_tokens,
         media_budget_tokens=config.context.media_budget_tokens,
         vision=caps.vision,
+        soft_limit=config.context.soft_limit,
+        cache_ttl_s=config.context.cache_ttl_s,
     )
 
 
@@ -179,6 +184,21 @@ def open_session(
     else:
         ledger.session(session_id)
         ledger.acquire_lock(session_id)
+        # What the session runs on from now on: reports of the recorded session (`comal
+        # context`) use this window and model, not the ones it started (or was imported) with.
+        ledger.append(
+            session_id,
+            "session.resumed",
+            {
+                "provider": provider.name,
+                "wire": str(provider.wire),
+                "model": provider.model,
+                "window": {
+                    "tokens": provider.capabilities.context_window,
+                    "source": provider.capabilities.window_source,
+                },
+            },
+        )
     permissions = PermissionPolicy(config.permissions, workspace, ask=options.ask)
     context = ToolContext(
         workspace=workspace,

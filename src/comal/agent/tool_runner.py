@@ -205,6 +205,11 @@ class ToolRunner:
             payload["media"] = media_json(outcome.media)
         if outcome.observed is not None:
             payload["observed"] = outcome.observed
+        if outcome.cut is not None:
+            payload["cut"] = {
+                "limit_bytes": outcome.cut.limit_bytes,
+                "total_bytes": outcome.cut.total_bytes,
+            }
         self._record("tool.result", payload, outcome.output)
         text = render_outcome(
             ToolOutcome(outcome.output[:400], outcome.is_error, outcome.exit_code)

@@ -83,6 +83,14 @@ class Observation:
 
 
 @dataclass(frozen=True, slots=True)
+class OutputCut:
+    """An output cut at a tool's size limit: the receipt records both sizes."""
+
+    limit_bytes: int
+    total_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class ToolOutcome:
     """What a tool returned: exact output bytes plus status."""
 
@@ -92,6 +100,8 @@ class ToolOutcome:
     """A command's exit code; None for tools that have none, or when it was killed."""
     media: tuple[MediaPart, ...] = ()
     status: OutcomeStatus = "ok"
+    cut: OutputCut | None = None
+    """Set when the output exceeded the tool's limit and only its start was kept."""
     observed: JSONObject | None = None
     """Structured facts the tool observed (a plugin's snapshot), recorded as the result's
     `observed` object."""

@@ -28,6 +28,7 @@ from comal.errors import ToolError
 from comal.messages import JSONObject, ToolSpec
 from comal.tools.base import (
     NoPreparation,
+    OutputCut,
     Preparation,
     ToolContext,
     ToolOutcome,
@@ -262,9 +263,12 @@ class BashTool(NoPreparation):
     ) -> ToolOutcome:
         output = bytes(capture.kept)
         notes: list[str] = []
+        cut = None
         if capture.total > len(capture.kept):
+            cut = OutputCut(self.output_limit_bytes, capture.total)
             notes.append(
-                f"[output truncated: kept the first {len(capture.kept)} of {capture.total} bytes]"
+                f"[output cut at the {self.output_limit_bytes:,}-byte limit: kept the first"
+                f" {len(capture.kept):,} of {capture.total:,} bytes; the rest was not recorded]"
             )
         if ending == "timeout":
             notes.append(f"[timed out after {timeout_s:g}s; process group killed]")
@@ -279,5 +283,5 @@ class BashTool(NoPreparation):
             sep = b"" if not output or output.endswith(b"\n") else b"\n"
             output += sep + "\n".join(notes).encode("utf-8") + b"\n"
         if ending in ("timeout", "cancelled"):
-            return ToolOutcome(output, is_error=True, exit_code=None, status="error")
-        return ToolOutcome(output, exit_code=returncode)
+            return ToolOutcome(output, is_error=True, exit_code=None, status="error", cut=cut)
+        return ToolOutcome(output, exit_code=returncode, cut=cut)

@@ -161,7 +161,7 @@ class ComalApp(App[int]):
             session_id=s.session_id,
             workspace=s.workspace,
         )
-        self._set_status(session_id=self.session.id)
+        self._set_status(session_id=s.ledger.short_id(self.session.id))
         return self.session
 
     def _set_status(self, **changes: Any) -> None:
@@ -326,6 +326,7 @@ class ComalApp(App[int]):
             return
         self._cancelling = True
         self.queued.clear()
+        self._cancel_queued_compaction()
         self.cancel_event.set()
         self._set_status(activity="cancelling")
         if not self._tool_running:
@@ -337,6 +338,14 @@ class ComalApp(App[int]):
                 turn.cancel()
 
         self.set_timer(CANCEL_GRACE_S, force)
+
+    def _cancel_queued_compaction(self) -> None:
+        """Esc drops a `/compact` waiting for the turn boundary, as it drops queued messages."""
+        session = self.session
+        if session is None or session.engine.pending_compaction() != "user":
+            return
+        session.record("compact.cancelled", {"by": "user"})
+        self.transcript.add_notice("◆ queued compaction cancelled", "context")
 
     async def action_quit(self) -> None:
         """Leave; a running turn is cancelled first and the lock released by the launcher."""
