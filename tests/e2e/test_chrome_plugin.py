@@ -80,6 +80,7 @@ async def test_publish_recover_and_finish(tmp_path: Path, workspace: Path) -> No
             "c2", "ChromeRecover", reads=["title", "dom_text", "console_errors", "failed_requests"]
         ),
         call("c3", "finish_call", answer="too early"),
+        call("c3b", "ChromeFinish", checks=[{"selector": "h1", "text": "Goodbye"}]),
         call(
             "c4",
             "ChromeFinish",
@@ -111,6 +112,9 @@ async def test_publish_recover_and_finish(tmp_path: Path, workspace: Path) -> No
     assert any(r["url"].endswith("missing.png") for r in recover["failed_requests"])
     # finish_call before ChromeFinish: refused, the session stays open.
     assert results["c3"]["is_error"] is True
+    # A failing browser check keeps the task open (the tab stays for the next try).
+    assert results["c3b"]["is_error"] is True
+    assert results["c3b"]["observed"]["browser_checks_passed"] is False
     assert results["c4"]["observed"]["browser_checks_passed"] is True
     assert results["c5"]["is_error"] is False
     assert outcome.status == "finished"
