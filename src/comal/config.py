@@ -69,6 +69,8 @@ class ContextConfig:
     (0, 1]); None: the automatic threshold alone."""
     cache_ttl_s: float = 300.0
     """The provider's prompt-cache time-to-live: idle longer, pressure relief may come early."""
+    media_budget_tokens: int | None = None
+    """The media reserve (images in view); None is a tenth of the window, at least two images."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +138,34 @@ class McpServerConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class PluginsConfig:
+    """Which plugins a session loads (`[plugins] enabled = [...]`) and their own tables."""
+
+    enabled: tuple[str, ...] = ()
+    """Entry-point names in the `comal.plugins` group, in load order (`--plugin` adds)."""
+    settings: Mapping[str, JSONObject] = field(default_factory=dict)
+    """`[plugins.NAME]` tables, given to each plugin as they are."""
+
+
+def _plugins(raw: object) -> PluginsConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError('plugins must be a table: [plugins] enabled = ["chrome"]')
+    enabled = raw.get("enabled", [])
+    if not isinstance(enabled, list) or not all(isinstance(n, str) for n in enabled):
+        raise ConfigError("plugins.enabled must be a list of plugin names")
+    settings: dict[str, JSONObject] = {}
+    for name, table in raw.items():
+        if name == "enabled":
+            continue
+        if not isinstance(table, dict):
+            raise ConfigError(f"plugins.{name} must be a table")
+        value = _json_value(table, f"plugins.{name}")
+        if isinstance(value, dict):
+            settings[str(name)] = value
+    return PluginsConfig(tuple(dict.fromkeys(enabled)), settings)
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """Everything Comal reads from files and the environment, resolved once."""
 
@@ -157,6 +187,7 @@ class Config:
     """Configured MCP servers by name, sorted by name (disabled ones included)."""
     warnings: tuple[str, ...] = ()
     """Problems that did not stop loading (unknown keys, a broken file ignored when lenient)."""
+    plugins: PluginsConfig = PluginsConfig()
 
     @property
     def ledger_path(self) -> Path:
@@ -189,6 +220,7 @@ KNOWN_KEYS: Mapping[str, frozenset[str]] = {
             "permissions",
             "mcp_servers",
             "sandbox",
+            "plugins",
         }
     ),
     "providers.*": frozenset(
@@ -215,6 +247,7 @@ KNOWN_KEYS: Mapping[str, frozenset[str]] = {
             "margin_tokens",
             "soft_limit",
             "cache_ttl_s",
+            "media_budget_tokens",
         }
     ),
     "permissions": frozenset({"mode", "allow", "ask", "deny", "extra_roots"}),
@@ -236,7 +269,8 @@ KNOWN_KEYS: Mapping[str, frozenset[str]] = {
 }
 """Every key a config file may hold, by table (`*` any name, `[]` each table of a list).
 
-Free-form tables (`headers`, `env`, `extra_body`) are not listed, so their keys are never
+Free-form tables (`headers`, `env`, `extra_body`, `plugins`: each plugin's own settings) are
+not listed, so their keys are never
 questioned. A key outside these sets is warned about, with the closest known one.
 """
 
@@ -602,6 +636,7 @@ def _resolve(
         or int(craw.get("large_output_threshold_bytes", 20 * 1024)),
         output_reserve_tokens=craw.get("output_reserve_tokens"),
         margin_tokens=craw.get("margin_tokens"),
+        media_budget_tokens=craw.get("media_budget_tokens"),
         soft_limit=_soft_limit(craw.get("soft_limit")),
         cache_ttl_s=_cache_ttl(craw.get("cache_ttl_s", 300)),
     )
@@ -632,6 +667,7 @@ def _resolve(
         checks=tuple(str(c) for c in raw.get("checks", [])),
         max_turns=int(raw.get("max_turns", 50)),
         env=env,
+        plugins=_plugins(raw.get("plugins", {})),
         mcp_servers=dict(
             sorted(
                 (

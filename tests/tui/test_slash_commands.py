@@ -33,6 +33,7 @@ ROW_NAMES = [
     "System prompt",
     "Custom instructions",
     "Native tools",
+    "Plugin tools",
     "MCP tools",
     "Media",
     "Checkpoint",

@@ -15,6 +15,7 @@ ALLOWED: dict[str, set[str]] = {
     "ledger": {"base"},
     "providers": {"base"},
     "tools": {"base"},
+    "plugins": {"base", "tools"},
     "context": {"base", "ledger"},
     "agent": {"base", "ledger", "providers", "tools", "context"},
     "importers": {"base", "ledger", "context"},

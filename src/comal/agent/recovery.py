@@ -9,8 +9,12 @@ first model call. It works only from the ledger:
     process) has the intended digest → `postcondition_observed`, with
     `observed.postcondition_observed: true`. The text says what the read shows; it never says
     the original handler returned nor who produced the bytes, and nothing is written again;
+  - a plugin tool with a recovery adapter (a `Reconciler`) → what the plugin's fresh
+    observation shows: `postcondition_observed` (its intent is observed), `repeated` (only
+    known reads, made again) or `uncertain` (blocked, saying what it would need);
   - anything else — a different file, a denied or failed read, a start without preparation, a
-    tool without a recovery adapter (Bash, MCP, plugins) → `uncertain`, with what was observed.
+    tool without a recovery adapter (Bash, MCP, plugin tools without one, clicks and fills)
+    → `uncertain`, with what was observed.
 - A call of a recorded (complete) response that never started had no effect: it runs now,
   through the normal runner, so this process's permissions decide.
 - Uncertain calls are never re-run: recovery hands their (tool, arguments) to the runner's
@@ -28,11 +32,21 @@ from dataclasses import dataclass
 
 from comal.agent.events import Notice
 from comal.agent.session import Session
-from comal.agent.state import OpenCall, board_of, last_answer, open_calls
+from comal.agent.state import OpenCall, board_of, last_answer, open_calls, recorded_calls
+from comal.agent.tool_runner import media_json
+from comal.agent.toolset import CALL_KINDS
 from comal.ledger.entry import Entry
-from comal.messages import JSONObject, JSONValue, digest_bytes, message_to_json, user_text
+from comal.messages import (
+    JSONObject,
+    JSONValue,
+    MediaPart,
+    digest_bytes,
+    message_to_json,
+    user_text,
+)
 from comal.tools.base import Observation, Preparation
 from comal.tools.board import board_is_open, render_board
+from comal.tools.plugin import Reconciler
 
 CONTINUE_PLAN = (
     "[Comal] This session was resumed after it stopped. The board still has open criteria:\n"
@@ -99,21 +113,48 @@ def _preparation(started: Entry) -> Preparation | None:
 
 
 def _record(
-    s: Session, call: OpenCall, status: str, text: str, observed: JSONObject | None
+    s: Session,
+    call: OpenCall,
+    status: str,
+    text: str,
+    observed: JSONObject | None,
+    media: tuple[MediaPart, ...] = (),
 ) -> None:
     body = text.encode("utf-8")
     payload: JSONObject = {
         "call_id": call.call.call_id,
         "name": call.call.name,
         "status": status,
-        "is_error": status != "postcondition_observed",
+        "is_error": status not in ("postcondition_observed", "repeated"),
         "exit_code": None,
         "size_bytes": len(body),
         "digest": digest_bytes(body),
     }
     if observed is not None:
         payload["observed"] = observed
+    if media:
+        payload["media"] = media_json(media)
     s.record("tool.result", payload, body)
+
+
+async def _reconcile(
+    s: Session, call: OpenCall, started: Entry, reconciler: Reconciler
+) -> RecoveredCall:
+    """Settle a plugin call from the plugin's fresh observation (never a re-run)."""
+    name, call_id = call.call.name, call.call.call_id
+    history = recorded_calls(s.ledger.entries(s.id, kinds=CALL_KINDS))
+    try:
+        found = await reconciler.reconcile(started.payload, s.runner.context, history)
+    except Exception as exc:  # noqa: BLE001 - a plugin's failure must leave the call uncertain
+        detail = f"its recovery adapter failed: {type(exc).__name__}: {exc}"
+        text = (
+            f"uncertain: the {name} call started and left no result, and {detail}. Not run again."
+        )
+        _record(s, call, "uncertain", text, {"postcondition_observed": False, "detail": detail})
+        return RecoveredCall(call_id, name, "uncertain", detail)
+    _record(s, call, found.status, found.text, found.observed, found.media)
+    detail = found.text.splitlines()[0] if found.text else found.status
+    return RecoveredCall(call_id, name, found.status, detail)
 
 
 def _observed_json(prep: Preparation, seen: Observation) -> JSONObject:
@@ -128,7 +169,7 @@ def _observed_json(prep: Preparation, seen: Observation) -> JSONObject:
     }
 
 
-def _settle_started(s: Session, call: OpenCall, started: Entry) -> RecoveredCall:
+async def _settle_started(s: Session, call: OpenCall, started: Entry) -> RecoveredCall:
     """Record the result of a call that started and left no result."""
     name, call_id = call.call.name, call.call.call_id
     raw = started.payload.get("permission")
@@ -140,14 +181,18 @@ def _settle_started(s: Session, call: OpenCall, started: Entry) -> RecoveredCall
         text = f"{reason or 'not allowed'} (the call never ran)"
         _record(s, call, status, text, {"postcondition_observed": False, "detail": text})
         return RecoveredCall(call_id, name, status, text)
+    reconciler = s.options.plugins.reconciler(name) if s.runner.registry.get(name) else None
+    if reconciler is not None:
+        return await _reconcile(s, call, started, reconciler)
     prep = _preparation(started)
     adapter = s.runner.registry.recovery(name)
     if prep is None or adapter is None:
-        why = (
-            "it started without a durable preparation"
-            if adapter is not None
-            else (f"{name} has no recovery adapter, so its effects cannot be observed")
-        )
+        if adapter is not None:
+            why = "it started without a durable preparation"
+        elif s.runner.registry.get(name) is None:
+            why = f"this process offers no {name} tool (is the plugin that offers it loaded?)"
+        else:
+            why = f"{name} has no recovery adapter, so its effects cannot be observed"
         detail = f"no result was recorded before the process stopped, and {why}"
         text = (
             f"uncertain: the {name} call started but {detail}. It is not run again. Look at the "
@@ -234,7 +279,7 @@ async def recover(s: Session, *, continue_plan: bool = True) -> RecoveryReport:
     ran = False
     for call in open_calls(entries):
         if call.started is not None:
-            done.append(_settle_started(s, call, call.started))
+            done.append(await _settle_started(s, call, call.started))
             continue
         # Never started: no effect can have happened, so it runs now like any call.
         part = call.call

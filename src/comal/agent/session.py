@@ -15,6 +15,7 @@ from pathlib import Path
 
 from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolFinished, ToolStarted
 from comal.agent.instructions import load_instructions
+from comal.agent.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
 from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
@@ -54,6 +55,8 @@ class SessionOptions:
     """Set by an interactive front end to stop the running tool call (Esc)."""
     mcp_failures: tuple[McpServerFailure, ...] = ()
     """Configured MCP servers that did not start; recorded as warnings when the session opens."""
+    plugins: LoadedPlugins = field(default_factory=LoadedPlugins)
+    """The plugins this process loaded (and those that failed, reported when it opens)."""
     mcp_notices: tuple[McpNotice, ...] = ()
     """What started MCP servers need said once (stray stdout, tools not offered); recorded as
     warnings when the session opens."""
@@ -130,6 +133,7 @@ def engine_settings(config: Config, provider: Provider, options: SessionOptions)
         large_output_threshold_bytes=config.context.large_output_threshold_bytes,
         output_reserve_tokens=options.max_output_tokens or config.context.output_reserve_tokens,
         margin_tokens=config.context.margin_tokens,
+        media_budget_tokens=config.context.media_budget_tokens,
         vision=caps.vision,
         soft_limit=config.context.soft_limit,
         cache_ttl_s=config.context.cache_ttl_s,
@@ -205,25 +209,34 @@ def open_session(
         sandbox=session_sandbox(config.permissions.mode, workspace, config.sandbox),
     )
     offered = {tool.spec.name for tool in tools}
-    bound = session_tools(ledger, session_id, config.checks)
+    plugins = options.plugins
+    bound = session_tools(ledger, session_id, config.checks, plugins.checks)
     bound = [tool for tool in bound if tool.spec.name not in offered]
-    # MCP schemas are their own budget row, offered after every native tool.
+    # MCP and plugin schemas are budget rows of their own, offered after every native tool.
     mcp = [tool for tool in tools if is_mcp_tool(tool)]
     native = [tool for tool in tools if not is_mcp_tool(tool)]
-    registry = ToolRegistry([*native, *bound, *mcp])
+    extra = [tool for tool in plugins.tools if tool.spec.name not in offered]
+    registry = ToolRegistry([*native, *bound, *extra, *mcp])
     native_specs = tuple(tool.spec for tool in (*native, *bound))
     sid = session_id
 
     def record(kind: str, payload: JSONObject, body: bytes | None) -> None:
         ledger.append(sid, kind, payload, body=body)
 
-    runner = ToolRunner(registry, permissions, context, record, confirm=options.ask)
+    observed = frozenset(t.spec.name for t in extra if plugins.reconciler(t.spec.name) is not None)
+    runner = ToolRunner(
+        registry, permissions, context, record, confirm=options.ask, observed=observed
+    )
     instructions = load_instructions(workspace, config.config_dir)
     fixed = FixedParts(
         system=SYSTEM_PROMPT,
         instructions=instructions.text,
         tools=native_specs,
         mcp_tools=tuple(tool.spec for tool in mcp),
+        plugin_tools=tuple(tool.spec for tool in extra),
+        plugin_owners=tuple(
+            (tool.spec.name, plugins.owner(tool.spec.name) or "") for tool in extra
+        ),
     )
     config_digest = _config_digest(config, instructions.text)
     catalog_digest = tools_digest(fixed.all_tools)
@@ -273,4 +286,8 @@ def open_session(
     for notice in options.mcp_notices:
         ledger.append(session_id, "warning", {"code": MCP_NOTICE, "message": notice.message})
         session.emit(Notice(MCP_NOTICE, notice.message))
+    if plugins.plugins or plugins.failures:
+        record_plugins(ledger, session_id, plugins)
+        for plugin_failure in plugins.failures:
+            session.emit(Notice(PLUGIN_WARNING, plugin_failure.message))
     return session

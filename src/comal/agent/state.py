@@ -20,7 +20,34 @@ from comal.ledger.locks import LockInfo
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, ToolCallPart, message_from_json
 from comal.tools.board import Criterion, board_is_open, criteria_from_json, render_board
+from comal.tools.plugin import RecordedCall
 from comal.usage import Usage
+
+
+def recorded_calls(entries: Sequence[Entry]) -> tuple[RecordedCall, ...]:
+    """Calls with a result, in result order: name, arguments, status and `observed`."""
+    arguments: dict[str, JSONObject] = {}
+    out: list[RecordedCall] = []
+    for entry in entries:
+        p = entry.payload
+        call_id = p.get("call_id")
+        if not isinstance(call_id, str):
+            continue
+        if entry.kind == "tool.started":
+            raw = p.get("arguments")
+            arguments[call_id] = raw if isinstance(raw, dict) else {}
+        elif entry.kind == "tool.result":
+            name, status, observed = p.get("name"), p.get("status"), p.get("observed")
+            out.append(
+                RecordedCall(
+                    call_id,
+                    name if isinstance(name, str) else "",
+                    arguments.get(call_id, {}),
+                    status if isinstance(status, str) else "",
+                    observed if isinstance(observed, dict) else {},
+                )
+            )
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,12 +17,15 @@ tools are exempt: repeating them cannot duplicate an effect.
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from comal.errors import ComalError, ToolError
 from comal.messages import (
     JSONObject,
+    JSONValue,
+    MediaPart,
     ToolCallPart,
     canonical_json,
     digest_bytes,
@@ -65,16 +68,35 @@ class CallReceipt:
 
 
 def _preparation_json(prep: Preparation) -> JSONObject:
-    return {
+    payload: JSONObject = {
         "path": prep.path,
         "abs_path": prep.abs_path,
         "digest_before": prep.digest_before,
         "digest_intended": prep.digest_intended,
     }
+    if prep.intent is not None:
+        payload["intent"] = prep.intent
+    return payload
 
 
 def _decision_json(decision: PermissionDecision) -> JSONObject:
     return {"decision": decision.decision, "mode": decision.mode, "reason": decision.reason}
+
+
+def media_json(media: tuple[MediaPart, ...]) -> list[JSONValue]:
+    """Media of a result as recorded: type, bytes (base64), size and digest of the bytes."""
+    out: list[JSONValue] = []
+    for m in media:
+        raw = base64.b64decode(m.data_b64)
+        out.append(
+            {
+                "media_type": m.media_type,
+                "data_b64": m.data_b64,
+                "size_bytes": len(raw),
+                "digest": digest_bytes(raw),
+            }
+        )
+    return out
 
 
 def call_key(name: str, arguments: JSONObject) -> str:
@@ -101,6 +123,8 @@ class ToolRunner:
         record: appends one ledger entry (kind, payload, body) and returns nothing.
         confirm: asks the user before an identical re-issue of an uncertain call; None (or a
             headless context) refuses such re-issues.
+        observed: tools whose interrupted calls a plugin's recovery adapter settles by a
+            fresh observation (a cancelled one with a preparation is left to recovery).
     """
 
     def __init__(
@@ -110,12 +134,14 @@ class ToolRunner:
         context: ToolContext,
         record: RecordFn,
         confirm: ConfirmFn | None = None,
+        observed: frozenset[str] = frozenset(),
     ) -> None:
         self.registry = registry
         self.permissions = permissions
         self.context = context
         self._record = record
         self._confirm = confirm
+        self._observed = observed
         self._uncertain: dict[str, str] = {}
 
     def hold_uncertain(self, name: str, arguments: JSONObject, result_id: str) -> None:
@@ -176,9 +202,9 @@ class ToolRunner:
             "digest": digest_bytes(outcome.output),
         }
         if outcome.media:
-            payload["media"] = [
-                {"media_type": m.media_type, "data_b64": m.data_b64} for m in outcome.media
-            ]
+            payload["media"] = media_json(outcome.media)
+        if outcome.observed is not None:
+            payload["observed"] = outcome.observed
         if outcome.cut is not None:
             payload["cut"] = {
                 "limit_bytes": outcome.cut.limit_bytes,
@@ -258,7 +284,8 @@ class ToolRunner:
         left to recovery, whose fresh read can credit it. Anything else (Bash, MCP) may have
         done part of its work: `uncertain`, held by the insistence guard on resume.
         """
-        if preparation is not None and self.registry.recovery(call.name) is not None:
+        adapter = self.registry.recovery(call.name) is not None or call.name in self._observed
+        if preparation is not None and adapter:
             return
         if tool.read_only:
             status, text = "cancelled", f"cancelled while it ran: {call.name} had no effect"

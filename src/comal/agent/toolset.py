@@ -6,13 +6,16 @@ which tools may not import; they receive small reader/recorder objects built her
 
 from __future__ import annotations
 
-from comal.agent.state import board_of
+from comal.agent.state import board_of, recorded_calls
 from comal.context.evidence import LedgerEvidenceReader
 from comal.ledger.store import Ledger
 from comal.tools.base import Tool, default_tools
 from comal.tools.board import BoardTool, Criterion, criteria_to_json
 from comal.tools.evidence import EvidenceReadTool
 from comal.tools.finish import CheckRun, FinishTool
+from comal.tools.plugin import FinishCheck, RecordedCall
+
+CALL_KINDS = ("tool.started", "tool.result")
 
 
 def standard_tools() -> list[Tool]:
@@ -43,6 +46,10 @@ class LedgerBook:
             self.session_id, "board.updated", {"criteria": criteria_to_json(criteria)}
         )
 
+    def calls(self) -> tuple[RecordedCall, ...]:
+        """Every call of the session with a result, in order."""
+        return recorded_calls(self.ledger.entries(self.session_id, kinds=CALL_KINDS))
+
     def record_finish(self, answer: str, checks: tuple[CheckRun, ...]) -> None:
         """Append `session.finished`, then mark the session finished.
 
@@ -63,17 +70,23 @@ class LedgerBook:
         self.ledger.set_status(self.session_id, "finished")
 
 
-def session_tools(ledger: Ledger, session_id: str, checks: tuple[str, ...]) -> list[Tool]:
+def session_tools(
+    ledger: Ledger,
+    session_id: str,
+    checks: tuple[str, ...],
+    plugin_checks: tuple[FinishCheck, ...] = (),
+) -> list[Tool]:
     """The EvidenceRead, Board and finish_call tools bound to one session.
 
     Args:
         ledger: the open ledger.
         session_id: the session.
         checks: the configured check commands finish_call runs (`Config.checks`).
+        plugin_checks: the loaded plugins' finish checks (run after `checks`).
     """
     book = LedgerBook(ledger, session_id)
     return [
         EvidenceReadTool(LedgerEvidenceReader(ledger, session_id)),
         BoardTool(book),
-        FinishTool(book, checks),
+        FinishTool(book, checks, plugin_checks=plugin_checks),
     ]

@@ -4,8 +4,9 @@ Also holds `recorded_engine`, shared by `compact`, `checkpoints` and `evidence`:
 engine for any recorded session, with the window and model from its `session.started` entry
 (the smaller of that window and an explicit `--context-window` / `COMAL_CONTEXT_WINDOW`), the
 system prompt, the workspace's custom instructions, the standard tool schemas and the MCP tool
-schemas recorded in its latest `session.tools` entry. A resumed session is reported with the
-window and model of its latest `session.resumed` entry.
+schemas recorded in its latest `session.tools` entry and the plugin tool schemas recorded in its
+latest `session.plugins` entry. A resumed session is reported with the window and model of its
+latest `session.resumed` entry.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from comal.agent.instructions import load_instructions
+from comal.agent.plugins import recorded_plugin_owners, recorded_plugin_specs
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import recorded_mcp_specs
 from comal.agent.toolset import session_tools, standard_tools
@@ -102,12 +104,20 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
         output_reserve_tokens=config.context.output_reserve_tokens
         or _last_reserve(ledger, session_id),
         margin_tokens=config.context.margin_tokens,
+        media_budget_tokens=config.context.media_budget_tokens,
         vision=_vision(payload, model_name),
         soft_limit=config.context.soft_limit,
         cache_ttl_s=config.context.cache_ttl_s,
     )
     # MCP schemas as the session's last process recorded them (no server is started here).
-    fixed = FixedParts(SYSTEM_PROMPT, instructions, tools, recorded_mcp_specs(ledger, session_id))
+    fixed = FixedParts(
+        SYSTEM_PROMPT,
+        instructions,
+        tools,
+        recorded_mcp_specs(ledger, session_id),
+        recorded_plugin_specs(ledger, session_id),
+        recorded_plugin_owners(ledger, session_id),
+    )
     return ContextEngine(ledger, session_id, settings, fixed, model=model_name)
 
 

@@ -23,6 +23,7 @@ import httpx2
 
 from comal.agent.events import Notice, TextStreamed, TurnFinished
 from comal.agent.headless import Outcome, is_closed, run_headless
+from comal.agent.plugins import load_plugins
 from comal.agent.session import SessionOptions
 from comal.agent.state import final_answer, render_state, session_state
 from comal.agent.tool_catalog import configured_mcp_tools
@@ -76,6 +77,14 @@ def register_top_level(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cwd", type=Path, help="workspace directory (default: current)")
     group.add_argument(
         "--output-format", choices=OUTPUT_FORMATS, default="text", help="text, json or stream-json"
+    )
+    group.add_argument(
+        "--plugin",
+        dest="plugins",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="load plugin NAME (repeatable; added to [plugins] enabled)",
     )
     group.add_argument(
         "--verbose",
@@ -216,6 +225,9 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
             async with configured_mcp_tools(config) as mcp:
                 tools = [*standard_tools(), *mcp.tools]
                 options.mcp_failures = mcp.failures
+                options.plugins = load_plugins(
+                    config, args.plugins, taken=[tool.spec.name for tool in tools]
+                )
                 options.mcp_notices = mcp.notices
                 if interactive:
                     # Imported only here so that `comal -p` never loads Textual.

@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "comal.cli.cmd_checkpoints",
     "comal.cli.cmd_evidence",
     "comal.cli.cmd_state",
+    "comal.cli.cmd_plugins",
 )
 """Subcommand modules, in the order `--help` lists them."""
 

@@ -65,6 +65,8 @@ class EngineSettings:
     cache_ttl_s: float = 300.0
     """How long the provider keeps a prompt cache warm; idle longer, an event re-bills nothing
     extra, so pressure relief may come early."""
+    media_budget_tokens: int | None = None
+    """The media reserve; None is the default of `media.py`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +203,8 @@ def overhead_message(asm: Assembly, budget: Budget, fixed: int) -> str:
     return (
         f"the fixed parts do not fit the {budget.window:,}-token window: system"
         f" {asm.system_tokens:,}, custom instructions {asm.instructions_tokens:,}, native"
-        f" tools {asm.tools_tokens:,}, MCP tools {asm.mcp_tokens:,}, output reserve"
+        f" tools {asm.tools_tokens:,}, plugin tools {asm.plugin_tokens:,}, MCP tools"
+        f" {asm.mcp_tokens:,}, output reserve"
         f" {budget.output_reserve:,}, margin {budget.margin:,} (~{fixed:,} before any"
         " conversation). Nothing was sent. Offer fewer tools or shorter instructions, or"
         " configure a window the backend really supports (--context-window)."

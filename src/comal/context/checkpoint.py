@@ -299,12 +299,12 @@ def _tail(
                 for r in block.results
                 if r.projectable and r.facts.size_bytes > large_bytes
             }
-        trial = ViewState(frozenset(projected | extra), None)
+        trial = ViewState(frozenset(projected | extra), None, state.media_projected)
         cost = block_tokens(block, trial, texts, counter, vision=vision)
         if used + cost > limit:
             # Reference the block's own large outputs (errors stay whole).
             extra = {r.entry.id for r in block.results if r.projectable}
-            trial = ViewState(frozenset(projected | extra), None)
+            trial = ViewState(frozenset(projected | extra), None, state.media_projected)
             cost = block_tokens(block, trial, texts, counter, vision=vision)
         if used + cost > limit:
             break

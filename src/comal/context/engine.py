@@ -51,6 +51,7 @@ from comal.context.relief import (
     draft_checkpoint,
     landing_for,
     relieve,
+    relieve_media,
     session_growth,
 )
 from comal.context.rendering import preview_chars
@@ -387,12 +388,19 @@ class ContextEngine:
         if requested is not None:
             self._derive(requested, estimate, budget)
             actions.append("checkpoint")
-        elif estimate > budget.threshold:
-            actions.append(self._relieve(asm, state, budget, estimate, "threshold"))
         else:
-            early = self._early_trigger(asm, state, budget, estimate)
-            if early is not None:
-                actions.append(self._relieve(asm, state, budget, estimate, early))
+            media = relieve_media(self, asm, state, budget, estimate)
+            if media is not None:
+                actions.append(media)
+                state = self.state()
+                asm = self.assemble(state)
+                estimate, _ = self.estimate(asm, state)
+            if estimate > budget.threshold:
+                actions.append(self._relieve(asm, state, budget, estimate, "threshold"))
+            else:
+                early = self._early_trigger(asm, state, budget, estimate)
+                if early is not None:
+                    actions.append(self._relieve(asm, state, budget, estimate, early))
         if actions:
             state = self.state()
             asm = self.assemble(state)

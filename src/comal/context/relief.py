@@ -20,6 +20,13 @@ from typing import TYPE_CHECKING
 from comal.context.budget import Budget
 from comal.context.checkpoint import Draft, deepest_cut, derive
 from comal.context.decisions import Option, append_checkpoint, append_projection
+from comal.context.media import (
+    append_media_projection,
+    media_budget,
+    plan_media,
+    plan_media_pressure,
+    with_media,
+)
 from comal.context.pressure import Growth, landing, measure_growth, stretch_cost, within_tie
 from comal.context.projection import ProjectionPlan, plan_projection
 from comal.context.state import pressure_guard, state_with_draft
@@ -188,3 +195,23 @@ def _projection_option(
     else:
         why, ok = "keeps every small result and costs a tie with the deepest cut", True
     return Option("projection", plan.after_tokens, resent, cost, len(plan.result_ids), ok, why)
+
+
+def relieve_media(
+    engine: ContextEngine, asm: Assembly, state: ViewState, budget: Budget, estimate: int
+) -> str | None:
+    """Keep images within the media reserve and, under pressure, turn old images into
+    references before any other relief (see `media.py`). Returns the action, or None."""
+    reserve = media_budget(budget.window, engine.settings.media_budget_tokens)
+    ids = plan_media(asm, reserve)
+    reason = "media_reserve"
+    if estimate > budget.threshold:
+        pressure = plan_media_pressure(asm)
+        if len(pressure) > len(ids):
+            ids, reason = pressure, "media_pressure"
+    if not ids:
+        return None
+    trial = with_media(state, ids)
+    after, _ = engine.estimate(engine.assemble(trial), trial)
+    append_media_projection(engine.ledger, engine.session_id, ids, reason, estimate, after)
+    return reason

@@ -1,23 +1,27 @@
 """`/context` and `comal context`: where the window goes, row by row.
 
-Rows: system prompt, custom instructions, native tools, MCP tools, media, checkpoint,
-conversation, free space, and the buffer (output reserve + margin), each with its share. The
-component rows add up to `used` exactly (the conversation row takes the difference between
-local counts and a measured total), and the shares to exactly 100 % — of the window, or of
-history + buffer when those exceed it, which the report then says. The total used is
-*measured* when a valid anchor exists (provider-measured input of a
+Rows: system prompt, custom instructions, native tools, plugin tools, MCP tools, media,
+checkpoint, conversation, free space, and the buffer (output reserve + margin), each with its
+share. The component rows add up to `used` exactly (the conversation row takes the difference
+between local counts and a measured total), and the shares to exactly 100 % — of the window, or
+of history + buffer when those exceed it, which the report then says. Then the media reserve
+(and how many results show their images by reference) and the loaded plugins with their schema
+tokens. The total used is *measured* when a valid anchor exists (provider-measured input of a
 recent request plus an estimate of what came after), otherwise `~` estimated; component rows are
 local counts (exact tokenizer or calibrated estimate) and say so. Unknown is never shown as 0.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from comal.context.anchors import find_anchor
+from comal.context.media import media_budget
 from comal.context.state import checkpoints
 from comal.context.tokens import calibrated
+from comal.context.view import tool_schema_text
 from comal.messages import JSONObject
 
 if TYPE_CHECKING:
@@ -59,6 +63,12 @@ class ContextReport:
     over_window_tokens: int = 0
     """How far history + buffer exceed the window (0 when they fit); shares are then of
     their total, so they still add to 100 %."""
+    media_budget_tokens: int = 0
+    """The media reserve (images shown as pixels must fit it)."""
+    media_by_reference: int = 0
+    """Results whose images are shown by reference (reserve or pressure)."""
+    plugins: tuple[tuple[str, int], ...] = ()
+    """(plugin, schema tokens) of each loaded plugin."""
 
     def to_json(self) -> JSONObject:
         """The `--json` object."""
@@ -82,6 +92,11 @@ class ContextReport:
             "latest_checkpoint": self.latest_checkpoint,
             "pending_compaction": self.pending_compaction,
             "over_window_tokens": self.over_window_tokens,
+            "media": {
+                "budget_tokens": self.media_budget_tokens,
+                "by_reference": self.media_by_reference,
+            },
+            "plugins": [{"name": n, "schema_tokens": t} for n, t in self.plugins],
         }
 
     def render(self) -> str:
@@ -110,6 +125,16 @@ class ContextReport:
         lines.append(
             f"Projected results: {self.projected_items} · checkpoints: {self.checkpoint_count}{cp}"
         )
+        media = next((r.tokens for r in self.rows if r.name == "Media"), 0)
+        lines.append(
+            f"Media reserve: {media:,} of {self.media_budget_tokens:,} tokens in view · "
+            f"{self.media_by_reference} shown by reference"
+        )
+        if self.plugins:
+            listed = ", ".join(
+                f"{name} (~{tokens:,} schema tokens)" for name, tokens in self.plugins
+            )
+            lines.append(f"Plugins loaded: {listed}")
         if self.pending_compaction:
             lines.append("A compaction was requested; it runs at the next turn boundary.")
         return "\n".join(lines)
@@ -166,6 +191,7 @@ def context_report(engine: ContextEngine) -> ContextReport:
         ("System prompt", scaled(asm.system_tokens)),
         ("Custom instructions", scaled(asm.instructions_tokens)),
         ("Native tools", scaled(asm.tools_tokens)),
+        ("Plugin tools", scaled(asm.plugin_tokens)),
         ("MCP tools", scaled(asm.mcp_tokens)),
         ("Media", scaled(media)),
         ("Checkpoint", scaled(checkpoint)),
@@ -212,4 +238,21 @@ def context_report(engine: ContextEngine) -> ContextReport:
         latest_checkpoint=latest,
         pending_compaction=engine.pending_compaction() is not None,
         over_window_tokens=max(used + buffer - window, 0),
+        media_budget_tokens=media_budget(window, engine.settings.media_budget_tokens),
+        media_by_reference=len(state.media_projected),
+        plugins=_plugin_rows(engine, scaled),
     )
+
+
+def _plugin_rows(
+    engine: ContextEngine, scaled: Callable[[int], int]
+) -> tuple[tuple[str, int], ...]:
+    """Schema tokens per loaded plugin, from the owners the fixed parts name."""
+    by_name = {spec.name: spec for spec in engine.fixed.plugin_tools}
+    totals: dict[str, int] = {}
+    for tool, plugin in engine.fixed.plugin_owners:
+        spec = by_name.get(tool)
+        if spec is not None:
+            count = engine.counter.count(tool_schema_text(spec))
+            totals[plugin] = totals.get(plugin, 0) + count
+    return tuple((name, scaled(tokens)) for name, tokens in totals.items())

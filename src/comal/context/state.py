@@ -87,10 +87,12 @@ def checkpoints(entries: Sequence[Entry]) -> list[Checkpoint]:
 def view_state(entries: Sequence[Entry]) -> ViewState:
     """The projections and checkpoint in force after `entries`."""
     projected: set[str] = set()
+    media: set[str] = set()
     latest: CheckpointState | None = None
     for entry in entries:
         if entry.kind == "projection":
             projected.update(_ids(entry.payload.get("result_ids")))
+            media.update(_ids(entry.payload.get("media_result_ids")))
         elif entry.kind == "checkpoint":
             extra = frozenset(_ids(entry.payload.get("projected_result_ids")))
             projected |= extra
@@ -98,7 +100,7 @@ def view_state(entries: Sequence[Entry]) -> ViewState:
             latest = CheckpointState(
                 entry.id, entry.seq, cp.number, cp.title, cp.text, cp.tail_from_seq, extra
             )
-    return ViewState(frozenset(projected), latest)
+    return ViewState(frozenset(projected), latest, frozenset(media))
 
 
 def state_with_draft(state: ViewState, draft: Draft, seq: int) -> ViewState:
@@ -113,7 +115,7 @@ def state_with_draft(state: ViewState, draft: Draft, seq: int) -> ViewState:
         draft.tail_from_seq,
         frozenset(draft.projected),
     )
-    return ViewState(projected, cp)
+    return ViewState(projected, cp, state.media_projected)
 
 
 @dataclass(frozen=True, slots=True)

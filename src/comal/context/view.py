@@ -69,6 +69,10 @@ class FixedParts:
     """Custom instructions (AGENTS.md and similar), sent after the system prompt."""
     tools: tuple[ToolSpec, ...]
     mcp_tools: tuple[ToolSpec, ...] = ()
+    plugin_tools: tuple[ToolSpec, ...] = ()
+    """Tools contributed by loaded plugins (their own budget row), offered before MCP's."""
+    plugin_owners: tuple[tuple[str, str], ...] = ()
+    """(tool name, plugin name) of each plugin tool, for the report's per-plugin line."""
 
     @property
     def system_text(self) -> str:
@@ -79,8 +83,8 @@ class FixedParts:
 
     @property
     def all_tools(self) -> tuple[ToolSpec, ...]:
-        """Native tools then MCP tools, in a stable order."""
-        return self.tools + self.mcp_tools
+        """Native tools, plugin tools, then MCP tools, in a stable order."""
+        return self.tools + self.plugin_tools + self.mcp_tools
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +107,8 @@ class ViewState:
     projected: frozenset[str] = frozenset()
     """`tool.result` entry ids shown as references."""
     checkpoint: CheckpointState | None = None
+    media_projected: frozenset[str] = frozenset()
+    """`tool.result` entry ids whose media are shown by reference (the media reserve)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +138,13 @@ class Assembly:
     mcp_tokens: int
     message_count: int
     missing: tuple[str, ...] = ()
+    plugin_tokens: int = 0
 
     @property
     def fixed_tokens(self) -> int:
         """System, instructions and schemas."""
-        return self.system_tokens + self.instructions_tokens + self.tools_tokens + self.mcp_tokens
+        schemas = self.tools_tokens + self.plugin_tokens + self.mcp_tokens
+        return self.system_tokens + self.instructions_tokens + schemas
 
     @property
     def conversation_tokens(self) -> int:
@@ -216,7 +224,9 @@ def tool_schema_text(spec: ToolSpec) -> str:
     )
 
 
-def _media_stand_in(item: ResultEntry, media: MediaRef, vision: bool, mode: Mode) -> str:
+def _media_stand_in(
+    item: ResultEntry, media: MediaRef, vision: bool, mode: Mode, by_reserve: bool
+) -> str:
     what = (
         f"[{media.media_type} · {media.size_bytes:,} bytes · kept by reference in {item.facts.ref}"
     )
@@ -224,21 +234,27 @@ def _media_stand_in(item: ResultEntry, media: MediaRef, vision: bool, mode: Mode
         return what + "; this model has no vision input, so its pixels were not seen]"
     if mode == "ref":
         return what + "; not shown any more (projected), so its pixels are not in view]"
+    if by_reserve:
+        return (
+            what + "; not shown any more: the media reserve keeps newer images, so its pixels are"
+            " not in view]"
+        )
     return what + "]"
 
 
 def _result_part(
-    item: ResultEntry, mode: Mode, texts: ResultTexts, vision: bool
+    item: ResultEntry, mode: Mode, texts: ResultTexts, vision: bool, media_ref: bool = False
 ) -> tuple[ToolResultPart, int]:
     content = texts.text(item, mode)
     media: list[MediaPart] = []
     notes: list[str] = []
     for m in item.media:
-        if vision and mode != "ref" and (m.data_b64 is not None or m.blob is not None):
+        shown = vision and mode != "ref" and not media_ref
+        if shown and (m.data_b64 is not None or m.blob is not None):
             data = m.data_b64 or _b64(texts.blobs.blob(m.blob or ""))
             media.append(MediaPart(m.media_type, data, item.facts.ref))
         else:
-            notes.append(_media_stand_in(item, m, vision, mode))
+            notes.append(_media_stand_in(item, m, vision, mode, media_ref))
     if notes:
         content = content + "\n" + "\n".join(notes)
     part = ToolResultPart(item.call_id, item.facts.name, content, item.is_error, tuple(media))
@@ -279,7 +295,8 @@ def block_parts(
 ) -> tuple[tuple[Part, ...], tuple[Part, ...], tuple[PartCost, ...]]:
     """One block as (its own message parts, result parts for the next user message, costs)."""
     modes = tuple(result_mode(item, state, texts) for item in block.results)
-    key = (block.entry.id, modes, block.missing, counter.name, vision)
+    media_refs = tuple(item.entry.id in state.media_projected for item in block.results)
+    key = (block.entry.id, modes, media_refs, block.missing, counter.name, vision)
     hit = texts.blocks.get(key)
     if hit is not None:
         return block.message.parts, hit[0], hit[1]
@@ -288,8 +305,8 @@ def block_parts(
         tokens, kind = _part_tokens(part, counter)
         costs.append(PartCost(block.seq, tokens, kind, role=block.role))
     results: list[Part] = []
-    for item, mode in zip(block.results, modes, strict=True):
-        result, images = _result_part(item, mode, texts, vision)
+    for item, mode, media_ref in zip(block.results, modes, media_refs, strict=True):
+        result, images = _result_part(item, mode, texts, vision, media_ref)
         results.append(result)
         tokens = counter.count(result.content) + PART_OVERHEAD
         costs.append(PartCost(item.seq, tokens, mode, item, role="result"))
@@ -362,6 +379,7 @@ def build_view(
         messages.append(Message("user", tuple(pending)))
     tools_tokens = sum(counter.count(tool_schema_text(s)) for s in fixed.tools)
     mcp_tokens = sum(counter.count(tool_schema_text(s)) for s in fixed.mcp_tools)
+    plugin_tokens = sum(counter.count(tool_schema_text(s)) for s in fixed.plugin_tools)
     return Assembly(
         system=fixed.system_text,
         messages=tuple(messages),
@@ -371,6 +389,7 @@ def build_view(
         instructions_tokens=counter.count(fixed.instructions),
         tools_tokens=tools_tokens,
         mcp_tokens=mcp_tokens,
+        plugin_tokens=plugin_tokens,
         message_count=len(messages),
         missing=tuple(missing),
     )

@@ -66,6 +66,9 @@ class Preparation:
     """`sha256:<hex>` of the file as read during preparation; None when it did not exist."""
     digest_intended: str
     """`sha256:<hex>` of the bytes the file will hold once the call succeeds."""
+    intent: JSONObject | None = None
+    """What else a plugin tool declares before acting (target, URL, per-file digests), so
+    recovery can compare a fresh observation with it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,9 @@ class ToolOutcome:
     status: OutcomeStatus = "ok"
     cut: OutputCut | None = None
     """Set when the output exceeded the tool's limit and only its start was kept."""
+    observed: JSONObject | None = None
+    """Structured facts the tool observed (a plugin's snapshot), recorded as the result's
+    `observed` object."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """`finish_call`: the tool that ends a task, only once the configured checks pass.
 
 It runs, in the workspace and in this order, the configured checks (`checks = [...]` in the
-configuration) and then the `check` command of every board criterion. Only when every check
+configuration), the `check` command of every board criterion, and then the loaded plugins'
+finish checks (judged on the session's recorded calls). Only when every check
 exits 0 and no criterion is still pending or in progress does it close the session (through an
 injected `FinishStore`, which appends `session.finished` and sets the status); otherwise the
 session stays open and the failing commands' exact output comes back as the tool's (error)
@@ -32,6 +33,7 @@ from comal.tools.base import (
     text_outcome,
 )
 from comal.tools.board import Criterion
+from comal.tools.plugin import FinishCheck, RecordedCall
 from comal.tools.shell import MAX_TIMEOUT_S, BashTool
 
 FINISH_NAME = "finish_call"
@@ -82,8 +84,14 @@ class FinishStore(Protocol):
         """Close the session durably with its answer and the checks that passed."""
         ...
 
+    def calls(self) -> tuple[RecordedCall, ...]:
+        """The session's recorded calls with their results (for plugin checks)."""
+        ...
+
 
 def _describe(run: CheckRun) -> str:
+    if run.origin.startswith("plugin "):
+        return f"[{run.origin}] {'passed' if run.passed else 'failed'}: {run.output}"
     code = "no exit code" if run.exit_code is None else f"exit {run.exit_code}"
     return f"$ {run.command}  [{run.origin}] → {code}"
 
@@ -102,10 +110,15 @@ class FinishTool(NoPreparation):
     """It closes the session but changes nothing itself; checks are governed separately."""
 
     def __init__(
-        self, store: FinishStore, checks: Sequence[str] = (), timeout_s: float = MAX_TIMEOUT_S
+        self,
+        store: FinishStore,
+        checks: Sequence[str] = (),
+        timeout_s: float = MAX_TIMEOUT_S,
+        plugin_checks: Sequence[FinishCheck] = (),
     ) -> None:
         self.store = store
         self.checks = tuple(checks)
+        self.plugin_checks = tuple(plugin_checks)
         self.timeout_s = timeout_s
         self._shell = BashTool(default_timeout_s=timeout_s, max_timeout_s=timeout_s)
 
@@ -149,6 +162,19 @@ class FinishTool(NoPreparation):
         plan = [(command, "config") for command in self.checks]
         plan += [(c.check, f"criterion {c.id}") for c in board if c.check]
         runs = [await self._run_check(command, origin, ctx) for command, origin in plan]
+        if self.plugin_checks:
+            calls = self.store.calls()
+            for check in self.plugin_checks:
+                verdict = check.check(calls)
+                runs.append(
+                    CheckRun(
+                        verdict.name,
+                        f"plugin {check.name}",
+                        0 if verdict.passed else None,
+                        verdict.passed,
+                        verdict.detail,
+                    )
+                )
         failed = [r for r in runs if not r.passed]
         if failed:
             parts = [
@@ -156,7 +182,9 @@ class FinishTool(NoPreparation):
                 "open. Fix the cause and call finish_call again."
             ]
             for run in runs:
-                parts.append(_describe(run) + ("" if run.passed else f"\n{run.output}"))
+                plugin = run.origin.startswith("plugin ")
+                extra = "" if run.passed or plugin else f"\n{run.output}"
+                parts.append(_describe(run) + extra)
             return error_outcome("\n".join(parts))
         self.store.record_finish(answer, tuple(runs))
         if not runs:

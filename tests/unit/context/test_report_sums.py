@@ -10,7 +10,7 @@ from comal.context.report import reconcile, shares_of
 from comal.ledger import Ledger
 from comal.messages import JSONObject, message_to_json, user_text
 
-_COMPONENTS = 7  # system … conversation; then free space and buffer
+_COMPONENTS = 8  # system … conversation (plugin tools included); then free space and buffer
 
 
 def test_reconcile_gives_the_difference_to_the_conversation() -> None:

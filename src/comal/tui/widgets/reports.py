@@ -54,7 +54,12 @@ class ContextView(Vertical):
         lines = [
             f"anchor: {r.anchor}",
             f"projected results: {r.projected_items} · checkpoints: {r.checkpoint_count}{cp}",
+            f"media reserve: {r.media_budget_tokens:,} tokens · {r.media_by_reference} shown by"
+            " reference",
         ]
+        if r.plugins:
+            listed = ", ".join(f"{name} (~{tokens:,} schema tokens)" for name, tokens in r.plugins)
+            lines.append(f"plugins loaded: {listed}")
         if r.pending_compaction:
             lines.append("a compaction is requested; it runs at the next turn boundary")
         yield Static("\n".join(lines), classes="dim")

@@ -1,0 +1,1 @@
+"""Plugins shipped with Comal (loaded through the `comal.plugins` entry points like any other)."""

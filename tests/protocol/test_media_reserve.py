@@ -1,0 +1,124 @@
+"""The media reserve on the wire (golden request tails per wire): with a reserve of two images,
+a vision model receives the two newest screenshots as pixels and the oldest as a reference with
+the sentence that its pixels are not in view; a model without vision receives references only,
+each saying its pixels were not seen. The path is real: Read, the ledger, the context engine and
+each adapter against the fake server."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from comal.agent.headless import run_headless
+from comal.agent.session import SessionOptions
+from comal.agent.toolset import standard_tools
+from comal.config import Config, ContextConfig, ProviderConfig
+from comal.context.view import IMAGE_TOKENS
+from comal.ledger.store import Ledger
+from comal.providers.factory import make_provider
+from comal.testing.fake_server import FakeServer
+from tests.protocol.golden import check_golden
+from tests.protocol.wiring import WIRES
+
+# Three distinct 1x1 PNGs (grey, black, white).
+PNGS = [
+    base64.b64decode(b64)
+    for b64 in (
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==",
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGMAAQAABQABDQottAAAAABJRU5ErkJggg==",
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGP4DwABAQEAWk1v8QAAAABJRU5ErkJggg==",
+    )
+]
+RESERVE_SENTENCE = "the media reserve keeps newer images, so its pixels are not in view"
+NO_VISION_SENTENCE = "this model has no vision input, so its pixels were not seen"
+
+
+async def run(tmp_path: Path, wire: str, *, vision: bool) -> tuple[Any, list[Any]]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    turns: list[Any] = []
+    for i, png in enumerate(PNGS):
+        (workspace / f"shot{i}.png").write_bytes(png)
+        call = {"id": f"c{i}", "name": "Read", "arguments": {"path": f"shot{i}.png"}}
+        turns.append({"tool_calls": [call]})
+    turns.append("Three shots seen.")
+    config = Config(
+        home=tmp_path / "home",
+        config_dir=tmp_path / "config",
+        workspace=workspace,
+        env=dict(os.environ),
+        context=ContextConfig(media_budget_tokens=2 * IMAGE_TOKENS),
+    )
+    with FakeServer(turns) as server, Ledger.open(tmp_path / "ledger.db") as ledger:
+        base = server.base_url if wire == "anthropic-messages" else server.openai_base_url
+        cfg = ProviderConfig("fake", wire, base, model="fake-model", vision=vision)
+        async with httpx2.AsyncClient() as client:
+            provider = make_provider(cfg, client=client, api_key="k", context_window_override=None)
+            outcome = await run_headless(
+                ledger, config, provider, standard_tools(), SessionOptions(), prompt="look"
+            )
+        assert outcome.answer == "Three shots seen.", outcome
+        projections = [
+            e.payload for e in ledger.entries(outcome.session_id) if e.kind == "projection"
+        ]
+        return server.received[-1].body, projections
+
+
+def tail(wire: str, body: Any) -> Any:
+    """Everything after the user's prompt: the calls, results and images."""
+    if wire == "openai-chat":
+        return body["messages"][2:]
+    if wire == "openai-responses":
+        return body["input"][1:]
+    return body["messages"][1:]
+
+
+def stable(value: Any) -> Any:
+    """`value` with ledger ids (fresh in every run) numbered in order of appearance."""
+    text = json.dumps(value)
+    seen: dict[str, str] = {}
+    for found in re.findall(r"evt_[0-9a-f]+", text):
+        seen.setdefault(found, f"evt_{len(seen) + 1}")
+    for old, new in seen.items():
+        text = text.replace(old, new)
+    return json.loads(text)
+
+
+def b64(png: bytes) -> str:
+    return base64.b64encode(png).decode()
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_vision_model_sees_the_newest_images_within_the_reserve(
+    tmp_path: Path, wire: str
+) -> None:
+    body, projections = await run(tmp_path, wire, vision=True)
+    request_tail = tail(wire, body)
+    check_golden(f"media_reserve_{wire.replace('-', '_')}.json", stable(request_tail))
+    text = str(request_tail)
+    assert b64(PNGS[0]) not in text  # the oldest: a reference
+    assert b64(PNGS[1]) in text
+    assert b64(PNGS[2]) in text
+    assert text.count(RESERVE_SENTENCE) == 1
+    assert [p["reason"] for p in projections] == ["media_reserve"]
+    assert len(projections[0]["media_result_ids"]) == 1
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_model_without_vision_gets_references_and_the_sentence(
+    tmp_path: Path, wire: str
+) -> None:
+    body, projections = await run(tmp_path, wire, vision=False)
+    request_tail = tail(wire, body)
+    check_golden(f"media_no_vision_{wire.replace('-', '_')}.json", stable(request_tail))
+    text = str(request_tail)
+    assert not any(b64(png) in text for png in PNGS)
+    assert text.count(NO_VISION_SENTENCE) == 3
+    assert projections == []  # no pixels in view: the reserve has nothing to do
