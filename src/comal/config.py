@@ -57,6 +57,18 @@ class ContextConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentsConfig:
+    """Child sessions (`[agents]`): how many run at once and their default budget."""
+
+    max_parallel: int = 4
+    """Child sessions of one coordinator running at the same time."""
+    max_turns: int = 20
+    """Model calls a child may make unless its task says otherwise."""
+    max_tokens: int | None = None
+    """Tokens (input + output, measured) a child may use; None: no token budget."""
+
+
+@dataclass(frozen=True, slots=True)
 class PermissionRule:
     """Allow or deny a tool (optionally only when its main argument matches a glob)."""
 
@@ -123,6 +135,7 @@ class Config:
     """The environment this config was resolved from (for keys and local-server discovery)."""
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     """Configured MCP servers by name, sorted by name (disabled ones included)."""
+    agents: AgentsConfig = AgentsConfig()
 
     @property
     def ledger_path(self) -> Path:
@@ -353,6 +366,7 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         mode=mode, rules=rules, extra_roots=tuple(str(p) for p in praw.get("extra_roots", []))
     )
     return Config(
+        agents=_agents(dict(raw.get("agents", {}))),
         home=home,
         config_dir=config_dir,
         workspace=workspace,
@@ -364,4 +378,30 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         max_turns=int(raw.get("max_turns", 50)),
         env=env,
         mcp_servers=_mcp_servers(raw.get("mcp_servers", {}), env),
+    )
+
+
+def _agents(raw: Mapping[str, Any]) -> AgentsConfig:
+    """`[agents]`, validated.
+
+    Raises:
+        ConfigError: an unknown key, or a value that is not a positive integer.
+    """
+    unknown = sorted(set(raw) - {"max_parallel", "max_turns", "max_tokens"})
+    if unknown:
+        raise ConfigError(f"unknown [agents] keys: {', '.join(unknown)}")
+
+    def positive(key: str) -> int | None:
+        value = raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"agents.{key} must be a positive integer, got {value!r}")
+        return value
+
+    defaults = AgentsConfig()
+    return AgentsConfig(
+        max_parallel=positive("max_parallel") or defaults.max_parallel,
+        max_turns=positive("max_turns") or defaults.max_turns,
+        max_tokens=positive("max_tokens"),
     )

@@ -241,3 +241,10 @@ class StepLimitError(ComalError):
 
     code = "MAX_TURNS"
     exit_code = 6
+
+
+class BudgetError(ComalError):
+    """A child session used its whole token budget (`max_tokens` of its task)."""
+
+    code = "BUDGET_EXHAUSTED"
+    exit_code = 6

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from comal.agent.children import Delegation
 from comal.agent.events import Failed, Notice, TextStreamed, TurnFinished
 from comal.agent.loop import run_turn
 from comal.agent.recovery import recover
@@ -117,7 +118,10 @@ async def run_headless(
     session_id: str | None = None,
 ) -> Outcome:
     """Open or resume a session, run one turn, release the lock."""
-    session = open_session(ledger, config, provider, tools, options, session_id=session_id)
+    delegation = Delegation(ledger, config, provider, tools, options)
+    session = open_session(
+        ledger, config, provider, tools, options, session_id=session_id, bound=delegation
+    )
     try:
         if session_id is not None:
             return await resume_session(session, prompt)

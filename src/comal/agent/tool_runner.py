@@ -17,7 +17,7 @@ tools are exempt: repeating them cannot duplicate an effect.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from comal.errors import ComalError, ToolError
 from comal.messages import (
@@ -185,6 +185,14 @@ class ToolRunner:
             call.call_id, call.name, outcome.status, outcome.exit_code, len(outcome.output), text
         )
 
+    def record_result(self, call: ToolCallPart, outcome: ToolOutcome) -> CallReceipt:
+        """Record the result of a call finished outside `run` (recovery's rebuilds)."""
+        return self._result(call, outcome)
+
+    def context_for(self, call: ToolCallPart) -> ToolContext:
+        """The tool context of one call (the session's, naming the call)."""
+        return replace(self.context, call_id=call.call_id)
+
     def refuse(self, call: ToolCallPart, reason: str, *, mode: str = "policy") -> CallReceipt:
         """Record a call that will not run (no tool effect), with a clear error result."""
         decision = PermissionDecision("deny", mode, reason)
@@ -227,8 +235,9 @@ class ToolRunner:
                     status="denied",
                 ),
             )
+        context = self.context_for(call)
         try:
-            preparation = await tool.prepare(call.arguments, self.context)
+            preparation = await tool.prepare(call.arguments, context)
         except ComalError as exc:
             self._started(call, decision)
             return self._result(
@@ -236,7 +245,7 @@ class ToolRunner:
             )
         self._started(call, decision, preparation)
         try:
-            outcome = await tool.run(call.arguments, self.context, preparation)
+            outcome = await tool.run(call.arguments, context, preparation)
         except ToolError as exc:
             outcome = ToolOutcome(output=exc.message.encode(), is_error=True, status="error")
         return self._result(call, outcome)

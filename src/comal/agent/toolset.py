@@ -63,17 +63,24 @@ class LedgerBook:
         self.ledger.set_status(self.session_id, "finished")
 
 
-def session_tools(ledger: Ledger, session_id: str, checks: tuple[str, ...]) -> list[Tool]:
+def session_tools(
+    ledger: Ledger, session_id: str, checks: tuple[str, ...], *, child: bool = False
+) -> list[Tool]:
     """The EvidenceRead, Board and finish_call tools bound to one session.
 
     Args:
         ledger: the open ledger.
         session_id: the session.
         checks: the configured check commands finish_call runs (`Config.checks`).
+        child: a child session gets EvidenceRead only: its coordinator keeps the board and
+            closes the task; the child's last answer is its receipt.
     """
+    evidence = EvidenceReadTool(LedgerEvidenceReader(ledger, session_id))
+    if child:
+        return [evidence]
     book = LedgerBook(ledger, session_id)
     return [
-        EvidenceReadTool(LedgerEvidenceReader(ledger, session_id)),
+        evidence,
         BoardTool(book),
         FinishTool(book, checks),
     ]

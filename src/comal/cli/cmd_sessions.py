@@ -79,13 +79,35 @@ def _session_json(info: SessionInfo) -> JSONObject:
 # --- comal sessions ------------------------------------------------------------------------
 
 
+def session_tree(infos: list[SessionInfo]) -> list[tuple[int, SessionInfo]]:
+    """(depth, session): top-level sessions newest first, each followed by its children
+    (oldest first, as they were started), theirs after them."""
+    known = {info.id for info in infos}
+    kids: dict[str, list[SessionInfo]] = {}
+    for info in infos:
+        if info.parent_id in known:
+            kids.setdefault(info.parent_id or "", []).append(info)
+    out: list[tuple[int, SessionInfo]] = []
+
+    def walk(info: SessionInfo, depth: int) -> None:
+        out.append((depth, info))
+        for child in sorted(kids.get(info.id, []), key=lambda c: c.created_at):
+            walk(child, depth + 1)
+
+    for info in infos:
+        if info.parent_id not in known:
+            walk(info, 0)
+    return out
+
+
 async def run_sessions(args: argparse.Namespace) -> int:
-    """List every session, newest first."""
+    """List every session, newest first, children under their coordinator."""
     with _open() as ledger:
         infos = ledger.sessions()
         path = ledger.path
+    tree = session_tree(infos)
     if args.json:
-        _emit_json([_session_json(info) for info in infos])
+        _emit_json([_session_json(info) | {"depth": depth} for depth, info in tree])
         return 0
     if not infos:
         print(f"no sessions recorded in {path}", file=sys.stderr)
@@ -93,7 +115,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
     header = ("ID", "STARTED", "CWD", "MODEL", "STATUS", "ENTRIES", "LAST ACTIVITY")
     rows = [header] + [
         (
-            info.id,
+            ("   " * (depth - 1) + " └─ " if depth else "") + info.id,
             _utc(info.created_at),
             info.cwd,
             info.model or "-",
@@ -101,7 +123,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
             str(info.entries),
             _utc(info.last_activity_at),
         )
-        for info in infos
+        for depth, info in tree
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]

@@ -30,6 +30,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
+from comal.agent.children import Delegation
 from comal.agent.events import AgentEvent, ToolFinished, ToolStarted, TurnStarted
 from comal.agent.headless import Outcome, resume_session, run_session
 from comal.agent.session import Session, SessionOptions, open_session
@@ -158,6 +159,7 @@ class ComalApp(App[int]):
             options,
             session_id=s.session_id,
             workspace=s.workspace,
+            bound=Delegation(s.ledger, s.config, s.provider, s.tools, options),
         )
         self._set_status(session_id=self.session.id)
         return self.session
