@@ -23,9 +23,11 @@ import asyncio
 from collections.abc import Sequence
 
 from comal.agent.children import ChildTask, Delegation
-from comal.agent.recovery import settle_started
+from comal.agent.recovery import preparation_of, settle_started
+from comal.agent.session import Session
 from comal.agent.toolset import LedgerBook
 from comal.errors import ComalError, ToolError
+from comal.ledger.entry import Entry
 from comal.messages import JSONObject, JSONValue, ToolCallPart, ToolSpec, digest_bytes
 from comal.tools.base import (
     NoPreparation,
@@ -335,12 +337,26 @@ class WorkDraftTool(_DelegationTool):
                 status = str(entry.payload.get("status"))
                 return status, f"{size}; its result is recorded ({entry.id}), not written again"
             started = entry
-        if started is not None:
+        if started is not None and not _untouched(session, started):
             # Started, no result: credited by a fresh read, or held uncertain; never repeated.
             recovered = settle_started(session, call, started)
             return recovered.status, recovered.detail
         receipt = await session.run_call(call)
-        return receipt.status, f"{size} written through Write"
+        again = "" if started is None else " (the earlier start never reached the file)"
+        return receipt.status, f"{size} written through Write{again}"
+
+
+def _untouched(session: Session, started: Entry) -> bool:
+    """Whether a started write provably had no effect: the file still holds exactly the
+    content its preparation read (absent then and now). Write replaces a file by an atomic
+    rename, so a file unchanged since the preparation was never written; the artifact's bytes
+    are fixed by the children's receipts, so writing it now is its first write."""
+    prep = preparation_of(started)
+    adapter = session.runner.registry.recovery("Write")
+    if prep is None or adapter is None:
+        return False
+    seen = adapter.observe(prep, session.runner.context)
+    return seen.readable and not seen.matches_intended and seen.current_digest == prep.digest_before
 
 
 def delegation_tools(delegation: Delegation, offer: Sequence[str]) -> list[Tool]:

@@ -94,6 +94,11 @@ def _str(value: JSONValue) -> str:
     return value if isinstance(value, str) else ""
 
 
+def preparation_of(started: Entry) -> Preparation | None:
+    """The durable preparation a `tool.started` receipt holds, if any."""
+    return _preparation(started)
+
+
 def _preparation(started: Entry) -> Preparation | None:
     raw = started.payload.get("preparation")
     if not isinstance(raw, dict):
