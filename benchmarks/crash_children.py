@@ -277,7 +277,9 @@ def _judge(result: TrialResult, home: Path, workspace: Path, parent_id: str) -> 
         result.problems.append("coordinator not finished")
 
 
-def run_trial(root: Path, rng: random.Random, span: float, scenario: str) -> TrialResult:
+def run_trial(
+    root: Path, rng: random.Random, span: float, scenario: str, kills: int | None = None
+) -> TrialResult:
     """One trial: run the scenario, kill it once or twice, resume to the end, judge the tree."""
     parent, agents = draft_script() if scenario == "draft" else step_script()
     server = FakeServerProcess(root / "server", parent, turn_by="answered", agents=agents)
@@ -285,7 +287,8 @@ def run_trial(root: Path, rng: random.Random, span: float, scenario: str) -> Tri
     try:
         workspace, home = make_workspace(root, server.base_url)
         (workspace / "source.txt").write_text("the source\n")
-        kills = 2 if rng.random() < 0.6 else 1
+        if kills is None:
+            kills = 2 if rng.random() < 0.6 else 1
         seen: dict[str, str] = {}
         parent_id: str | None = None
         for attempt in range(kills + 1):
@@ -393,8 +396,12 @@ class Summary:
         return "\n".join(lines)
 
 
-def run(trials: int, seed: int, directory: Path | None = None) -> Summary:
-    """Run `trials` trials, alternating the draft and step scenarios."""
+def run(trials: int, seed: int, directory: Path | None = None, kills: int | None = None) -> Summary:
+    """Run `trials` trials, alternating the draft and step scenarios.
+
+    Args:
+        kills: SIGKILLs aimed at each trial (default: one or two at random).
+    """
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="comal-crash-children-", dir=directory) as tmp:
         root = Path(tmp)
@@ -403,7 +410,7 @@ def run(trials: int, seed: int, directory: Path | None = None) -> Summary:
         results = []
         for n in range(trials):
             scenario = ("draft", "step")[n % 2]
-            results.append(run_trial(root / f"t{n}", rng, spans[scenario], scenario))
+            results.append(run_trial(root / f"t{n}", rng, spans[scenario], scenario, kills))
     failures = [
         f"trial {n} ({r.scenario}): {'; '.join(r.problems)} (kills aimed at: {r.plans})"
         for n, r in enumerate(results)
