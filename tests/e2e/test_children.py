@@ -6,6 +6,7 @@ parallel children get their own answers whatever order their requests arrive in.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -331,3 +332,48 @@ def test_evidence_of_a_grandchild_or_an_unrelated_session_is_refused(
             assert f"belongs to session {owner}" in text
             assert "neither this session nor one of its direct children" in text
             assert "deep secret" not in text
+
+
+def test_people_see_the_tree_in_sessions_state_and_context(workspace: Path, home: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    parent: list[Any] = [
+        {"tool_calls": [task("p1", "[one]"), task("p2", "[two]")]},
+        "Both children answered.",
+    ]
+    agents: dict[str, list[Any]] = {
+        "[one]": [read("o1", "a.txt"), "one says alpha"],
+        "[two]": ["two says nothing"],
+    }
+    with FakeServer(parent, agents=agents) as server:
+        configure(workspace, server, "openai-chat")
+        run = comal(
+            "-p", "two looks", "--output-format", "stream-json", cwd=workspace, env_home=home
+        )
+        assert run.code == 0, run.stderr
+    parent_id = run.session_id()
+    kids = [child_session_id(parent_id, c) for c in ("p1", "p2")]
+
+    listing = comal("sessions", cwd=workspace, env_home=home)
+    assert listing.code == 0, listing.stderr
+    lines = listing.stdout.splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith(parent_id))
+    assert {lines[top + 1].split()[1], lines[top + 2].split()[1]} == set(kids)
+    assert all(lines[top + n].startswith(" └─ ") for n in (1, 2))
+
+    state = comal("state", parent_id, "--json", cwd=workspace, env_home=home)
+    assert state.code == 0, state.stderr
+    children = {c["id"]: c for c in json.loads(state.stdout)["children"]}
+    assert set(children) == set(kids)
+    for kid, call in zip(kids, ("p1", "p2"), strict=True):
+        assert children[kid]["status"] == "finished"
+        assert children[kid]["receipt"] == "finished"
+        assert children[kid]["parent_call"] == call
+        assert children[kid]["requests"] == (2 if call == "p1" else 1)
+    plain = comal("state", parent_id, cwd=workspace, env_home=home).stdout
+    assert "children: 2" in plain
+
+    context = comal("context", parent_id, "--json", cwd=workspace, env_home=home)
+    assert context.code == 0, context.stderr
+    receipts = json.loads(context.stdout)["child_receipts"]
+    assert receipts["count"] == 2
+    assert receipts["tokens"] > 0

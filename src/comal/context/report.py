@@ -2,9 +2,11 @@
 
 Rows: system prompt, custom instructions, native tools, MCP tools, media, checkpoint,
 conversation, free space, and the buffer (output reserve + margin), each with its share of the
-window. The total used is *measured* when a valid anchor exists (provider-measured input of a
-recent request plus an estimate of what came after), otherwise `~` estimated; component rows are
-local counts (exact tokenizer or calibrated estimate) and say so. Unknown is never shown as 0.
+window; a line says what child sessions' receipts cost inside the conversation (their own work
+stayed in their own windows). The total used is *measured* when a valid anchor exists
+(provider-measured input of a recent request plus an estimate of what came after), otherwise
+`~` estimated; component rows are local counts (exact tokenizer or calibrated estimate) and say
+so. Unknown is never shown as 0.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from comal.context.anchors import find_anchor
 from comal.context.state import checkpoints
 from comal.context.tokens import calibrated
 from comal.messages import JSONObject
+
+CHILD_TOOLS = frozenset({"Task", "WorkStepRun", "WorkDraft"})
+"""Tools whose results are child sessions' receipts (the children's own windows are theirs)."""
 
 if TYPE_CHECKING:
     from comal.context.engine import ContextEngine
@@ -53,6 +58,10 @@ class ContextReport:
     checkpoint_count: int
     latest_checkpoint: str | None
     pending_compaction: bool
+    child_receipts: int = 0
+    """Results of child-running calls in the view."""
+    child_receipt_tokens: int = 0
+    """What those receipts cost this window (part of the conversation row)."""
 
     def to_json(self) -> JSONObject:
         """The `--json` object."""
@@ -75,6 +84,7 @@ class ContextReport:
             "checkpoints": self.checkpoint_count,
             "latest_checkpoint": self.latest_checkpoint,
             "pending_compaction": self.pending_compaction,
+            "child_receipts": {"count": self.child_receipts, "tokens": self.child_receipt_tokens},
         }
 
     def render(self) -> str:
@@ -98,6 +108,11 @@ class ContextReport:
         lines.append(
             f"Projected results: {self.projected_items} · checkpoints: {self.checkpoint_count}{cp}"
         )
+        if self.child_receipts:
+            lines.append(
+                f"Child receipts: {self.child_receipts} in view, ~{self.child_receipt_tokens:,}"
+                " tokens of the conversation (each child's own work stayed in its own window)"
+            )
         if self.pending_compaction:
             lines.append("A compaction was requested; it runs at the next turn boundary.")
         return "\n".join(lines)
@@ -134,6 +149,14 @@ def context_report(engine: ContextEngine) -> ContextReport:
         row("Free space", max(window - used - buffer, 0)),
         row("Buffer (output reserve + margin)", buffer, True),
     )
+    receipts = [
+        p
+        for p in asm.parts
+        if p.role == "result"
+        and p.kind != "media"
+        and p.result is not None
+        and p.result.entry.payload.get("name") in CHILD_TOOLS
+    ]
     entries = engine.entries()
     number = state.checkpoint.number if state.checkpoint else None
     anchor = find_anchor(entries, engine.fingerprint.with_checkpoint(number))
@@ -165,4 +188,6 @@ def context_report(engine: ContextEngine) -> ContextReport:
         checkpoint_count=len(cps),
         latest_checkpoint=latest,
         pending_compaction=engine.pending_compaction() is not None,
+        child_receipts=len(receipts),
+        child_receipt_tokens=scaled(sum(p.tokens for p in receipts)),
     )
