@@ -41,7 +41,14 @@ from comal.providers.base import Provider
 from comal.tools.base import Tool
 from comal.usage import Usage
 
-__all__ = ["RECEIPT_KIND", "ChildReceipt", "ChildTask", "Delegation", "child_session_id"]
+__all__ = [
+    "DELEGATION_TOOLS",
+    "RECEIPT_KIND",
+    "ChildReceipt",
+    "ChildTask",
+    "Delegation",
+    "child_session_id",
+]
 
 CHILD_SOURCE = "comal:child"
 """The `source` of a child session Comal started."""

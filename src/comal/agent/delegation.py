@@ -13,8 +13,9 @@
 
 Every tool is `Rebuildable`: after a crash, recovery calls `rebuild`, which is `run` again —
 safe because every effect is looked up first: a child with a receipt is read back (never run
-again), an unfinished child resumes, a recorded write is credited, a started write is settled
-by a fresh read (postcondition observed, or uncertain and not repeated).
+again), an unfinished child resumes, a recorded write is not repeated, a started write is
+settled by a fresh read: credited (`postcondition_observed`), written if the file still holds
+exactly what its preparation read (an atomic rename that never happened), else uncertain.
 """
 
 from __future__ import annotations

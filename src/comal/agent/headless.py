@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from comal.agent.children import Delegation
+from comal.agent.children import DELEGATION_TOOLS, Delegation
 from comal.agent.events import Failed, Notice, TextStreamed, TurnFinished
 from comal.agent.loop import run_turn
 from comal.agent.recovery import recover
@@ -116,11 +116,22 @@ async def run_headless(
     *,
     prompt: str | None,
     session_id: str | None = None,
+    delegate: tuple[str, ...] = DELEGATION_TOOLS,
 ) -> Outcome:
-    """Open or resume a session, run one turn, release the lock."""
-    delegation = Delegation(ledger, config, provider, tools, options)
+    """Open or resume a session, run one turn, release the lock.
+
+    Args:
+        delegate: the delegation tools to offer (Task, WorkStepRun, WorkDraft by default).
+    """
+    delegation = Delegation(ledger, config, provider, tools, options, delegate)
     session = open_session(
-        ledger, config, provider, tools, options, session_id=session_id, bound=delegation
+        ledger,
+        config,
+        provider,
+        tools,
+        options,
+        session_id=session_id,
+        bound=delegation if delegate else None,
     )
     try:
         if session_id is not None:
