@@ -94,7 +94,10 @@ def test_a_task_round_trip_returns_the_childs_exact_receipt(
     assert {"child_started", "child_finished"} <= {str(e["type"]) for e in run.events()}
 
 
-def test_parallel_task_calls_each_run_their_own_child(workspace: Path, home: Path) -> None:
+@pytest.mark.parametrize("wire", WIRES)
+def test_parallel_task_calls_each_run_their_own_child(
+    wire: str, workspace: Path, home: Path
+) -> None:
     (workspace / "a.txt").write_text("alpha\n")
     (workspace / "b.txt").write_text("beta\n")
     parent: list[Any] = [
@@ -107,7 +110,7 @@ def test_parallel_task_calls_each_run_their_own_child(workspace: Path, home: Pat
         "[kid-3]": ["three: nothing to read"],
     }
     with FakeServer(parent, agents=agents) as server:
-        configure(workspace, server, "openai-chat")
+        configure(workspace, server, wire)
         run = comal(
             "-p", "three looks", "--output-format", "stream-json", cwd=workspace, env_home=home
         )
@@ -276,12 +279,13 @@ def test_a_work_draft_of_three_fragments_is_assembled_into_one_file(
         assert result.payload["is_error"] is False
 
 
+@pytest.mark.parametrize("wire", WIRES)
 def test_evidence_of_a_grandchild_or_an_unrelated_session_is_refused(
-    workspace: Path, home: Path
+    wire: str, workspace: Path, home: Path
 ) -> None:
     (workspace / "deep.txt").write_text("deep secret\n")
     with FakeServer([read("u1", "deep.txt"), "read it"]) as server:
-        configure(workspace, server, "openai-chat")
+        configure(workspace, server, wire)
         assert comal("-p", "unrelated", cwd=workspace, env_home=home).code == 0
     with ledger_at(home) as ledger:
         (unrelated,) = [s.id for s in ledger.sessions()]
@@ -300,7 +304,7 @@ def test_evidence_of_a_grandchild_or_an_unrelated_session_is_refused(
         "[grand]": [read("g1", "deep.txt"), "deep secret"],
     }
     with FakeServer(parent, agents=agents) as server:
-        configure(workspace, server, "openai-chat")
+        configure(workspace, server, wire)
         run = comal(
             "-p", "delegate twice", "--output-format", "stream-json", cwd=workspace, env_home=home
         )
