@@ -66,6 +66,8 @@ class AgentsConfig:
     """Model calls a child may make unless its task says otherwise."""
     max_tokens: int | None = None
     """Tokens (input + output, measured) a child may use; None: no token budget."""
+    enabled: bool = True
+    """Offer Task, WorkStepRun and WorkDraft (their schemas cost every request some window)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,7 +389,7 @@ def _agents(raw: Mapping[str, Any]) -> AgentsConfig:
     Raises:
         ConfigError: an unknown key, or a value that is not a positive integer.
     """
-    unknown = sorted(set(raw) - {"max_parallel", "max_turns", "max_tokens"})
+    unknown = sorted(set(raw) - {"max_parallel", "max_turns", "max_tokens", "enabled"})
     if unknown:
         raise ConfigError(f"unknown [agents] keys: {', '.join(unknown)}")
 
@@ -399,8 +401,12 @@ def _agents(raw: Mapping[str, Any]) -> AgentsConfig:
             raise ConfigError(f"agents.{key} must be a positive integer, got {value!r}")
         return value
 
+    enabled = raw.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"agents.enabled must be true or false, got {enabled!r}")
     defaults = AgentsConfig()
     return AgentsConfig(
+        enabled=enabled,
         max_parallel=positive("max_parallel") or defaults.max_parallel,
         max_turns=positive("max_turns") or defaults.max_turns,
         max_tokens=positive("max_tokens"),

@@ -116,13 +116,16 @@ async def run_headless(
     *,
     prompt: str | None,
     session_id: str | None = None,
-    delegate: tuple[str, ...] = DELEGATION_TOOLS,
+    delegate: tuple[str, ...] | None = None,
 ) -> Outcome:
     """Open or resume a session, run one turn, release the lock.
 
     Args:
-        delegate: the delegation tools to offer (Task, WorkStepRun, WorkDraft by default).
+        delegate: the delegation tools to offer; None: all of them unless `[agents] enabled`
+            is false.
     """
+    if delegate is None:
+        delegate = DELEGATION_TOOLS if config.agents.enabled else ()
     delegation = Delegation(ledger, config, provider, tools, options, delegate)
     session = open_session(
         ledger,

@@ -159,7 +159,9 @@ class ComalApp(App[int]):
             options,
             session_id=s.session_id,
             workspace=s.workspace,
-            bound=Delegation(s.ledger, s.config, s.provider, s.tools, options),
+            bound=Delegation(s.ledger, s.config, s.provider, s.tools, options)
+            if s.config.agents.enabled
+            else None,
         )
         self._set_status(session_id=self.session.id)
         return self.session
