@@ -357,12 +357,13 @@ def test_people_see_the_tree_in_sessions_state_and_context(workspace: Path, home
     parent_id = run.session_id()
     kids = [child_session_id(parent_id, c) for c in ("p1", "p2")]
 
-    listing = comal("sessions", cwd=workspace, env_home=home)
+    listing = comal("sessions", "--json", cwd=workspace, env_home=home)
     assert listing.code == 0, listing.stderr
-    lines = listing.stdout.splitlines()
-    top = next(i for i, line in enumerate(lines) if line.startswith(parent_id))
-    assert {lines[top + 1].split()[1], lines[top + 2].split()[1]} == set(kids)
-    assert all(lines[top + n].startswith(" └─ ") for n in (1, 2))
+    rows = [(row["id"], row["depth"]) for row in json.loads(listing.stdout)]
+    top = rows.index((parent_id, 0))
+    assert rows[top + 1 : top + 3] == [(kid, 1) for kid in kids]  # in the order they started
+    plain = comal("sessions", cwd=workspace, env_home=home).stdout.splitlines()
+    assert sum(line.startswith(" └─ ") for line in plain) == 2
 
     state = comal("state", parent_id, "--json", cwd=workspace, env_home=home)
     assert state.code == 0, state.stderr
@@ -373,8 +374,7 @@ def test_people_see_the_tree_in_sessions_state_and_context(workspace: Path, home
         assert children[kid]["receipt"] == "finished"
         assert children[kid]["parent_call"] == call
         assert children[kid]["requests"] == (2 if call == "p1" else 1)
-    plain = comal("state", parent_id, cwd=workspace, env_home=home).stdout
-    assert "children: 2" in plain
+    assert "children: 2" in comal("state", parent_id, cwd=workspace, env_home=home).stdout
 
     context = comal("context", parent_id, "--json", cwd=workspace, env_home=home)
     assert context.code == 0, context.stderr

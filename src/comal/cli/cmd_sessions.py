@@ -91,7 +91,8 @@ def session_tree(infos: list[SessionInfo]) -> list[tuple[int, SessionInfo]]:
 
     def walk(info: SessionInfo, depth: int) -> None:
         out.append((depth, info))
-        for child in sorted(kids.get(info.id, []), key=lambda c: c.created_at):
+        # `infos` is newest first; reversed, ties of the same millisecond keep creation order.
+        for child in sorted(reversed(kids.get(info.id, [])), key=lambda c: c.created_at):
             walk(child, depth + 1)
 
     for info in infos:
