@@ -107,6 +107,16 @@ class NetworkError(ProviderError):
     retryable = True
 
 
+class EmptyStreamError(NetworkError):
+    """A server answered a streamed request with HTTP 200 and no event at all.
+
+    Not retried: the same request gets the same empty answer; the adapter asks once without
+    streaming to learn the real error instead.
+    """
+
+    retryable = False
+
+
 class InvalidRequestError(ProviderError):
     """The provider rejected the request for another reason (400, 404, 422, malformed replies)."""
 
@@ -208,6 +218,7 @@ class EvidenceError(ComalError):
     """An evidence read failed (unknown ref, access refused, digest mismatch, bad range)."""
 
     code = "EVIDENCE"
+    exit_code = 3
 
 
 class DigestMismatchError(EvidenceError):
@@ -248,3 +259,15 @@ class BudgetError(ComalError):
 
     code = "BUDGET_EXHAUSTED"
     exit_code = 6
+
+
+class RefusedError(ComalError):
+    """The model declined the task: a refusal the wire marked as such, never an empty answer."""
+
+    code = "REFUSED"
+    exit_code = 7
+
+    def __init__(self, text: str, reason: str) -> None:
+        super().__init__(f"the model refused: {reason or text or '(no reason given)'}")
+        self.text = text
+        self.reason = reason

@@ -9,7 +9,9 @@ Invariants kept here:
   only a larger output reserve is tried, never more context pressure;
 - a provider CONTEXT_LENGTH is recovered at most once per turn (recalibrate, then the next
   `prepare()` projects or derives); "input + max_tokens exceed" lowers the reserve instead;
-- pressure is re-checked before every model call, i.e. after every batch of tool results.
+- pressure is re-checked before every model call, i.e. after every batch of tool results;
+- a run's first request is prepared with the server's exact count where it offers one;
+- a refusal ends the turn as `RefusedError` once recorded: it is never passed off as an answer.
 """
 
 from __future__ import annotations
@@ -17,12 +19,20 @@ from __future__ import annotations
 from comal.agent.events import (
     ContextActed,
     ReasoningStreamed,
+    Refused,
     TextStreamed,
     TurnStarted,
 )
 from comal.agent.recording import error_json, record_discarded, record_reply, record_request
+from comal.agent.server_count import prepare_first
 from comal.agent.session import Session
-from comal.errors import BudgetError, ContextLengthError, ProviderError, StepLimitError
+from comal.errors import (
+    BudgetError,
+    ContextLengthError,
+    ProviderError,
+    RefusedError,
+    StepLimitError,
+)
 from comal.messages import message_to_json, user_text
 from comal.providers.base import (
     ModelRequest,
@@ -48,7 +58,7 @@ async def run_turn(s: Session, text: str | None) -> str:
     overflow_retried = False
     for step in range(1, s.options.max_turns + 1):
         _check_budget(s)
-        view = s.engine.prepare()
+        view = await prepare_first(s) if step == 1 else s.engine.prepare()
         for action in view.actions:
             s.emit(ContextActed(action, None, view.estimated_tokens, view.checkpoint_number))
         request = ModelRequest(
@@ -77,6 +87,9 @@ async def run_turn(s: Session, text: str | None) -> str:
             record_discarded(s, reply, view.output_reserve)
             continue
         message = record_reply(s, reply, request_entry, view.estimated_tokens)
+        if reply.refused:
+            s.emit(Refused(reply.refusal_text(), reply.refusal_reason()))
+            raise RefusedError(reply.refusal_text(), reply.refusal_reason())
         if not message.tool_calls:
             return message.text
         await s.run_calls(message.tool_calls)

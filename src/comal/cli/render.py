@@ -1,14 +1,17 @@
 """Front ends for headless runs: plain text, a final JSON object, or one JSON event per line.
 
-All three consume the same `AgentEvent` stream. Plain text streams the assistant's words to
-stdout and progress to stderr; `json` prints one object at the end; `stream-json` prints every
-event as it happens (documented in the README).
+All three consume the same `AgentEvent` stream. Plain text prints the final answer on stdout
+(what `comal -p … > answer.txt` should capture); progress lines go to stderr when stderr is a
+terminal, and with `verbose` the model's running commentary too; warnings and errors always do.
+`json` prints one object at the end; `stream-json` prints every event as it happens (documented
+in the README). Every failure, early ones included, reaches stdout in the JSON formats.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -21,6 +24,7 @@ from comal.agent.events import (
     ContextActed,
     Failed,
     Notice,
+    Refused,
     ResponseDiscarded,
     SessionOpened,
     TextStreamed,
@@ -29,7 +33,7 @@ from comal.agent.events import (
     TurnFinished,
     event_to_json,
 )
-from comal.errors import ComalError
+from comal.errors import ComalError, RefusedError
 
 
 @dataclass(slots=True)
@@ -43,6 +47,12 @@ class Renderer:
     answer: str = ""
     steps: int = 0
     events: list[AgentEvent] = field(default_factory=list)
+    verbose: bool = False
+    """Text mode: every progress line and the commentary, even when stderr is not a terminal."""
+    progress: bool = True
+    """Text mode: show progress lines (the CLI sets it when stderr is a terminal)."""
+    shorten: Callable[[str], str] = str
+    """A session id as people type it (the CLI passes the ledger's short ids)."""
     _mid_line: bool = False
 
     def __call__(self, event: AgentEvent) -> None:
@@ -59,23 +69,26 @@ class Renderer:
             return
         self._plain(event)
 
-    def _line(self, text: str) -> None:
+    def _line(self, text: str, *, always: bool = False) -> None:
+        if not (always or self.progress or self.verbose):
+            return
         if self._mid_line:
-            self.out.write("\n")
-            self.out.flush()
+            self.err.write("\n")
             self._mid_line = False
         self.err.write(text + "\n")
         self.err.flush()
 
     def _plain(self, event: AgentEvent) -> None:
         if isinstance(event, TextStreamed):
-            self.out.write(event.text)
-            self.out.flush()
-            self._mid_line = not event.text.endswith("\n")
+            if self.verbose:
+                self.err.write(event.text)
+                self.err.flush()
+                self._mid_line = not event.text.endswith("\n")
         elif isinstance(event, SessionOpened):
             verb = "resumed" if event.resumed else "started"
             self._line(
-                f"● session {event.session_id} {verb} · {event.provider}/{event.model}"
+                f"● session {self.shorten(event.session_id)} {verb} ({event.session_id})"
+                f" · {event.provider}/{event.model}"
                 f" · window {event.window_tokens:,} ({event.window_source})"
             )
         elif isinstance(event, ToolStarted):
@@ -91,10 +104,22 @@ class Renderer:
                 f"  ! response discarded ({event.reason}); output reserve now"
                 f" {event.new_output_reserve:,}"
             )
+        elif isinstance(event, Refused):
+            if event.text:
+                self.out.write(("\n" if self._mid_line else "") + event.text + "\n")
+                self.out.flush()
+                self._mid_line = False
+            # Like a failure, a refusal is the run's outcome, not progress: always said.
+            reason = f": {event.reason}" if event.reason else ""
+            self._line(f"⊘ refused{reason} (not an answer)", always=True)
         elif isinstance(event, Notice):
-            self._line(f"  ! {event.code}: {event.message}")
+            self._line(f"  ! {event.code}: {event.message}", always=True)
         elif isinstance(event, Failed):
-            self._line(f"✗ {event.code}: {event.message} (session {event.session_id} is resumable)")
+            self._line(
+                f"✗ {event.code}: {event.message}"
+                f" (session {self.shorten(event.session_id)} is resumable)",
+                always=True,
+            )
         elif isinstance(event, ChildStarted):
             self._line(f"  ⤷ child {event.session_id} · {event.description}")
         elif isinstance(event, ChildFinished):
@@ -103,7 +128,7 @@ class Renderer:
         elif isinstance(event, ChildActivity):
             self._child(event)
         elif isinstance(event, TurnFinished) and self._mid_line:
-            self.out.write("\n")
+            self.err.write("\n")
             self._mid_line = False
 
     def _child(self, activity: ChildActivity) -> None:
@@ -120,12 +145,9 @@ class Renderer:
         elif isinstance(event, Failed):
             self._line(f"    [{tag}] ✗ {event.code}: {event.message}")
 
-    def finish(
-        self, *, session_id: str, status: str, answer: str, error: ComalError | None
+    def _json_object(
+        self, session_id: str | None, status: str, answer: str, error: ComalError | None
     ) -> None:
-        """Print the closing object (json format) or nothing more (other formats)."""
-        if self.fmt != "json":
-            return
         body = {
             "session_id": session_id,
             "status": status,
@@ -134,5 +156,34 @@ class Renderer:
             "error": None if error is None else {"code": error.code, "message": error.message},
             "events": [event_to_json(e) for e in self.events],
         }
+        if isinstance(error, RefusedError):
+            body["refusal"] = {"text": error.text, "reason": error.reason}
         self.out.write(json.dumps(body, ensure_ascii=False) + "\n")
         self.out.flush()
+
+    def finish(
+        self, *, session_id: str, status: str, answer: str, error: ComalError | None
+    ) -> None:
+        """Print the answer (text), the closing object (json), or nothing more (stream-json)."""
+        if self.fmt == "json":
+            self._json_object(session_id, status, answer, error)
+        elif self.fmt == "text":
+            if answer:
+                self.out.write(answer if answer.endswith("\n") else answer + "\n")
+                self.out.flush()
+            self._line(f"session {self.shorten(session_id)} · {status}", always=True)
+
+    def fail(self, error: ComalError) -> None:
+        """Report a failure that ended the run before (or outside) the turn's own reporting."""
+        if self.fmt == "json":
+            self._json_object(self.session_id, "failed", "", error)
+        elif self.fmt == "stream-json":
+            body = {
+                "type": "failed",
+                "session_id": self.session_id,
+                "code": error.code,
+                "message": error.message,
+            }
+            self.out.write(json.dumps(body, ensure_ascii=False) + "\n")
+            self.out.flush()
+        self._line(f"comal: {error}", always=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, TypeAlias
+from typing import Protocol, TypeAlias, runtime_checkable
 
 from comal.messages import JSONObject, Message, ReasoningPart, ToolCallPart, ToolSpec
 from comal.usage import Usage
@@ -62,6 +62,14 @@ class ModelRequest:
 @dataclass(frozen=True, slots=True)
 class TextDelta:
     """A piece of assistant text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefusalDelta:
+    """A piece of a refusal the wire marks as such (Chat `delta.refusal`, Responses refusal
+    parts); kept apart from answer text so a refusal is never reported as an answer."""
 
     text: str
 
@@ -125,10 +133,18 @@ class Completed:
     """One of `FINISHES`."""
     raw_finish: str | None
     """The wire's own value (`end_turn`, `incomplete:max_output_tokens`, …)."""
+    details: JSONObject | None = None
+    """The wire's own explanation of the finish, when it sends one (Anthropic `stop_details`)."""
 
 
 ProviderEvent: TypeAlias = (
-    TextDelta | ReasoningDelta | ToolCallDone | ToolCallInvalid | UsageReport | Completed
+    TextDelta
+    | RefusalDelta
+    | ReasoningDelta
+    | ToolCallDone
+    | ToolCallInvalid
+    | UsageReport
+    | Completed
 )
 
 
@@ -150,4 +166,16 @@ class Provider(Protocol):
 
     def encode(self, request: ModelRequest) -> bytes:
         """The exact request body bytes `stream()` would POST."""
+        ...
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """A provider whose server can count a request's input tokens exactly before it is sent."""
+
+    async def count_input_tokens(self, request: ModelRequest) -> int | None:
+        """The server's own count of the request's input, or None when it does not offer one.
+
+        Never raises: counting is best effort.
+        """
         ...

@@ -3,7 +3,8 @@
 The effective window follows DESIGN §2: the model's advertised window (server discovery when
 the server says, else the built-in catalog), combined with every explicit value
 (`--context-window`, `COMAL_CONTEXT_WINDOW`, `providers.NAME.context_window`) by taking the
-**smaller**; with nothing known, 45,000 tokens. `window_source` says which figure won.
+**smaller**; with nothing known, 45,000 tokens. `window_source` says which figure won. Vision
+is `providers.NAME.vision` when set, else the catalog's word (an unknown model has none).
 Providers come back wrapped in the one retry wrapper (`RetryingProvider`).
 """
 
@@ -60,7 +61,7 @@ def combine_capabilities(
         context_window=window,
         max_output_tokens=min(max_output, window),
         window_source=source,
-        vision=entry.vision if entry is not None else False,
+        vision=cfg.vision if cfg.vision is not None else entry is not None and entry.vision,
         window_note=note,
     )
 
@@ -97,11 +98,26 @@ def make_provider(
     Raises:
         ConfigError: the wire is unknown or no model is configured.
     """
+    caps = capabilities or combine_capabilities(cfg, None, context_window_override)
+    inner = make_adapter(cfg, client=client, api_key=api_key, capabilities=caps)
+    return RetryingProvider(inner, cfg.max_retries)
+
+
+def make_adapter(
+    cfg: ProviderConfig,
+    *,
+    client: httpx2.AsyncClient,
+    api_key: str | None,
+    capabilities: Capabilities,
+) -> WireProvider:
+    """The bare wire adapter for a configuration (no retries: `comal doctor --probe`).
+
+    Raises:
+        ConfigError: the wire is unknown or no model is configured.
+    """
     adapter = _ADAPTERS.get(cfg.wire)
     if adapter is None:
         raise ConfigError(f"providers.{cfg.name}.wire {cfg.wire!r} is not a known wire")
     if not cfg.model:
         raise ConfigError(f"providers.{cfg.name}.model is required")
-    caps = capabilities or combine_capabilities(cfg, None, context_window_override)
-    inner = adapter(cfg, client=client, api_key=api_key, capabilities=caps)
-    return RetryingProvider(inner, cfg.max_retries)
+    return adapter(cfg, client=client, api_key=api_key, capabilities=capabilities)

@@ -74,7 +74,7 @@ def test_doctor_reports_reachability_and_key_presence_without_the_key(
         assert main(["doctor", "--json"]) == 0
         report = capsys.readouterr().out
         monkeypatch.delenv("LOCAL_KEY")
-        assert main(["doctor"]) == 1
+        assert main(["doctor"]) == 2  # a missing key is a configuration error
         plain = capsys.readouterr().out
     assert secret not in report
     data = json.loads(report)
@@ -90,7 +90,7 @@ def test_doctor_unreachable_server(isolated_env, monkeypatch, capsys) -> None:
     write_config(isolated_env, dead)
     monkeypatch.chdir(isolated_env)
     monkeypatch.setenv("LOCAL_KEY", "k")
-    assert main(["doctor"]) == 1
+    assert main(["doctor"]) == 4  # a provider error, as the README table says
     assert "unreachable" in capsys.readouterr().out
 
 
@@ -99,3 +99,31 @@ def test_no_providers_configured(isolated_env, monkeypatch, capsys, command) -> 
     monkeypatch.chdir(isolated_env)
     main(command)
     assert "no providers configured" in capsys.readouterr().err
+
+
+def test_doctor_names_the_url_status_and_fix_for_a_base_url_without_v1(
+    isolated_env, monkeypatch, capsys
+) -> None:
+    with FakeServer(discovery_style="none") as server:
+        write_config(isolated_env, server.base_url)  # no /v1
+        monkeypatch.chdir(isolated_env)
+        monkeypatch.setenv("LOCAL_KEY", "k")
+        assert main(["doctor", "--probe"]) == 4  # a provider error (README exit-code table)
+    out = capsys.readouterr().out
+    assert f"{server.base_url}/models  HTTP 404" in out
+    assert f"try {server.base_url}/v1" in out
+    assert f"{server.base_url}/chat/completions" in out  # the probe's URL
+
+
+def test_doctor_probe_sends_one_token(isolated_env, monkeypatch, capsys) -> None:
+    with FakeServer(["pong"], model="local-model") as server:
+        write_config(isolated_env, server.openai_base_url)
+        monkeypatch.chdir(isolated_env)
+        monkeypatch.setenv("LOCAL_KEY", "k")
+        assert main(["doctor", "--probe", "--json"]) == 0
+        (request,) = server.received
+    report = json.loads(capsys.readouterr().out)
+    checks = report["providers"][0]["checks"]
+    assert [c["what"] for c in checks] == ["models", "probe"]
+    assert all(c["ok"] for c in checks)
+    assert request.body["max_tokens"] == 1
