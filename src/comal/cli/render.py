@@ -121,10 +121,10 @@ class Renderer:
                 always=True,
             )
         elif isinstance(event, ChildStarted):
-            self._line(f"  ⤷ child {event.session_id} · {event.description}")
+            self._line(f"  ⤷ child {self.shorten(event.session_id)} · {event.description}")
         elif isinstance(event, ChildFinished):
             again = " (receipt read back, not run again)" if event.rebuilt else ""
-            self._line(f"  ⤶ child {event.session_id} {event.status}{again}")
+            self._line(f"  ⤶ child {self.shorten(event.session_id)} {event.status}{again}")
         elif isinstance(event, ChildActivity):
             self._child(event)
         elif isinstance(event, TurnFinished) and self._mid_line:
@@ -134,10 +134,11 @@ class Renderer:
     def _child(self, activity: ChildActivity) -> None:
         """A child's tool calls, indented under it (its text stays in its own ledger)."""
         event: AgentEvent = activity.event
-        tag = activity.session_id[:8]
+        tag = activity.session_id
         while isinstance(event, ChildActivity):  # a grandchild's, shown under its own id
-            tag = event.session_id[:8]
+            tag = event.session_id
             event = event.event
+        tag = self.shorten(tag)
         if isinstance(event, ToolStarted):
             self._line(f"    [{tag}] → {event.summary}")
         elif isinstance(event, ToolFinished):
