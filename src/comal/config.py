@@ -74,6 +74,20 @@ class ContextConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentsConfig:
+    """Child sessions (`[agents]`): how many run at once and their default budget."""
+
+    max_parallel: int = 4
+    """Child sessions of one coordinator running at the same time."""
+    max_turns: int = 20
+    """Model calls a child may make unless its task says otherwise."""
+    max_tokens: int | None = None
+    """Tokens (input + output, measured) a child may use; None: no token budget."""
+    enabled: bool = True
+    """Offer Task, WorkStepRun and WorkDraft (their schemas cost every request some window)."""
+
+
+@dataclass(frozen=True, slots=True)
 class PermissionRule:
     """Allow, ask about or deny a tool (optionally only when its main argument matches)."""
 
@@ -185,6 +199,7 @@ class Config:
     """The environment this config was resolved from (for keys and local-server discovery)."""
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     """Configured MCP servers by name, sorted by name (disabled ones included)."""
+    agents: AgentsConfig = AgentsConfig()
     warnings: tuple[str, ...] = ()
     """Problems that did not stop loading (unknown keys, a broken file ignored when lenient)."""
     plugins: PluginsConfig = PluginsConfig()
@@ -656,6 +671,7 @@ def _resolve(
         mode=mode, rules=rules, extra_roots=tuple(str(p) for p in praw.get("extra_roots", []))
     )
     return Config(
+        agents=_agents(dict(raw.get("agents", {}))),
         home=home,
         config_dir=config_dir,
         workspace=workspace,
@@ -677,6 +693,36 @@ def _resolve(
             )
         ),
         warnings=warnings,
+    )
+
+
+def _agents(raw: Mapping[str, Any]) -> AgentsConfig:
+    """`[agents]`, validated.
+
+    Raises:
+        ConfigError: an unknown key, or a value that is not a positive integer.
+    """
+    unknown = sorted(set(raw) - {"max_parallel", "max_turns", "max_tokens", "enabled"})
+    if unknown:
+        raise ConfigError(f"unknown [agents] keys: {', '.join(unknown)}")
+
+    def positive(key: str) -> int | None:
+        value = raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"agents.{key} must be a positive integer, got {value!r}")
+        return value
+
+    enabled = raw.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"agents.enabled must be true or false, got {enabled!r}")
+    defaults = AgentsConfig()
+    return AgentsConfig(
+        enabled=enabled,
+        max_parallel=positive("max_parallel") or defaults.max_parallel,
+        max_turns=positive("max_turns") or defaults.max_turns,
+        max_tokens=positive("max_tokens"),
     )
 
 

@@ -254,6 +254,13 @@ class StepLimitError(ComalError):
     exit_code = 6
 
 
+class BudgetError(ComalError):
+    """A child session used its whole token budget (`max_tokens` of its task)."""
+
+    code = "BUDGET_EXHAUSTED"
+    exit_code = 6
+
+
 class RefusedError(ComalError):
     """The model declined the task: a refusal the wire marked as such, never an empty answer."""
 

@@ -104,6 +104,9 @@ def test_provider_context_length_is_recovered_once(workspace: Path, home: Path) 
     turns.append("Done.")
     with FakeServer(turns, window=4_500, advertised_window=131_072) as server:
         configure(workspace, server, "openai-chat")
+        with (workspace / ".comal" / "config.toml").open("a") as config:
+            # The server's window is sized for the native tools' schemas alone.
+            config.write("\n[agents]\nenabled = false\n")
         run = comal(
             "-p",
             "go",
@@ -137,7 +140,8 @@ def test_pressure_loop_stops_with_a_clear_error(workspace: Path, home: Path) -> 
     with FakeServer(turns) as server:
         configure(workspace, server, "openai-chat")
         with (workspace / ".comal" / "config.toml").open("a") as config:
-            config.write("\n[context]\nthreshold_ratio = 0.5\n")
+            # The window is sized for the native tools' schemas alone.
+            config.write("\n[context]\nthreshold_ratio = 0.5\n\n[agents]\nenabled = false\n")
         run = comal(
             "-p",
             "go",

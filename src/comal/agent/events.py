@@ -133,6 +133,40 @@ class Failed:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class ChildStarted:
+    """A child session (sub-agent) started or resumed for one call of its parent."""
+
+    session_id: str
+    parent_id: str
+    call_id: str
+    description: str
+    window_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChildFinished:
+    """A child session's receipt was recorded (or rebuilt from the ledger)."""
+
+    session_id: str
+    parent_id: str
+    call_id: str
+    status: str
+    input_tokens: int | None
+    output_tokens: int | None
+    rebuilt: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ChildActivity:
+    """An event of a running child session, tagged with the child's session id."""
+
+    session_id: str
+    call_id: str
+    event: AgentEvent
+    """The child's event (itself a `ChildActivity` for a grandchild's)."""
+
+
 AgentEvent = (
     SessionOpened
     | TurnStarted
@@ -147,6 +181,9 @@ AgentEvent = (
     | Notice
     | TurnFinished
     | Failed
+    | ChildStarted
+    | ChildFinished
+    | ChildActivity
 )
 
 _TYPE_NAMES: dict[type, str] = {
@@ -163,11 +200,21 @@ _TYPE_NAMES: dict[type, str] = {
     Notice: "notice",
     TurnFinished: "finished",
     Failed: "failed",
+    ChildStarted: "child_started",
+    ChildFinished: "child_finished",
+    ChildActivity: "child",
 }
 
 
 def event_to_json(event: AgentEvent) -> JSONObject:
     """The stream-json form of an event: `{"type": name, …fields}`."""
     body: JSONObject = {"type": _TYPE_NAMES[type(event)]}
+    if isinstance(event, ChildActivity):
+        # The child's own event keeps its shape; the wrapper names the child session.
+        body.update(
+            {"session_id": event.session_id, "call_id": event.call_id}
+            | {"event": event_to_json(event.event)}
+        )
+        return body
     body.update(asdict(event))
     return body

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from comal.agent.children import DELEGATION_TOOLS, Delegation
 from comal.agent.events import Failed, Notice, TextStreamed, TurnFinished
 from comal.agent.loop import run_turn
 from comal.agent.recovery import recover
@@ -136,9 +137,26 @@ async def run_headless(
     *,
     prompt: str | None,
     session_id: str | None = None,
+    delegate: tuple[str, ...] | None = None,
 ) -> Outcome:
-    """Open or resume a session, run one turn, release the lock."""
-    session = open_session(ledger, config, provider, tools, options, session_id=session_id)
+    """Open or resume a session, run one turn, release the lock.
+
+    Args:
+        delegate: the delegation tools to offer; None: all of them unless `[agents] enabled`
+            is false.
+    """
+    if delegate is None:
+        delegate = DELEGATION_TOOLS if config.agents.enabled else ()
+    delegation = Delegation(ledger, config, provider, tools, options, delegate)
+    session = open_session(
+        ledger,
+        config,
+        provider,
+        tools,
+        options,
+        session_id=session_id,
+        bound=delegation if delegate else None,
+    )
     try:
         if session_id is not None:
             return await resume_session(session, prompt)

@@ -26,7 +26,13 @@ from comal.agent.events import (
 from comal.agent.recording import error_json, record_discarded, record_reply, record_request
 from comal.agent.server_count import prepare_first
 from comal.agent.session import Session
-from comal.errors import ContextLengthError, ProviderError, RefusedError, StepLimitError
+from comal.errors import (
+    BudgetError,
+    ContextLengthError,
+    ProviderError,
+    RefusedError,
+    StepLimitError,
+)
 from comal.messages import message_to_json, user_text
 from comal.providers.base import (
     ModelRequest,
@@ -51,6 +57,7 @@ async def run_turn(s: Session, text: str | None) -> str:
         s.record("message.user", {"message": message_to_json(user_text(text))})
     overflow_retried = False
     for step in range(1, s.options.max_turns + 1):
+        _check_budget(s)
         view = await prepare_first(s) if step == 1 else s.engine.prepare()
         for action in view.actions:
             s.emit(ContextActed(action, None, view.estimated_tokens, view.checkpoint_number))
@@ -85,13 +92,19 @@ async def run_turn(s: Session, text: str | None) -> str:
             raise RefusedError(reply.refusal_text(), reply.refusal_reason())
         if not message.tool_calls:
             return message.text
-        for call in message.tool_calls:
-            await s.run_call(call)
+        await s.run_calls(message.tool_calls)
         finished = s.finished_answer()  # a successful finish_call closed the session
         if finished is not None:
             s.emit(TextStreamed(finished + "\n"))
             return finished
     raise StepLimitError(f"the turn used all {s.options.max_turns} model calls (--max-turns)")
+
+
+def _check_budget(s: Session) -> None:
+    """A child over its token budget stops before its next model call, never mid-pair."""
+    budget = s.options.max_tokens
+    if budget is not None and (used := s.tokens_used()) >= budget:
+        raise BudgetError(f"the session used {used:,} of its {budget:,}-token budget")
 
 
 def _relay(s: Session, event: ProviderEvent) -> None:

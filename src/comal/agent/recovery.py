@@ -15,6 +15,10 @@ first model call. It works only from the ledger:
   - anything else — a different file, a denied or failed read, a start without preparation, a
     tool without a recovery adapter (Bash, MCP, plugin tools without one, clicks and fills)
     → `uncertain`, with what was observed.
+- A call of a tool that runs child sessions (Task, WorkStepRun, WorkDraft) is *rebuilt*: the
+  tool finishes it from the ledger — a finished child's exact receipt is read back, never run
+  again; an unfinished child resumes by these same rules; a write already recorded or observed
+  is not repeated — and its result is recorded as the call's (`rebuilt`).
 - A call of a recorded (complete) response that never started had no effect: it runs now,
   through the normal runner, so this process's permissions decide.
 - Uncertain calls are never re-run: recovery hands their (tool, arguments) to the runner's
@@ -30,21 +34,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from comal.agent.events import Notice
+from comal.agent.events import Notice, ToolFinished, ToolStarted
 from comal.agent.session import Session
 from comal.agent.state import OpenCall, board_of, last_answer, open_calls, recorded_calls
-from comal.agent.tool_runner import media_json
+from comal.agent.tool_runner import call_summary, media_json
 from comal.agent.toolset import CALL_KINDS
 from comal.ledger.entry import Entry
 from comal.messages import (
     JSONObject,
     JSONValue,
     MediaPart,
+    ToolCallPart,
     digest_bytes,
     message_to_json,
     user_text,
 )
-from comal.tools.base import Observation, Preparation
+from comal.tools.base import Observation, Preparation, Rebuildable
 from comal.tools.board import board_is_open, render_board
 from comal.tools.plugin import Reconciler
 
@@ -64,7 +69,8 @@ class RecoveredCall:
     call_id: str
     name: str
     status: str
-    """`postcondition_observed`, `uncertain`, `denied`, `error`, or `ran` (never started)."""
+    """`postcondition_observed`, `uncertain`, `denied`, `error`, `rebuilt` (from child
+    receipts), or `ran` (never started)."""
     detail: str
 
 
@@ -93,6 +99,11 @@ class RecoveryReport:
 
 def _str(value: JSONValue) -> str:
     return value if isinstance(value, str) else ""
+
+
+def preparation_of(started: Entry) -> Preparation | None:
+    """The durable preparation a `tool.started` receipt holds, if any."""
+    return _preparation(started)
 
 
 def _preparation(started: Entry) -> Preparation | None:
@@ -223,6 +234,37 @@ async def _settle_started(s: Session, call: OpenCall, started: Entry) -> Recover
     return RecoveredCall(call_id, name, "uncertain", seen.detail)
 
 
+async def settle_started(s: Session, call: ToolCallPart, started: Entry) -> RecoveredCall:
+    """Settle a call that started and left no result (see the module docstring)."""
+    return await _settle_started(s, OpenCall(call, started), started)
+
+
+async def _rebuild(s: Session, call: OpenCall, started: Entry) -> RecoveredCall | None:
+    """Finish an allowed call of a rebuildable tool from the ledger; None for other calls."""
+    # Typed as object: a Tool is not declared to be Rebuildable, only some are.
+    tool: object = s.runner.registry.get(call.call.name)
+    permission = started.payload.get("permission")
+    allowed = isinstance(permission, dict) and permission.get("decision") == "allow"
+    if not allowed or not isinstance(tool, Rebuildable):
+        return None
+    part = call.call
+    s.emit(ToolStarted(part.call_id, part.name, call_summary(part)))
+    outcome = await tool.rebuild(part.arguments, s.runner.context_for(part))
+    receipt = s.runner.record_result(part, outcome)
+    s.emit(
+        ToolFinished(
+            receipt.call_id,
+            receipt.name,
+            receipt.status,
+            receipt.exit_code,
+            receipt.size_bytes,
+            receipt.preview,
+        )
+    )
+    detail = f"rebuilt from the coordinator's facts and the children's receipts: {receipt.status}"
+    return RecoveredCall(part.call_id, part.name, "rebuilt", detail)
+
+
 def _hold_uncertain(s: Session, entries: list[Entry]) -> int:
     """Hand every still-uncertain (tool, arguments) to the runner's insistence guard."""
     args: dict[str, JSONObject] = {}
@@ -279,7 +321,8 @@ async def recover(s: Session, *, continue_plan: bool = True) -> RecoveryReport:
     ran = False
     for call in open_calls(entries):
         if call.started is not None:
-            done.append(await _settle_started(s, call, call.started))
+            rebuilt = await _rebuild(s, call, call.started)
+            done.append(rebuilt or await _settle_started(s, call, call.started))
             continue
         # Never started: no effect can have happened, so it runs now like any call.
         part = call.call

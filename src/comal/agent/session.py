@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolFinished, ToolStarted
 from comal.agent.instructions import load_instructions
 from comal.agent.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
 from comal.agent.prompt import SYSTEM_PROMPT
+from comal.agent.state import usage_totals
 from comal.agent.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
 from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
 from comal.agent.toolset import session_tools
@@ -60,6 +62,20 @@ class SessionOptions:
     mcp_notices: tuple[McpNotice, ...] = ()
     """What started MCP servers need said once (stray stdout, tools not offered); recorded as
     warnings when the session opens."""
+    max_tokens: int | None = None
+    """Token budget of a child session (measured input + output); None: no budget."""
+
+
+class BoundTools(Protocol):
+    """Tools bound to the session being opened (delegation: Task, WorkStepRun, WorkDraft)."""
+
+    def tools(self, session_id: str) -> list[Tool]:
+        """The tools to offer in session `session_id`."""
+        ...
+
+    def attach(self, session: Session) -> None:
+        """Called once the session is wired (its runner, options and engine exist)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -91,6 +107,36 @@ class Session:
     def emit(self, event: AgentEvent) -> None:
         """Send an event to the front end."""
         self.options.emit(event)
+
+    def tokens_used(self) -> int:
+        """Tokens this session has used: measured input + output, Comal's estimate where the
+        provider measured nothing (what a child's `max_tokens` budget counts)."""
+        totals = usage_totals(self.ledger.entries(self.id))
+        measured = totals.measured
+        return (measured.total_input or 0) + (measured.output or 0) + totals.estimated_input_tokens
+
+    def _parallel(self, call: ToolCallPart) -> bool:
+        tool = self.runner.registry.get(call.name)
+        return getattr(tool, "parallel", False) is True
+
+    async def run_calls(self, calls: Sequence[ToolCallPart]) -> None:
+        """Run the calls of one assistant message in order; consecutive calls of parallel tools
+        (Task) run together. Each call is recorded on its own, so the view (which orders results
+        by call) and recovery see the same thing whatever order they finish in."""
+        index = 0
+        while index < len(calls):
+            group = [calls[index]]
+            while (
+                self._parallel(group[0])
+                and index + len(group) < len(calls)
+                and self._parallel(calls[index + len(group)])
+            ):
+                group.append(calls[index + len(group)])
+            if len(group) == 1:
+                await self.run_call(group[0])
+            else:
+                await asyncio.gather(*(self.run_call(call) for call in group))
+            index += len(group)
 
     async def run_call(self, call: ToolCallPart) -> CallReceipt:
         """Run one tool call through the runner (which records it), telling the front end."""
@@ -153,8 +199,15 @@ def open_session(
     *,
     session_id: str | None = None,
     workspace: Path | None = None,
+    child: bool = False,
+    bound: BoundTools | None = None,
 ) -> Session:
     """Create a new session (or reopen `session_id`), take its lock and wire its parts.
+
+    Args:
+        child: the session is a child (sub-agent): it gets EvidenceRead but no board or
+            finish_call; `session_id` must already exist.
+        bound: delegation tools to offer, bound to this session once it is open.
 
     Raises:
         SessionLockedError: another live process holds the session.
@@ -210,14 +263,15 @@ def open_session(
     )
     offered = {tool.spec.name for tool in tools}
     plugins = options.plugins
-    bound = session_tools(ledger, session_id, config.checks, plugins.checks)
-    bound = [tool for tool in bound if tool.spec.name not in offered]
+    own = session_tools(ledger, session_id, config.checks, plugins.checks, child=child)
+    own += [] if bound is None else bound.tools(session_id)
+    own = [tool for tool in own if tool.spec.name not in offered]
     # MCP and plugin schemas are budget rows of their own, offered after every native tool.
     mcp = [tool for tool in tools if is_mcp_tool(tool)]
     native = [tool for tool in tools if not is_mcp_tool(tool)]
     extra = [tool for tool in plugins.tools if tool.spec.name not in offered]
-    registry = ToolRegistry([*native, *bound, *extra, *mcp])
-    native_specs = tuple(tool.spec for tool in (*native, *bound))
+    registry = ToolRegistry([*native, *own, *extra, *mcp])
+    native_specs = tuple(tool.spec for tool in (*native, *own))
     sid = session_id
 
     def record(kind: str, payload: JSONObject, body: bytes | None) -> None:
@@ -265,6 +319,8 @@ def open_session(
         tools_digest=catalog_digest,
         config_digest=config_digest,
     )
+    if bound is not None:
+        bound.attach(session)
     session.emit(
         SessionOpened(
             session_id=session_id,

@@ -83,6 +83,24 @@ class UsageTotals:
     """Comal's own estimate for requests with no measured input (killed, failed, unreported)."""
 
 
+RECEIPT_KIND = "child.receipt"
+"""The entry that closes a child session with its exact receipt (see `agent.children`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSummary:
+    """One direct child of a session, as `/state` lists it."""
+
+    id: str
+    status: str
+    """The session row's status."""
+    receipt: str | None
+    """The receipt's status (`finished`, `budget_exhausted`, `failed`); None: no receipt yet."""
+    parent_call: str | None
+    title: str
+    usage: UsageTotals
+
+
 @dataclass(frozen=True, slots=True)
 class SessionState:
     """What `/state` and `comal state` show."""
@@ -104,6 +122,7 @@ class SessionState:
     """The answer recorded by a successful finish_call (status `finished`)."""
     last_answer: str | None
     """The last assistant text, whatever the status."""
+    children: tuple[ChildSummary, ...] = ()
 
     @property
     def plan_open(self) -> bool:
@@ -233,6 +252,23 @@ def usage_totals(entries: Sequence[Entry]) -> UsageTotals:
     return UsageTotals(len(estimates), count, measured, estimated)
 
 
+def _child_summary(ledger: Ledger, child_id: str) -> ChildSummary:
+    info = ledger.session(child_id)
+    entries = ledger.entries(child_id)
+    receipts = [e for e in entries if e.kind == RECEIPT_KIND]
+    started = next((e for e in entries if e.kind == "session.started"), None)
+    origin = started.payload.get("origin") if started is not None else None
+    call = origin.get("parent_call") if isinstance(origin, dict) else None
+    return ChildSummary(
+        child_id,
+        info.status,
+        _str(receipts[-1].payload.get("status")) if receipts else None,
+        call if isinstance(call, str) else None,
+        info.title,
+        usage_totals(entries),
+    )
+
+
 def session_state(ledger: Ledger, session_id: str) -> SessionState:
     """The state of one session, read from the ledger.
 
@@ -258,6 +294,7 @@ def session_state(ledger: Ledger, session_id: str) -> SessionState:
         usage=usage_totals(entries),
         final_answer=final_answer(entries) if info.status == "finished" else None,
         last_answer=last_answer(entries),
+        children=tuple(_child_summary(ledger, c) for c in ledger.children(session_id)),
     )
 
 
@@ -317,6 +354,19 @@ def state_to_json(state: SessionState) -> JSONObject:
         },
         "final_answer": state.final_answer,
         "last_answer": state.last_answer,
+        "children": [
+            {
+                "id": c.id,
+                "status": c.status,
+                "receipt": c.receipt,
+                "parent_call": c.parent_call,
+                "title": c.title,
+                "requests": c.usage.requests,
+                "measured": _usage_json(c.usage.measured),
+                "estimated_input_tokens": c.usage.estimated_input_tokens,
+            }
+            for c in state.children
+        ],
     }
 
 
@@ -356,6 +406,15 @@ def render_state(state: SessionState) -> str:
         f" {_tokens(m.cache_write)}, output {_tokens(m.output)}, reasoning"
         f" {_tokens(m.reasoning)} · estimated input ~{u.estimated_input_tokens:,} (unmeasured)"
     )
+    lines.append(f"children: {len(state.children)}")
+    for c in state.children:
+        cm = c.usage.measured
+        lines.append(
+            f"  {c.id} · {c.status} · receipt {c.receipt or 'none yet'} · call"
+            f" {c.parent_call or '?'} · {c.usage.requests} requests · input"
+            f" {_tokens(cm.total_input)}, output {_tokens(cm.output)}"
+            + (f" · {c.title}" if c.title else "")
+        )
     if state.final_answer is not None:
         lines.append(f"final answer: {state.final_answer}")
     return "\n".join(lines)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from comal.errors import ComalError, ToolError
 from comal.messages import (
@@ -33,6 +33,7 @@ from comal.messages import (
 from comal.tools.base import (
     PermissionDecision,
     Preparation,
+    Rebuildable,
     Tool,
     ToolContext,
     ToolOutcome,
@@ -218,6 +219,14 @@ class ToolRunner:
             call.call_id, call.name, outcome.status, outcome.exit_code, len(outcome.output), text
         )
 
+    def record_result(self, call: ToolCallPart, outcome: ToolOutcome) -> CallReceipt:
+        """Record the result of a call finished outside `run` (recovery's rebuilds)."""
+        return self._result(call, outcome)
+
+    def context_for(self, call: ToolCallPart) -> ToolContext:
+        """The tool context of one call (the session's, naming the call)."""
+        return replace(self.context, call_id=call.call_id)
+
     def refuse(self, call: ToolCallPart, reason: str, *, mode: str = "policy") -> CallReceipt:
         """Record a call that will not run (no tool effect), with a clear error result."""
         decision = PermissionDecision("deny", mode, reason)
@@ -260,8 +269,9 @@ class ToolRunner:
                     status="denied",
                 ),
             )
+        context = self.context_for(call)
         try:
-            preparation = await tool.prepare(call.arguments, self.context)
+            preparation = await tool.prepare(call.arguments, context)
         except ComalError as exc:
             self._started(call, decision)
             return self._result(
@@ -269,7 +279,7 @@ class ToolRunner:
             )
         self._started(call, decision, preparation)
         try:
-            outcome = await tool.run(call.arguments, self.context, preparation)
+            outcome = await tool.run(call.arguments, context, preparation)
         except ToolError as exc:
             outcome = ToolOutcome(output=exc.message.encode(), is_error=True, status="error")
         except asyncio.CancelledError:
@@ -287,6 +297,9 @@ class ToolRunner:
         adapter = self.registry.recovery(call.name) is not None or call.name in self._observed
         if preparation is not None and adapter:
             return
+        rebuildable: object = tool  # a Tool is not declared Rebuildable; only some are
+        if isinstance(rebuildable, Rebuildable):
+            return  # recovery finishes it from the ledger (its children resume, none re-run)
         if tool.read_only:
             status, text = "cancelled", f"cancelled while it ran: {call.name} had no effect"
         else:

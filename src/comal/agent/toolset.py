@@ -75,6 +75,8 @@ def session_tools(
     session_id: str,
     checks: tuple[str, ...],
     plugin_checks: tuple[FinishCheck, ...] = (),
+    *,
+    child: bool = False,
 ) -> list[Tool]:
     """The EvidenceRead, Board and finish_call tools bound to one session.
 
@@ -83,10 +85,15 @@ def session_tools(
         session_id: the session.
         checks: the configured check commands finish_call runs (`Config.checks`).
         plugin_checks: the loaded plugins' finish checks (run after `checks`).
+        child: a child session gets EvidenceRead only: its coordinator keeps the board and
+            closes the task; the child's last answer is its receipt.
     """
+    evidence = EvidenceReadTool(LedgerEvidenceReader(ledger, session_id))
+    if child:
+        return [evidence]
     book = LedgerBook(ledger, session_id)
     return [
-        EvidenceReadTool(LedgerEvidenceReader(ledger, session_id)),
+        evidence,
         BoardTool(book),
         FinishTool(book, checks, plugin_checks=plugin_checks),
     ]

@@ -77,6 +77,8 @@ async def run_demo(args: argparse.Namespace) -> int:
             standard_tools(),
             options,
             prompt=DEMO_TASK,
+            # The scripted demo never delegates; its deliberately small window is for its plan.
+            delegate=(),
         )
         if args.output_format == "text":
             print("\n", file=sys.stderr)

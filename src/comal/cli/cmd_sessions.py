@@ -109,16 +109,42 @@ def _session_json(info: SessionInfo, short: str, title: str) -> JSONObject:
 # --- comal sessions ------------------------------------------------------------------------
 
 
+def session_tree(infos: list[SessionInfo]) -> list[tuple[int, SessionInfo]]:
+    """(depth, session): top-level sessions newest first, each followed by its children
+    (oldest first, as they were started), theirs after them."""
+    known = {info.id for info in infos}
+    kids: dict[str, list[SessionInfo]] = {}
+    for info in infos:
+        if info.parent_id in known:
+            kids.setdefault(info.parent_id or "", []).append(info)
+    out: list[tuple[int, SessionInfo]] = []
+
+    def walk(info: SessionInfo, depth: int) -> None:
+        out.append((depth, info))
+        # `infos` is newest first; reversed, ties of the same millisecond keep creation order.
+        for child in sorted(reversed(kids.get(info.id, [])), key=lambda c: c.created_at):
+            walk(child, depth + 1)
+
+    for info in infos:
+        if info.parent_id not in known:
+            walk(info, 0)
+    return out
+
+
 async def run_sessions(args: argparse.Namespace) -> int:
-    """List every session, newest first: short id, age, status, cwd and title (first ask)."""
+    """List every session, newest first (children under their coordinator): short id, age,
+    status, cwd and title (first ask)."""
     with _open() as ledger:
         infos = ledger.sessions()
         shorts = ledger.short_ids()
         asks = ledger.first_entries("message.user")
         path = ledger.path
+    tree = session_tree(infos)
     titles = {info.id: info.title or _first_ask(asks.get(info.id)) for info in infos}
     if args.json:
-        _emit_json([_session_json(i, shorts[i.id], titles[i.id]) for i in infos])
+        _emit_json(
+            [_session_json(i, shorts[i.id], titles[i.id]) | {"depth": depth} for depth, i in tree]
+        )
         return 0
     if not infos:
         print(f"no sessions recorded in {path}", file=sys.stderr)
@@ -126,8 +152,14 @@ async def run_sessions(args: argparse.Namespace) -> int:
     now = now_ms()
     header = ("ID", "AGE", "STATUS", "CWD", "TITLE")
     rows = [header] + [
-        (shorts[i.id], _age(i.last_activity_at, now), i.status, i.cwd, titles[i.id] or "-")
-        for i in infos
+        (
+            ("   " * (depth - 1) + " └─ " if depth else "") + shorts[i.id],
+            _age(i.last_activity_at, now),
+            i.status,
+            i.cwd,
+            titles[i.id] or "-",
+        )
+        for depth, i in tree
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]

@@ -18,6 +18,9 @@ from typing import TextIO
 from comal.agent.events import (
     AgentEvent,
     AssistantReplied,
+    ChildActivity,
+    ChildFinished,
+    ChildStarted,
     ContextActed,
     Failed,
     Notice,
@@ -117,9 +120,31 @@ class Renderer:
                 f" (session {self.shorten(event.session_id)} is resumable)",
                 always=True,
             )
+        elif isinstance(event, ChildStarted):
+            self._line(f"  ⤷ child {self.shorten(event.session_id)} · {event.description}")
+        elif isinstance(event, ChildFinished):
+            again = " (receipt read back, not run again)" if event.rebuilt else ""
+            self._line(f"  ⤶ child {self.shorten(event.session_id)} {event.status}{again}")
+        elif isinstance(event, ChildActivity):
+            self._child(event)
         elif isinstance(event, TurnFinished) and self._mid_line:
             self.err.write("\n")
             self._mid_line = False
+
+    def _child(self, activity: ChildActivity) -> None:
+        """A child's tool calls, indented under it (its text stays in its own ledger)."""
+        event: AgentEvent = activity.event
+        tag = activity.session_id
+        while isinstance(event, ChildActivity):  # a grandchild's, shown under its own id
+            tag = event.session_id
+            event = event.event
+        tag = self.shorten(tag)
+        if isinstance(event, ToolStarted):
+            self._line(f"    [{tag}] → {event.summary}")
+        elif isinstance(event, ToolFinished):
+            self._line(f"    [{tag}] ← {event.name} {event.status}")
+        elif isinstance(event, Failed):
+            self._line(f"    [{tag}] ✗ {event.code}: {event.message}")
 
     def _json_object(
         self, session_id: str | None, status: str, answer: str, error: ComalError | None

@@ -9,6 +9,8 @@ of history + buffer when those exceed it, which the report then says. Then the m
 tokens. The total used is *measured* when a valid anchor exists (provider-measured input of a
 recent request plus an estimate of what came after), otherwise `~` estimated; component rows are
 local counts (exact tokenizer or calibrated estimate) and say so. Unknown is never shown as 0.
+A line says what child sessions' receipts cost inside the conversation (their own work
+stayed in their own windows).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from comal.context.state import checkpoints
 from comal.context.tokens import calibrated
 from comal.context.view import tool_schema_text
 from comal.messages import JSONObject
+
+CHILD_TOOLS = frozenset({"Task", "WorkStepRun", "WorkDraft"})
+"""Tools whose results are child sessions' receipts (the children's own windows are theirs)."""
 
 if TYPE_CHECKING:
     from comal.context.engine import ContextEngine
@@ -60,6 +65,10 @@ class ContextReport:
     checkpoint_count: int
     latest_checkpoint: str | None
     pending_compaction: bool
+    child_receipts: int = 0
+    """Results of child-running calls in the view."""
+    child_receipt_tokens: int = 0
+    """What those receipts cost this window (part of the conversation row)."""
     over_window_tokens: int = 0
     """How far history + buffer exceed the window (0 when they fit); shares are then of
     their total, so they still add to 100 %."""
@@ -91,6 +100,7 @@ class ContextReport:
             "checkpoints": self.checkpoint_count,
             "latest_checkpoint": self.latest_checkpoint,
             "pending_compaction": self.pending_compaction,
+            "child_receipts": {"count": self.child_receipts, "tokens": self.child_receipt_tokens},
             "over_window_tokens": self.over_window_tokens,
             "media": {
                 "budget_tokens": self.media_budget_tokens,
@@ -135,6 +145,11 @@ class ContextReport:
                 f"{name} (~{tokens:,} schema tokens)" for name, tokens in self.plugins
             )
             lines.append(f"Plugins loaded: {listed}")
+        if self.child_receipts:
+            lines.append(
+                f"Child receipts: {self.child_receipts} in view, ~{self.child_receipt_tokens:,}"
+                " tokens of the conversation (each child's own work stayed in its own window)"
+            )
         if self.pending_compaction:
             lines.append("A compaction was requested; it runs at the next turn boundary.")
         return "\n".join(lines)
@@ -206,6 +221,14 @@ def context_report(engine: ContextEngine) -> ContextReport:
         ReportRow(name, t, share, is_measured)
         for (name, t, is_measured), share in zip(named, shares, strict=True)
     )
+    receipts = [
+        p
+        for p in asm.parts
+        if p.role == "result"
+        and p.kind != "media"
+        and p.result is not None
+        and p.result.entry.payload.get("name") in CHILD_TOOLS
+    ]
     entries = engine.entries()
     number = state.checkpoint.number if state.checkpoint else None
     anchor = find_anchor(entries, engine.fingerprint.with_checkpoint(number))
@@ -237,6 +260,8 @@ def context_report(engine: ContextEngine) -> ContextReport:
         checkpoint_count=len(cps),
         latest_checkpoint=latest,
         pending_compaction=engine.pending_compaction() is not None,
+        child_receipts=len(receipts),
+        child_receipt_tokens=scaled(sum(p.tokens for p in receipts)),
         over_window_tokens=max(used + buffer - window, 0),
         media_budget_tokens=media_budget(window, engine.settings.media_budget_tokens),
         media_by_reference=len(state.media_projected),

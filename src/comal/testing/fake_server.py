@@ -17,6 +17,12 @@ Discovery endpoints make window discovery testable: `GET /v1/models` (vLLM `max_
 llama.cpp `meta.n_ctx_train`), `GET /v1/models/{id}` (Anthropic `max_input_tokens`),
 `GET /props` (llama.cpp `n_ctx`), `POST /api/show` and `GET /api/ps` (Ollama).
 
+Child sessions: `agents={marker: turns}` gives each child its own script. A request whose first
+user message contains `marker` (a child's task carries it) takes its turns from that script,
+with its own order and `turn_by` bookkeeping, so parallel children get their own answers
+whatever order their requests arrive in; every other request takes the main turns. In a
+script file, `"agents": {marker: [turns]}` sits beside `"turns"`.
+
 As a separate process (for tests that outlive the client, e.g. crash/resume):
 `python -m comal.testing.fake_server --script script.json --port-file PATH [--window N]`
 writes the port to PATH once listening and serves until SIGTERM/SIGINT; `GET /_fake/stats`
@@ -26,6 +32,7 @@ returns the stats as JSON and `GET /_fake/requests` the received bodies.
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
@@ -111,11 +118,19 @@ class FakeStats:
 
 
 @dataclass(slots=True)
-class _State:
+class _Queue:
+    """One script (the main one, or a child's) and how far it has been served."""
+
     turns: list[FakeTurn]
     next_turn: int = 0
     answered_through: int = -1
     """Highest turn index whose tool calls a request has answered (`turn_by = "answered"`)."""
+
+
+@dataclass(slots=True)
+class _State:
+    main: _Queue
+    agents: dict[str, _Queue] = field(default_factory=dict)
     requests: int = 0
     served: int = 0
     orphan_violations: int = 0
@@ -143,6 +158,7 @@ class FakeServer:
         options: FakeServerOptions | None = None,
         estimator: TokenEstimator | None = None,
         port: int = 0,
+        agents: Mapping[str, Sequence[FakeTurn | str | Mapping[str, Any]]] | None = None,
         **option_values: Any,
     ) -> None:
         """Args:
@@ -150,10 +166,14 @@ class FakeServer:
         options: server options; keyword arguments override single fields.
         estimator: request size function (default: o200k count of the request's texts).
         port: port to bind (0 picks a free one).
+        agents: child scripts by marker (see the module docstring).
         """
         self.options = replace(options or FakeServerOptions(), **option_values)
         self.estimator = estimator or count_request_tokens
-        self._state = _State(_as_turns(turns))
+        self._state = _State(
+            _Queue(_as_turns(turns)),
+            {marker: _Queue(_as_turns(script)) for marker, script in (agents or {}).items()},
+        )
         self._lock = threading.Lock()
         self._httpd = FakeHTTPServer(("127.0.0.1", port), self)
         self._thread: threading.Thread | None = None
@@ -202,7 +222,7 @@ class FakeServer:
     def add_turns(self, *turns: FakeTurn | str | Mapping[str, Any]) -> None:
         """Append turns to the script."""
         with self._lock:
-            self._state.turns.extend(_as_turns(turns))
+            self._state.main.turns.extend(_as_turns(turns))
 
     def stats(self) -> FakeStats:
         """A snapshot of the counters."""
@@ -214,7 +234,9 @@ class FakeServer:
                 orphan_violations=s.orphan_violations,
                 overflows=s.overflows,
                 unexpected_requests=s.unexpected,
-                remaining_turns=len(s.turns) - s.next_turn,
+                remaining_turns=sum(
+                    len(q.turns) - q.next_turn for q in (s.main, *s.agents.values())
+                ),
                 violations=tuple(s.violations),
                 abandoned_streams=s.abandoned,
             )
@@ -267,22 +289,24 @@ class FakeServer:
             ):
                 s.overflows += 1
                 return wire, self._overflow(wire, "context_length_output", tokens, output), ctx
-            index = s.next_turn
+            queue, name = _route(s, body)
+            index = queue.next_turn
             if self.options.turn_by == "answered":
-                s.answered_through = max(s.answered_through, _last_answered(s.turns, body))
-                index = s.answered_through + 1
-            if index >= len(s.turns):
+                answered = _last_answered(queue.turns, body)
+                queue.answered_through = max(queue.answered_through, answered)
+                index = queue.answered_through + 1
+            if index >= len(queue.turns):
                 s.unexpected += 1
                 message = (
-                    f"fake server: unexpected request {s.requests}: the script has"
-                    f" {len(s.turns)} turn(s) and all were used"
+                    f"fake server: unexpected request {s.requests}: the {name} script has"
+                    f" {len(queue.turns)} turn(s) and all were used"
                 )
                 answer = invalid_request_answer(wire, message, status=500)
                 # Retrying cannot conjure a turn: tell clients not to.
                 answer.headers["x-should-retry"] = "false"
                 return wire, answer, ctx
-            turn = s.turns[index]
-            s.next_turn = max(s.next_turn, index + 1)
+            turn = queue.turns[index]
+            queue.next_turn = max(queue.next_turn, index + 1)
             s.served += 1
         if turn.error is not None and not turn.error_in_stream:
             return wire, self.error_for_turn(wire, turn, tokens, output, key), ctx
@@ -333,6 +357,26 @@ def _strs(value: JSONValue) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
+def _first_user_text(body: JSONObject) -> str:
+    """The first user message of a request on any wire, as JSON text (markers are searched
+    in it, so its exact shape does not matter)."""
+    items = body.get("messages", body.get("input"))
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and item.get("role") == "user":
+            return json.dumps(item, ensure_ascii=False)
+    return ""
+
+
+def _route(s: _State, body: JSONObject) -> tuple[_Queue, str]:
+    """The script a request takes its turn from, and its name for messages."""
+    if s.agents:
+        first = _first_user_text(body)
+        for marker, queue in s.agents.items():
+            if marker in first:
+                return queue, f"{marker!r} child"
+    return s.main, "main"
+
+
 def _last_answered(turns: Sequence[FakeTurn], body: JSONObject) -> int:
     """Index of the last turn whose tool calls the request answers (-1: none)."""
     answered = answered_call_ids(body.get("messages", body.get("input")))
@@ -353,13 +397,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
     turns, raw_options = load_script(args.script)
+    raw_agents = raw_options.pop("agents", None) or {}
+    if not isinstance(raw_agents, dict):
+        raise SystemExit(f"{args.script}: 'agents' must map markers to lists of turns")
+    agents = {str(marker): parse_turns(script) for marker, script in raw_agents.items()}
     known = {f.name for f in fields(FakeServerOptions)}
     options = FakeServerOptions(**{k: v for k, v in raw_options.items() if k in known})
     if args.window is not None:
         options = replace(options, window=args.window)
     if args.model is not None:
         options = replace(options, model=args.model)
-    server = FakeServer(turns, options=options, port=args.port).start()
+    server = FakeServer(turns, options=options, port=args.port, agents=agents).start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -39,6 +39,7 @@ __all__ = [
     "Observation",
     "PermissionDecision",
     "Preparation",
+    "Rebuildable",
     "RecoveryAdapter",
     "Tool",
     "ToolContext",
@@ -132,6 +133,8 @@ class ToolContext:
     cancel: asyncio.Event | None = None
     """Set to stop a running call (Esc in the TUI); Bash kills its process group."""
     interactive: bool = False
+    call_id: str = ""
+    """The provider id of the call being run (set per call by the runner; "" outside one)."""
     sandbox: Sandbox | None = None
     """How Bash is confined; None runs it unconfined (`full-access`)."""
 
@@ -172,6 +175,19 @@ class RecoveryAdapter(Protocol):
 
     def observe(self, preparation: Preparation, ctx: ToolContext) -> Observation:
         """Read the prepared path now and compare it with the intended digest."""
+        ...
+
+
+@runtime_checkable
+class Rebuildable(Protocol):
+    """A tool whose interrupted call recovery finishes from what the ledger recorded.
+
+    Tools that run child sessions are such tools: a finished child is not run again, its
+    exact receipt is read back; an unfinished one resumes by the rules of any session.
+    """
+
+    async def rebuild(self, arguments: JSONObject, ctx: ToolContext) -> ToolOutcome:
+        """Finish the call `ctx.call_id` from the ledger, repeating no recorded effect."""
         ...
 
 

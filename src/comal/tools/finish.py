@@ -96,6 +96,23 @@ def _describe(run: CheckRun) -> str:
     return f"$ {run.command}  [{run.origin}] → {code}"
 
 
+async def run_check(shell: BashTool, command: str, origin: str, ctx: ToolContext) -> CheckRun:
+    """Run one check command; a check the model wrote (not `config`) passes the permission
+    policy exactly like a Bash call."""
+    if origin != "config":
+        decision = ctx.permissions.decide(shell, {"command": command})
+        if not decision.allowed:
+            return CheckRun(command, origin, None, False, f"not run: {decision.reason}")
+    outcome = await shell.run({"command": command}, ctx, None)
+    passed = not outcome.is_error and outcome.exit_code == 0
+    return CheckRun(command, origin, outcome.exit_code, passed, render_outcome(outcome))
+
+
+def describe_check(run: CheckRun) -> str:
+    """`$ command  [origin] → exit N`."""
+    return _describe(run)
+
+
 class FinishTool(NoPreparation):
     """The `finish_call` tool.
 
@@ -131,13 +148,7 @@ class FinishTool(NoPreparation):
         return ()
 
     async def _run_check(self, command: str, origin: str, ctx: ToolContext) -> CheckRun:
-        if origin != "config":
-            decision = ctx.permissions.decide(self._shell, {"command": command})
-            if not decision.allowed:
-                return CheckRun(command, origin, None, False, f"not run: {decision.reason}")
-        outcome = await self._shell.run({"command": command}, ctx, None)
-        passed = not outcome.is_error and outcome.exit_code == 0
-        return CheckRun(command, origin, outcome.exit_code, passed, render_outcome(outcome))
+        return await run_check(self._shell, command, origin, ctx)
 
     async def run(
         self,

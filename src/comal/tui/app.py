@@ -31,7 +31,8 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
-from comal.agent.events import AgentEvent, ToolFinished, ToolStarted, TurnStarted
+from comal.agent.children import Delegation
+from comal.agent.events import AgentEvent, ChildActivity, ToolFinished, ToolStarted, TurnStarted
 from comal.agent.headless import Outcome, resume_session, run_session
 from comal.agent.session import Session, SessionOptions, open_session
 from comal.agent.state import open_calls, render_state, session_state
@@ -160,6 +161,9 @@ class ComalApp(App[int]):
             options,
             session_id=s.session_id,
             workspace=s.workspace,
+            bound=Delegation(s.ledger, s.config, s.provider, s.tools, options)
+            if s.config.agents.enabled
+            else None,
         )
         self._set_status(session_id=s.ledger.short_id(self.session.id))
         return self.session
@@ -186,7 +190,10 @@ class ComalApp(App[int]):
     # --- events from the engine -------------------------------------------------------------
 
     def _on_event(self, event: AgentEvent) -> None:
-        if self._cancelling and isinstance(event, TurnStarted | ToolStarted):
+        inner = event
+        while isinstance(inner, ChildActivity):  # children stop with the turn, at the same points
+            inner = inner.event
+        if self._cancelling and isinstance(inner, TurnStarted | ToolStarted):
             # A cancellation point the loop reaches without awaiting: stop before the next
             # model call streams or the next tool call starts, exactly as `Task.cancel()`
             # would at the next await (which a provider that never suspends would skip).

@@ -18,6 +18,9 @@ from textual.widgets import Static
 from comal.agent.events import (
     AgentEvent,
     AssistantReplied,
+    ChildActivity,
+    ChildFinished,
+    ChildStarted,
     ContextActed,
     Failed,
     Notice,
@@ -32,6 +35,7 @@ from comal.agent.events import (
     TurnStarted,
 )
 from comal.tui.replay import PastItem, tool_line
+from comal.tui.widgets.children import ChildPanel
 
 PREVIEW_LINES = 4
 """Lines of a tool's output shown under its receipt."""
@@ -139,6 +143,8 @@ class Transcript(VerticalScroll):
         """The last recorded reply (a refusal that follows it marks it)."""
         self._reasoning: ReasoningItem | None = None
         self._tools: dict[str, ToolItem] = {}
+        self.children_panels: dict[str, ChildPanel] = {}
+        """Child sessions by id, each a collapsible panel."""
 
     def on_mount(self) -> None:
         """Stay scrolled to the newest item unless the user scrolls up."""
@@ -231,6 +237,8 @@ class Transcript(VerticalScroll):
             tool = ToolItem(event.call_id, event.summary)
             self._tools[event.call_id] = tool
             self.mount(tool)
+        elif isinstance(event, ChildStarted | ChildActivity | ChildFinished):
+            self._apply_child(event)
         elif isinstance(event, ToolFinished):
             found = self._tools.pop(event.call_id, None)
             if found is None:
@@ -239,6 +247,20 @@ class Transcript(VerticalScroll):
             found.finish(event)
         else:
             self._apply_status(event)
+
+    def _apply_child(self, event: ChildStarted | ChildActivity | ChildFinished) -> None:
+        panel = self.children_panels.get(event.session_id)
+        if isinstance(event, ChildStarted):
+            if panel is None:
+                panel = ChildPanel(event)
+                self.children_panels[event.session_id] = panel
+                self.mount(panel)
+        elif panel is None:
+            return  # a receipt read back without a run: the tool's own item shows it
+        elif isinstance(event, ChildActivity):
+            panel.apply(event.event)
+        else:
+            panel.finish(event)
 
     def _apply_status(self, event: AgentEvent) -> None:
         if isinstance(event, TurnStarted):
