@@ -83,8 +83,9 @@ class AgentsConfig:
     """Model calls a child may make unless its task says otherwise."""
     max_tokens: int | None = None
     """Tokens (input + output, measured) a child may use; None: no token budget."""
-    enabled: bool = True
-    """Offer Task, WorkStepRun and WorkDraft (their schemas cost every request some window)."""
+    enabled: bool | None = None
+    """Offer Task, WorkStepRun and WorkDraft (their schemas cost every request some window):
+    True always, False never, None (unset) when the window is large enough (`offers_delegation`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -714,8 +715,8 @@ def _agents(raw: Mapping[str, Any]) -> AgentsConfig:
             raise ConfigError(f"agents.{key} must be a positive integer, got {value!r}")
         return value
 
-    enabled = raw.get("enabled", True)
-    if not isinstance(enabled, bool):
+    enabled = raw.get("enabled")
+    if enabled is not None and not isinstance(enabled, bool):
         raise ConfigError(f"agents.enabled must be true or false, got {enabled!r}")
     defaults = AgentsConfig()
     return AgentsConfig(

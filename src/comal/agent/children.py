@@ -60,6 +60,18 @@ CHILD_SOURCE = "comal:child"
 """The `source` of a child session Comal started."""
 DELEGATION_TOOLS = ("Task", "WorkStepRun", "WorkDraft")
 """Tools that start children; a child is offered one only when its task asks for it."""
+DELEGATION_MIN_WINDOW = 16_384
+"""Below this window, the delegation schemas (~770 tokens on every request) are not offered
+unless `[agents] enabled = true`: a small local window needs that room for the conversation."""
+
+
+def offers_delegation(config: Config, window: int) -> bool:
+    """Whether a top-level session offers Task, WorkStepRun and WorkDraft (`[agents] enabled`)."""
+    if config.agents.enabled is not None:
+        return config.agents.enabled
+    return window >= DELEGATION_MIN_WINDOW
+
+
 TASK_MESSAGE = (
     "[Comal] You are a child session started by a coordinating session for one task"
     " ({description}). You have your own context window; the coordinator sees only your final"

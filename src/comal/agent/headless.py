@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from comal.agent.children import DELEGATION_TOOLS, Delegation
+from comal.agent.children import DELEGATION_TOOLS, Delegation, offers_delegation
 from comal.agent.events import Failed, Notice, TextStreamed, TurnFinished
 from comal.agent.loop import run_turn
 from comal.agent.recovery import recover
@@ -142,11 +142,11 @@ async def run_headless(
     """Open or resume a session, run one turn, release the lock.
 
     Args:
-        delegate: the delegation tools to offer; None: all of them unless `[agents] enabled`
-            is false.
+        delegate: the delegation tools to offer; None: all of them when `offers_delegation`.
     """
     if delegate is None:
-        delegate = DELEGATION_TOOLS if config.agents.enabled else ()
+        window = provider.capabilities.context_window
+        delegate = DELEGATION_TOOLS if offers_delegation(config, window) else ()
     delegation = Delegation(ledger, config, provider, tools, options, delegate)
     session = open_session(
         ledger,

@@ -81,10 +81,10 @@ def _user_texts(blocks: Sequence[Block]) -> list[tuple[Entry, str]]:
     ]
 
 
-def _ask(entry: Entry, text: str) -> str:
-    if len(text) <= LONG_ASK_CHARS:
+def _ask(entry: Entry, text: str, long_chars: int = LONG_ASK_CHARS) -> str:
+    if len(text) <= long_chars:
         return f"({entry.id})\n{text}"
-    head = text[: LONG_ASK_CHARS // 3]
+    head = text[: long_chars // 3]
     call = evidence_call(entry.id, field="text")
     return f"({entry.id}, {len(text):,} characters; the rest with {call})\n{head}…"
 
@@ -123,6 +123,12 @@ def _request_section(asks: list[tuple[Entry, str]], counter: TokenCounter, limit
         return rendered
     # First ask (the task) and the newest ones verbatim; the middle by one-line reference.
     keep_first = rendered[0]
+    long_chars = LONG_ASK_CHARS
+    while counter.count(keep_first) > limit and long_chars > 200:
+        # A small window: even the task's head does not fit, so less of it is quoted (the
+        # whole text stays one EvidenceRead away).
+        long_chars //= 2
+        keep_first = _ask(asks[0][0], asks[0][1], long_chars)
     budget = limit - counter.count(keep_first)
     newest: list[str] = []
     for r in reversed(rendered[1:]):

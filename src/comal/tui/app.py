@@ -31,7 +31,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
-from comal.agent.children import Delegation
+from comal.agent.children import Delegation, offers_delegation
 from comal.agent.events import AgentEvent, ChildActivity, ToolFinished, ToolStarted, TurnStarted
 from comal.agent.headless import Outcome, resume_session, run_session
 from comal.agent.session import Session, SessionOptions, open_session
@@ -162,7 +162,7 @@ class ComalApp(App[int]):
             session_id=s.session_id,
             workspace=s.workspace,
             bound=Delegation(s.ledger, s.config, s.provider, s.tools, options)
-            if s.config.agents.enabled
+            if offers_delegation(s.config, s.provider.capabilities.context_window)
             else None,
         )
         self._set_status(session_id=s.ledger.short_id(self.session.id))
