@@ -167,8 +167,12 @@ def test_an_oversized_conversation_is_refused_relieved_and_answered(
     log = "\n".join(
         f"{i:05d} worker-{i % 7} finished job {i * 37 % 1000} in {i % 90} ms" for i in range(170)
     )
+    # Behind the gateway the window is unknown (45,000 assumed until the 4k server refuses), so
+    # the delegation tools would be offered by default; their ~770 schema tokens cannot fit a
+    # 4,096-token window beside the native tools, which is not what this test is about.
+    agents_off = ("[agents]", "enabled = false")
     with Gateway(server_8k.root) as big:
-        configure(workspace, big.base_url)
+        configure(workspace, big.base_url, *agents_off)
         first = run(workspace, home, "-p", f"Here is a log:\n{log}\nHow many lines?")
     assert first.code == 0, first.stdout + first.stderr
     session = only_session(home)
@@ -177,7 +181,13 @@ def test_an_oversized_conversation_is_refused_relieved_and_answered(
     with Gateway(server_4k.root) as small:
         # The 135M model rambles; a stop sequence (a server option, through extra_body) keeps
         # its answer to one line so the recovered turn ends as an answer.
-        configure(workspace, small.base_url, "[providers.llama.extra_body]", 'stop = [".", "\\n"]')
+        configure(
+            workspace,
+            small.base_url,
+            *agents_off,
+            "[providers.llama.extra_body]",
+            'stop = [".", "\\n"]',
+        )
         second = run(workspace, home, "--resume", session, "-p", "say hi")
     assert second.code == 0, second.stdout + second.stderr
     errors = payloads(home, session, "provider.error")

@@ -497,7 +497,10 @@ class ContextEngine:
     def pending_compaction(self) -> str | None:
         """Who asked for a derivation not yet done (`compact.requested`), or None."""
         return self._at_last_seq(
-            "pending", lambda: pending_compaction(self._of_kinds("compact.requested", "checkpoint"))
+            "pending",
+            lambda: pending_compaction(
+                self._of_kinds("compact.requested", "compact.cancelled", "checkpoint")
+            ),
         )
 
     def _record_calibration(self) -> None:
