@@ -10,6 +10,7 @@ import pytest
 
 from comal.errors import LedgerError, SchemaTooNewError
 from comal.ledger import Ledger
+from comal.ledger.salvage import verify_file
 from comal.ledger.schema import MIGRATIONS, SCHEMA_VERSION, check_readable
 
 
@@ -188,3 +189,23 @@ def test_read_only_probe_defers_a_ledger_shaped_file_to_the_locked_check(
     check_readable(ledger_path)
     with pytest.raises(LedgerError, match="not a Comal ledger"):
         Ledger.open(ledger_path)
+
+
+def test_a_seq_flipped_far_past_the_end_is_read_not_searched_for(ledger_path: Path) -> None:
+    # One damaged seq can be any 64-bit number: verify must not look for every seq below it
+    # (that took all the machine's memory), yet still report the seq that went missing and
+    # let salvage keep the moved row, which is otherwise intact.
+    sid = _populated(ledger_path)
+    conn = _raw(ledger_path)
+    conn.execute("DROP TRIGGER entries_no_update")
+    conn.execute("UPDATE entries SET seq = 5000000 WHERE seq = 1")
+    conn.close()
+    report = verify_file(ledger_path)
+    assert not report.ok
+    assert any("entry seq 1: missing" in p for p in report.problems)
+    assert len(report.problems) < 10
+    out = ledger_path.parent / "salvaged.db"
+    with Ledger.open(out) as ledger:
+        ledger.salvage_from(ledger_path)
+        kinds = [e.kind for e in ledger.entries(sid)]
+    assert "message.user" in kinds
