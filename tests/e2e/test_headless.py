@@ -130,6 +130,19 @@ def test_parallel_tool_calls(wire: str, workspace: Path, home: Path) -> None:
 def test_output_length_runs_nothing_and_retries_with_larger_reserve(
     wire: str, workspace: Path, home: Path
 ) -> None:
+    # Five reads fill more than half of what a 16,000-token window leaves beside the fixed
+    # parts, so the cut reply had only what the window left beside them (less than the model's
+    # maximum output); the retry relieves the context and asks for more.
+    reads = []
+    for k in range(5):
+        (workspace / f"part{k}.txt").write_text(
+            "".join(
+                f"part {k} line {i}: value {i * k} checksum {i * 7919 % 1000}\n" for i in range(100)
+            )
+        )
+        reads.append(
+            {"tool_calls": [{"id": f"r{k}", "name": "Read", "arguments": {"path": f"part{k}.txt"}}]}
+        )
     cut = {
         "tool_calls": [
             {"id": "w1", "name": "Write", "raw_arguments": '{"path": "x.txt", "content": "par'}
@@ -141,10 +154,17 @@ def test_output_length_runs_nothing_and_retries_with_larger_reserve(
             {"id": "w2", "name": "Write", "arguments": {"path": "y.txt", "content": "full\n"}}
         ]
     }
-    with FakeServer([cut, done, "Written."], max_output=32_768) as server:
+    with FakeServer([*reads, cut, done, "Written."], max_output=32_768) as server:
         configure(workspace, server, wire)
         run = comal(
-            "-p", "write it", "--output-format", "stream-json", cwd=workspace, env_home=home
+            "-p",
+            "write it",
+            "--context-window",
+            "16000",
+            "--output-format",
+            "stream-json",
+            cwd=workspace,
+            env_home=home,
         )
         assert run.code == 0, run.stderr
         assert server.stats().orphan_violations == 0
@@ -156,12 +176,17 @@ def test_output_length_runs_nothing_and_retries_with_larger_reserve(
         reserves = [e.payload["output_reserve"] for e in entries if e.kind == "provider.request"]
         discarded = [e for e in entries if e.kind == "response.discarded"]
         started = [e.payload["call_id"] for e in entries if e.kind == "tool.started"]
+        relieved = [e for e in entries if e.kind in ("projection", "checkpoint")]
     assert len(discarded) == 1
     assert discarded[0].payload["reason"] == "OUTPUT_LENGTH"
-    assert isinstance(reserves[0], int)
-    assert isinstance(reserves[1], int)
-    assert reserves[1] > reserves[0]
-    assert started == ["w2"]
+    # The cut request asked for all the window left; the retry, after relief, for more.
+    cut_at, retry_at = reserves[5], reserves[6]
+    assert isinstance(cut_at, int)
+    assert isinstance(retry_at, int)
+    assert discarded[0].payload["output_reserve"] == cut_at
+    assert retry_at > cut_at
+    assert relieved
+    assert started == ["r0", "r1", "r2", "r3", "r4", "w2"]
     assert any(e["type"] == "response_discarded" for e in run.events())
 
 

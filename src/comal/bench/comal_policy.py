@@ -7,7 +7,9 @@ before every model call. The engine's own entries (projections, checkpoints) sta
 between calls, so its decisions persist as they do live. `PreparedView.messages` is the request.
 
 The engine sizes its own output reserve from the outputs fed so far (its live rule, no fixed
-reserve): `Decision.reserve` reports it, and the request's overflow is judged with it.
+reserve): `Decision.reserve` reports it, and the request's overflow is judged with it. A
+recorded reply longer than the output the request asked for (`Decision.max_output`) is cut,
+as it would be live: `after_cut` records the `response.discarded` and prepares the re-ask.
 
 Facts are reachable for Comal when in view or inside evidence the request names by reference
 (`evt_…` ids of `tool.result` entries): `Decision.reachable_refs` holds the planned-entry indices
@@ -30,6 +32,7 @@ from comal.bench.transcript import REPLAYED_KINDS, Transcript
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.evidence_index import INDEX_CALL
 from comal.context.tokens import TokenCounter
+from comal.errors import OutputLengthError
 from comal.importers import append_planned
 from comal.importers.plan import PlannedEntry
 from comal.ledger import Ledger
@@ -106,7 +109,44 @@ class ComalPolicy:
             reachable_all=_names_index(view.messages),
             actions=view.actions,
             reserve=engine.output_reserve(),
+            max_output=view.output_reserve,
         )
+
+    def after_cut(self, allowed: int, size: int) -> Decision | None:
+        """The reply was cut at `allowed` output tokens: record it as the live loop does
+        (`response.discarded`, OUTPUT_LENGTH, then the grown reserve) and prepare again.
+
+        Returns:
+            The re-asked request, or None when no larger reserve fits (live: the turn stops
+            with OUTPUT_LENGTH; the replay goes on with the recorded reply).
+        """
+        ledger = self._open()
+        engine = self._engine_for(ledger)
+        sent, self._sent = self._sent, None
+        fingerprint: JSONObject = sent[2] if sent is not None else {}
+        request = ledger.append(
+            self._session,
+            "provider.request",
+            {"model": self.transcript.model, "wire": "", "fingerprint": fingerprint},
+        )
+        usage: JSONObject = {"new_input": size, "cache_read": 0, "cache_write": 0}
+        usage["output"] = allowed
+        ledger.append(
+            self._session,
+            "response.discarded",
+            {
+                "reason": "OUTPUT_LENGTH",
+                "message": {"role": "assistant", "parts": []},
+                "usage": usage,
+                "output_reserve": allowed,
+                "request_entry": request.id,
+            },
+        )
+        try:
+            engine.grow_output_reserve()
+        except OutputLengthError:
+            return None
+        return self.prepare()
 
     def _measured(self, ledger: Ledger, planned: PlannedEntry, sent: _Sent) -> PlannedEntry:
         """The recorded response, answering the request Comal sent, measured as a provider would.

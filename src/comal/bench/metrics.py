@@ -2,7 +2,9 @@
 
 Per request (summary calls included, in the order they are sent):
 - `cached` = the longest common prefix, in o200k tokens, with the previous request;
-- cost = new + 0.1 × cached, plus 5 × the output tokens of summary calls; the Anthropic-like
+- cost = new + 0.1 × cached, plus 5 × the output tokens of summary calls and of replies cut
+  by the request's output limit (`length`: the request, its cut reply and the re-ask are all
+  billed; `replay._cut_replies`); the Anthropic-like
   variant bills new tokens at 1.25 × (cache writes);
 - a request *matches its prefix* when it begins with the whole previous request (it only
   appended); `prefix_match_share` = matches / requests that have a predecessor;
@@ -59,6 +61,10 @@ class Totals:
     derivations: int = 0
     prefix_matches: int = 0
     """Agent requests (after the first) that begin with the whole previous request."""
+    cut_replies: int = 0
+    """Replies longer than the output their request allowed (each billed, then asked again)."""
+    cut_output: int = 0
+    """Output tokens of the cut replies (generated up to the limit, then thrown away)."""
 
     def send(self, request: Sequence[Segment], *, overflow: bool, agent: bool = True) -> int:
         """Price one request (agent call or summary call); returns its tokens."""
@@ -86,7 +92,7 @@ class Totals:
 
     def cost(self, *, ideal: bool = False, new_rate: float = 1.0) -> float:
         """Weighted cost in input-token units (`ideal`: under the ideal cache, new rate 1)."""
-        output = SUMMARY_OUTPUT_RATE * self.summary_output
+        output = SUMMARY_OUTPUT_RATE * (self.summary_output + self.cut_output)
         if ideal:
             return self.ideal_input_cost + output
         new = self.input_tokens - self.cached_tokens
@@ -163,6 +169,8 @@ def row(
         else 1.0,
         "prefix_matches": totals.prefix_matches,
         "summary_input_tokens": totals.summary_input,
+        "cut_replies": totals.cut_replies,
+        "cut_output_tokens": totals.cut_output,
         "decision_ms_p50": round(percentile(totals.decision_ms, 0.5), 3),
         "decision_ms_p99": round(percentile(totals.decision_ms, 0.99), 3),
         "decision_ms": [round(v, 3) for v in totals.decision_ms],
@@ -232,6 +240,8 @@ def aggregate(rows: Sequence[JSONObject]) -> list[JSONObject]:
             "summary_tokens": int(total("summary_tokens")),
             "projections": int(total("projections")),
             "derivations": int(total("derivations")),
+            "cut_replies": int(total("cut_replies")),
+            "cut_output_tokens": int(total("cut_output_tokens")),
             # Over every request that has a predecessor: each session's first has none.
             "prefix_match_share": round(_ratio(total("prefix_matches"), calls - len(members)), 4),
             "decision_ms_p50": round(percentile(timings, 0.5), 3),

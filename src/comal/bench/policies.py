@@ -96,6 +96,10 @@ class Decision:
     reserve: int | None = None
     """The output reserve the policy itself held for this request (Comal: its engine's own);
     None: the harness's reserve for the call."""
+    max_output: int | None = None
+    """The most output tokens the policy asks the provider for (Comal: the request's
+    `max_output_tokens`); None: whatever the window leaves beside the request (the peers send
+    their model's maximum, so only the window can cut their replies)."""
 
 
 Measure = Callable[[Sequence[Message]], int]

@@ -22,8 +22,10 @@ from pathlib import Path
 from comal.bench.facts import FactUse, fact_uses
 from comal.bench.metrics import Totals, row
 from comal.bench.policies import (
+    Budget,
     Budgets,
     CallBudgets,
+    Decision,
     LastObservationsPolicy,
     LlmCompactionPolicy,
     ObservationMaskingPolicy,
@@ -32,7 +34,7 @@ from comal.bench.policies import (
     RawPolicy,
     summary_stand_in,
 )
-from comal.bench.rendering import SegmentCache, request_text, request_tokens
+from comal.bench.rendering import Segment, SegmentCache, request_text, request_tokens
 from comal.bench.transcript import Transcript, transcripts_from
 from comal.context.budget import default_margin, size_output_reserve
 from comal.errors import InvariantError
@@ -65,10 +67,8 @@ def call_budgets(transcript: Transcript, window: int) -> CallBudgets:
     reserves: list[int] = []
     for call in transcript.calls:
         reserves.append(size_output_reserve(outputs, [], max_output=cap))
-        planned = transcript.entries[call.entries_end]
-        usage = planned.payload.get("usage")
-        value = usage.get("output") if isinstance(usage, dict) else None
-        if isinstance(value, int) and not isinstance(value, bool):
+        value = transcript.output_tokens(call)
+        if value is not None:
             outputs.append(value)
     return CallBudgets(window, default_margin(window), tuple(reserves))
 
@@ -135,6 +135,53 @@ def check_pairs(messages: Sequence[Message], *, policy: str, label: str, call: i
                 )
 
 
+def _max_output(decision: Decision, budget: Budget, size: int) -> int:
+    """The most output the request allows: what the policy asks for, within the window."""
+    room = max(budget.window - size, 0)
+    return room if decision.max_output is None else min(decision.max_output, room)
+
+
+def _cut_replies(
+    policy: Policy,
+    decision: Decision,
+    budget: Budget,
+    request: tuple[Segment, ...],
+    size: int,
+    output: int | None,
+    totals: Totals,
+    cache: SegmentCache,
+) -> tuple[Decision, Budget, tuple[Segment, ...], int]:
+    """Bill the replies the request's output limit would have cut, and the re-asks.
+
+    A recorded reply longer than the output the request allows is cut by `length` live: the
+    cut request is billed (its output too, at the output rate), then the policy asks again —
+    Comal records the `response.discarded`, grows its reserve and prepares again, as its loop
+    does; a peer re-sends the same request once. A reserve smaller than the replies it must
+    hold is therefore paid for here, not free. Returns the request finally answered.
+    """
+    again = getattr(policy, "after_cut", None)
+    while output is not None and not budget.overflows(size):
+        allowed = _max_output(decision, budget, size)
+        if output <= allowed:
+            break
+        # Not an agent request of its own: the re-ask that follows is this call's request.
+        totals.send(request, overflow=False, agent=False)
+        totals.cut_replies += 1
+        totals.cut_output += allowed
+        retried = again(allowed, size) if again is not None else None
+        if retried is None:
+            break
+        decision = retried
+        check_pairs(decision.messages, policy=policy.name, label="a re-ask", call=-1)
+        if decision.reserve is not None:
+            budget = replace(budget, reserve=decision.reserve)
+        request = cache.request(decision.system, decision.messages)
+        size = request_tokens(request)
+        totals.projections += decision.actions.count("projection")
+        totals.derivations += decision.actions.count("checkpoint")
+    return decision, budget, request, size
+
+
 def replay_policy(
     transcript: Transcript,
     policy: Policy,
@@ -171,7 +218,6 @@ def replay_policy(
         budget = budgets.at(call.index)
         if decision.reserve is not None:
             budget = replace(budget, reserve=decision.reserve)
-        totals.reserves.append(budget.reserve)
         if decision.summary_request is not None:
             summary = cache.request(decision.system, decision.summary_request)
             size = request_tokens(summary)
@@ -181,6 +227,10 @@ def replay_policy(
             totals.summary_output += decision.summary_output_tokens
         request = cache.request(decision.system, decision.messages)
         size = request_tokens(request)
+        decision, budget, request, size = _cut_replies(
+            policy, decision, budget, request, size, transcript.output_tokens(call), totals, cache
+        )
+        totals.reserves.append(budget.reserve)
         totals.send(request, overflow=budget.overflows(size))
         totals.sizes.append(size)
         totals.calls += 1

@@ -37,6 +37,7 @@ _COLUMNS = (
     ("summary_tokens", "summary tokens"),
     ("projections", "projections"),
     ("derivations", "derivations"),
+    ("cut_replies", "cut replies"),
     ("prefix_match_share", "prefix matched"),
     ("decision_ms_p50", "decision p50 ms"),
     ("decision_ms_p99", "decision p99 ms"),

@@ -70,6 +70,12 @@ class Transcript:
         """The messages the agent had before `call`."""
         return self.messages[: call.history_end]
 
+    def output_tokens(self, call: ReplayCall) -> int | None:
+        """Output tokens the recorded reply to `call` took (None when not recorded)."""
+        usage = self.entries[call.entries_end].payload.get("usage")
+        value = usage.get("output") if isinstance(usage, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
 
 def _status(payload: dict[str, JSONValue]) -> tuple[str, int | None]:
     status = payload.get("status")

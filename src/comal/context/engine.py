@@ -48,9 +48,19 @@ from comal.context.calibration import (
 from comal.context.checkpoint import Draft
 from comal.context.conversation import Block, ConversationIndex
 from comal.context.decisions import append_checkpoint, refuse_compaction
+from comal.context.deferral import (
+    DEFERRED_KIND,
+    TURN_TRIGGER,
+    deferral,
+    deferred_since,
+    loop_growth,
+    record_deferral,
+    relieve_now_option,
+)
 from comal.context.invariants import check
 from comal.context.relief import (
     COLD_TRIGGER,
+    deepest,
     draft_checkpoint,
     landing_for,
     relieve,
@@ -312,9 +322,13 @@ class ContextEngine:
         new = self.output_reserve()
         last = truncated[-1] if truncated else 0
         window = self.window()[0]
-        # Beside the context as it stands (already relieved for this window): a reserve that
-        # leaves it no room would only turn the cut reply into a pressure loop.
-        beside = window - self.margin(window) - self.view().estimated_tokens
+        # The cut reply had all the window left beside the context; a larger one needs a
+        # smaller context, which the next prepare() relieves to (the larger reserve lowers the
+        # threshold). Beside the deepest cut a checkpoint could make it must still fit, or the
+        # cut reply would only turn into a pressure loop.
+        state = self.state()
+        asm = self.assemble(state)
+        beside = window - self.margin(window) - deepest(self, state, self.budget(), asm)
         if new <= last or new > beside:
             limits = [f"model max output {self.settings.max_output_tokens:,}"]
             if self.settings.output_reserve_tokens is not None:
@@ -323,7 +337,7 @@ class ContextEngine:
                 )
             room = reserve_room(window, self.fixed_tokens(), self.margin(window))
             limits.append(f"half of what the {window:,}-token window leaves: {room:,}")
-            limits.append(f"beside the current context: {max(beside, 0):,}")
+            limits.append(f"beside the smallest context a checkpoint leaves: {max(beside, 0):,}")
             raise OutputLengthError(
                 f"the reply was cut at the output limit ({last:,} tokens) and no larger reserve"
                 f" fits ({'; '.join(limits)}). The partial reply is kept in the ledger as"
@@ -351,9 +365,7 @@ class ContextEngine:
         refusal: str | None = None,
     ) -> PreparedView:
         estimate, measured = self.estimate(asm, state)
-        # Send exactly the budgeted reserve, not all the room left: what the budget counts is
-        # what the provider is asked for, and an OUTPUT_LENGTH can then be retried larger.
-        send = min(self.settings.max_output_tokens, budget.output_reserve)
+        send = self.max_output(budget, estimate)
         if self._send_cap is not None:
             send = min(send, self._send_cap)
         return PreparedView(
@@ -370,6 +382,22 @@ class ContextEngine:
             threshold_tokens=budget.threshold,
             compact_refused=refusal,
         )
+
+    def max_output(self, budget: Budget, estimate: int) -> int:
+        """The output a request of `estimate` input tokens asks for: all the window leaves
+        beside it and the margin, at least the reserve, at most the model's and the
+        configured maximum.
+
+        The reserve is what the budget keeps free (it moves the threshold); the reply itself
+        may use every token the window has left. Asking for only the reserve would cut, by
+        `length`, every reply longer than the session's earlier ones, each cut paid for with
+        its thrown-away output and a re-ask, while the room to hold it was there.
+        """
+        cap = self.settings.max_output_tokens
+        if self.settings.output_reserve_tokens is not None:
+            cap = min(cap, self.settings.output_reserve_tokens)
+        room = budget.window - budget.margin - estimate
+        return max(1, min(cap, max(budget.output_reserve, room)))
 
     def _check_overhead(self, asm: Assembly, budget: Budget) -> None:
         fixed = calibrated(asm.fixed_tokens, self.ratio(), exact=self.counter.exact)
@@ -412,7 +440,12 @@ class ContextEngine:
                 asm = self.assemble(state)
                 estimate, _ = self.estimate(asm, state)
             if estimate > budget.threshold:
-                actions.append(self._relieve(asm, state, budget, estimate, "threshold"))
+                if not self._defer(asm, budget, estimate):
+                    # The boundary a deferral waited for; mid loop, the room ran out first.
+                    at_boundary = self.conversation()[-1].role == "user"
+                    deferred = at_boundary and self._was_deferred()
+                    trigger = TURN_TRIGGER if deferred else "threshold"
+                    actions.append(self._relieve(asm, state, budget, estimate, trigger))
             else:
                 early = self._early_trigger(asm, state, budget, estimate)
                 if early is not None:
@@ -440,6 +473,27 @@ class ContextEngine:
     ) -> str:
         """Project if that is enough, else derive (`relief.py`); returns the action."""
         return relieve(self, asm, state, budget, estimate, trigger)
+
+    def _defer(self, asm: Assembly, budget: Budget, estimate: int) -> bool:
+        """Whether an over-threshold request mid tool loop waits for the turn boundary
+        (`deferral.py`); the first deferral of a turn is recorded with its options."""
+        growth = loop_growth(asm.parts, estimate / max(asm.total_tokens, 1))
+        found = deferral(self.conversation(), budget, estimate, growth)
+        if found is None:
+            return False
+        if not self._was_deferred():
+            fixed = calibrated(asm.fixed_tokens, self.ratio(), exact=self.counter.exact)
+            now = relieve_now_option(
+                landing_for(self, asm, budget, estimate), fixed, budget, growth
+            )
+            record_deferral(self.ledger, self.session_id, budget, estimate, growth, found, now)
+        return True
+
+    def _was_deferred(self) -> bool:
+        """Whether an event was deferred since the last event (and this turn's user message
+        is not older than that deferral: one record per turn)."""
+        since = self._last_event_seq()
+        return deferred_since(self._of_kinds(DEFERRED_KIND), since)
 
     def _early_trigger(
         self, asm: Assembly, state: ViewState, budget: Budget, estimate: int
