@@ -11,10 +11,12 @@ reserve): `Decision.reserve` reports it, and the request's overflow is judged wi
 recorded reply longer than the output the request asked for (`Decision.max_output`) is cut,
 as it would be live: `after_cut` records the `response.discarded` and prepares the re-ask.
 
-Facts are reachable for Comal when in view or inside evidence the request names by reference
-(`evt_…` ids of `tool.result` entries): `Decision.reachable_refs` holds the planned-entry indices
-(see `Transcript.entries`) of the results named. A request that prints the evidence index call
-(`EvidenceRead {"ref":"index"}`, which lists every result of the session with its exact ref)
+Facts are reachable for Comal when in view or inside evidence the request names by exact
+reference — the `evt_…` id of a `tool.result` entry, or its per-session ordinal (`E17`) in a
+checkpoint's evidence section, which `EvidenceRead` takes alike: `Decision.reachable_refs` holds
+the planned-entry indices (see `Transcript.entries`) of the results named. A request that
+prints the evidence index call (`EvidenceRead {"ref":"index"}`, which lists every result of the
+session with its exact ref)
 is reported apart (`Decision.reachable_all`, the `facts_reachable_via_index` figure): the index
 names no output by its own reference in the request itself.
 """
@@ -29,8 +31,10 @@ from pathlib import Path
 from comal.bench.policies import Budgets, Decision
 from comal.bench.rendering import SegmentCache, request_tokens
 from comal.bench.transcript import REPLAYED_KINDS, Transcript
+from comal.context.checkpoint import EVIDENCE_HEADER
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.evidence_index import INDEX_CALL
+from comal.context.evidence_names import named_ordinals
 from comal.context.tokens import TokenCounter
 from comal.errors import OutputLengthError
 from comal.importers import append_planned
@@ -55,6 +59,8 @@ class ComalPolicy:
     _session: str = ""
     _appended: int = 0
     _index_of: dict[str, int] = field(default_factory=dict)
+    _by_ordinal: dict[int, int] = field(default_factory=dict)
+    """Planned-entry index of the session's n-th `tool.result` (its ordinal `En`)."""
     _engine: ContextEngine | None = None
     _sent: _Sent | None = None
     """The last request prepared (system, messages, fingerprint), not yet answered."""
@@ -91,6 +97,8 @@ class ComalPolicy:
             if planned.kind in REPLAYED_KINDS:
                 entry = append_planned(ledger, self._session, planned)
                 self._index_of[entry.id] = index
+                if entry.kind == "tool.result":
+                    self._by_ordinal[len(self._by_ordinal) + 1] = index
         self._appended = max(self._appended, entries_end)
 
     def prepare(self) -> Decision:
@@ -102,6 +110,9 @@ class ComalPolicy:
             fingerprint = engine.fingerprint.with_checkpoint(view.checkpoint_number).to_json()
             self._sent = (view.system, tuple(view.messages), fingerprint)
         named = {self._index_of[ref] for ref in _refs(view.messages) if ref in self._index_of}
+        named |= {
+            self._by_ordinal[n] for n in _evidence_ordinals(view.messages) if n in self._by_ordinal
+        }
         return Decision(
             tuple(view.messages),
             view.system,
@@ -216,6 +227,19 @@ def _names_index(messages: tuple[Message, ...]) -> bool:
         for message in messages
         for part in message.parts
     )
+
+
+def _evidence_ordinals(messages: tuple[Message, ...]) -> set[int]:
+    """Ordinals (`E17`, `E20–E57`) a checkpoint's evidence section names: exact references
+    `EvidenceRead` takes like full ids. Read only inside that section, where every `En` is
+    the engine's, never in verbatim outputs (a lint code `E501` names nothing)."""
+    found: set[int] = set()
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, TextPart) and EVIDENCE_HEADER in part.text:
+                section = part.text.split(EVIDENCE_HEADER, 1)[1].split("\n## ", 1)[0]
+                found |= named_ordinals(section)
+    return found
 
 
 def _refs(messages: tuple[Message, ...]) -> set[str]:

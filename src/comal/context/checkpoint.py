@@ -42,6 +42,8 @@ from comal.context.workstate import (
 from comal.ledger.entry import Entry
 
 _DIGITS = re.compile(r"\d+")
+EVIDENCE_HEADER = "## Evidence (every earlier output"
+"""How the checkpoint's evidence section starts (readers find the ordinals it names by it)."""
 LONG_ASK_CHARS = 2_000
 """User messages longer than this appear by head + reference."""
 
@@ -267,7 +269,7 @@ def checkpoint_text(
     if evidence:
         lines += [
             "",
-            "## Evidence (every earlier output; `E17` is this session's 17th output and"
+            EVIDENCE_HEADER + "; `E17` is this session's 17th output and"
             ' EvidenceRead takes it as ref, e.g. EvidenceRead {"ref":"E17"})',
             *(f"- {e}" for e in evidence),
         ]

@@ -8,8 +8,8 @@ never has to look an index up to learn that an output exists:
 - first the outputs the verbatim tail and the work state most likely need (`priority`, e.g.
   the newest covered turn and those on files the tail works on) with ordinal, full id, call
   and size;
-- then every other output grouped by tool and file (`Read src/app.py: E3 E9 E14`), commands
-  and other calls with a short description, newest groups first.
+- then every other output grouped by tool and file (`Read src/app.py: E3 E9 E14`), by ordinal
+  alone, commands and other calls with a short description, newest groups first.
 
 The list must fit its token budget: when it does not, descriptions go, then consecutive
 ordinals of a group merge into ranges (`E20–E57`), always naming each output's ordinal.
@@ -148,9 +148,10 @@ def evidence_names(
         already: text of the checkpoint that names outputs by full id already (the work
             state); those are not listed again.
 
-    The newest of the other outputs keep their full id beside the ordinal, as many as the
-    budget allows (a full id is about nine ordinals' worth of tokens); descriptions go first,
-    then older ordinals merge into ranges.
+    The other outputs are named by ordinal alone: it is as exact a reference as the full id
+    (`EvidenceRead` takes either) for a ninth of the tokens, and every token of the list is
+    re-read by every call until the next event. Descriptions go first, then ordinals merge
+    into ranges.
     """
     first = {p.entry.id for p in priority}
     lines: list[str] = []
@@ -172,16 +173,9 @@ def evidence_names(
     if not named:
         return lines
     room = budget_tokens - (counter.count("\n".join(lines)) if lines else 0)
-    newest = sorted((m.ordinal for m in named), reverse=True)
     grouped: list[str] = []
-    # A full id is about twenty tokens: no more than that many fit.
-    keep = min(len(newest), max(room, 0) // 20)
-    while True:
-        with_id = frozenset(newest[:keep])
-        for level in range(3):
-            grouped = _grouped(named, level, with_id)
-            if counter.count("\n".join(grouped)) <= room:
-                return [*lines, *_titled(lines, grouped)]
-        if keep == 0:
-            return [*lines, *_titled(lines, grouped)]
-        keep //= 2
+    for level in range(3):
+        grouped = _grouped(named, level, frozenset())
+        if counter.count("\n".join(grouped)) <= room:
+            break
+    return [*lines, *_titled(lines, grouped)]
