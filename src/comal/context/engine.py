@@ -442,7 +442,8 @@ class ContextEngine:
             if estimate > budget.threshold:
                 if not self._defer(asm, budget, estimate):
                     # The boundary a deferral waited for; mid loop, the room ran out first.
-                    at_boundary = self.conversation()[-1].role == "user"
+                    blocks = self.conversation()
+                    at_boundary = bool(blocks) and blocks[-1].role == "user"
                     deferred = at_boundary and self._was_deferred()
                     trigger = TURN_TRIGGER if deferred else "threshold"
                     actions.append(self._relieve(asm, state, budget, estimate, trigger))

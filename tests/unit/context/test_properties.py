@@ -66,6 +66,13 @@ def test_views_pair_fit_grow_by_appending_and_rebuild_identically(steps: list) -
             # Every call has its result right after it; the view fits.
             check_pairs(view.messages)
             assert view.estimated_tokens <= view.usable_tokens
+            # The reply may take all the window leaves beside the input (at least the
+            # reserve, at most the model's maximum output).
+            budget = engine.budget()
+            assert budget.output_reserve <= view.output_reserve <= 4_096
+            assert view.estimated_tokens + view.output_reserve + budget.margin <= 12_000 or (
+                view.output_reserve == budget.output_reserve
+            )
             if not view.actions:
                 before = _flat(previous.messages)
                 assert _flat(view.messages)[: len(before)] == before
