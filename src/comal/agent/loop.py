@@ -39,6 +39,7 @@ from comal.providers.base import (
     ProviderEvent,
     ReasoningDelta,
     TextDelta,
+    encode_request,
 )
 from comal.providers.reply import collect
 
@@ -69,10 +70,12 @@ async def run_turn(s: Session, text: str | None) -> str:
             max_output_tokens=view.output_reserve,
             reasoning_effort=s.options.reasoning_effort,
         )
-        request_entry = record_request(s, request, view.estimated_tokens, view.checkpoint_number)
+        # Encoded once: the bytes hashed into the ledger are the bytes sent.
+        encoded = encode_request(s.provider, request)
+        request_entry = record_request(s, encoded, view.estimated_tokens, view.checkpoint_number)
         s.emit(TurnStarted(step, view.estimated_tokens, view.measured_base, view.output_reserve))
         try:
-            reply = await collect(s.provider.stream(request), on_event=lambda e: _relay(s, e))
+            reply = await collect(s.provider.send(encoded), on_event=lambda e: _relay(s, e))
         except ContextLengthError as exc:
             s.record("provider.error", error_json(exc))
             if overflow_retried:

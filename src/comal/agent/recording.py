@@ -1,6 +1,7 @@
 """What the loop writes to the ledger around one model call.
 
-Requests are recorded by the hash of their exact bytes (never the bytes or any key), replies
+Requests are recorded by the hash of the bytes sent (the `EncodedRequest` the loop then hands
+to `send`; never the bytes or any key), replies
 with normalized and raw usage, unfinished replies as `response.discarded` — none of whose
 tool calls ever run — and a warning when a server reports far fewer prompt tokens than were
 sent (Ollama's silent truncation).
@@ -8,14 +9,12 @@ sent (Ollama's silent truncation).
 
 from __future__ import annotations
 
-import hashlib
-
 from comal.agent.events import AssistantReplied, Notice, ResponseDiscarded
 from comal.agent.session import Session
 from comal.agent.tool_runner import INVALID_ARGUMENTS_KEY
 from comal.errors import ProviderError
-from comal.messages import JSONObject, Message, ToolCallPart, message_to_json
-from comal.providers.base import ModelRequest
+from comal.messages import JSONObject, Message, ToolCallPart, digest_bytes, message_to_json
+from comal.providers.base import EncodedRequest
 from comal.providers.discovery import detect_prompt_truncation
 from comal.providers.reply import Reply
 
@@ -65,13 +64,15 @@ def record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -
 
 
 def record_request(
-    s: Session, request: ModelRequest, estimated: int, checkpoint: int | None
+    s: Session, encoded: EncodedRequest, estimated: int, checkpoint: int | None
 ) -> str:
-    body = s.provider.encode(request)
+    """Record a request about to be sent: the digest and size of its body, and what it was
+    built from (the fingerprint an anchor is matched by)."""
+    request, body = encoded.request, encoded.body
     entry = s.record(
         "provider.request",
         {
-            "sha256": "sha256:" + hashlib.sha256(body).hexdigest(),
+            "sha256": digest_bytes(body),
             "size_bytes": len(body),
             "wire": str(s.provider.wire),
             "model": request.model,

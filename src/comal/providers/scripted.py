@@ -1,10 +1,10 @@
 """`ScriptedProvider`: a real `Provider` whose answers come from a list of scripted turns.
 
-Used by unit tests and the offline demo. Each call to `stream()` consumes the next turn and
-records the `ModelRequest` it received (`requests`). A turn yields reasoning, then text, then
-tool calls (valid and invalid), usage and `Completed`, as a real adapter would; a turn may
-instead raise a `ComalError` (before or after its events). Asking for more turns than
-scripted raises `ScriptExhaustedError`, naming how many were scripted.
+Used by unit tests and the offline demo. Each call to `send()` (or `stream()`) consumes the next
+turn and records the `ModelRequest` it received (`requests`) and the bytes sent (`bodies`). A
+turn yields reasoning, then text, then tool calls (valid and invalid), usage and `Completed`, as
+a real adapter would; a turn may instead raise a `ComalError` (before or after its events).
+Asking for more turns than scripted raises `ScriptExhaustedError`, naming how many were scripted.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from comal.messages import JSONObject, ReasoningPart, ToolCallPart, message_to_j
 from comal.providers.base import (
     Capabilities,
     Completed,
+    EncodedRequest,
     ModelRequest,
     ProviderEvent,
     ReasoningDelta,
@@ -27,6 +28,7 @@ from comal.providers.base import (
     ToolCallInvalid,
     UsageReport,
     WireApi,
+    encode_request,
 )
 from comal.usage import Usage
 
@@ -96,6 +98,8 @@ class ScriptedProvider:
             for t in turns
         )
         self.requests: list[ModelRequest] = []
+        self.bodies: list[bytes] = []
+        """The body of each request sent, in order."""
 
     @property
     def remaining(self) -> int:
@@ -136,10 +140,15 @@ class ScriptedProvider:
         out.append(Completed(finish, turn.raw_finish or finish))
         return out
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Encode the request and `send` it."""
+        return self.send(encode_request(self, request))
+
+    async def send(self, encoded: EncodedRequest) -> AsyncIterator[ProviderEvent]:
         """Answer with the next scripted turn."""
         index = len(self.requests)
-        self.requests.append(request)
+        self.requests.append(encoded.request)
+        self.bodies.append(encoded.body)
         if index >= len(self.turns):
             raise ScriptExhaustedError(
                 f"the script has {len(self.turns)} turn(s) and request {index + 1} asked for"
