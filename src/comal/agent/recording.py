@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from comal.agent.events import AssistantReplied, Notice, ResponseDiscarded
 from comal.agent.session import Session
-from comal.agent.tool_runner import INVALID_ARGUMENTS_KEY
 from comal.errors import ProviderError
 from comal.messages import JSONObject, Message, ToolCallPart, digest_bytes, message_to_json
 from comal.providers.base import EncodedRequest
@@ -25,7 +24,7 @@ def record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -
     A refusal is recorded with its text and reason; tool calls in a refused reply are dropped
     (counted), since the turn ends there and they would otherwise wait as pending calls.
     """
-    message = with_invalid_calls(reply)
+    message = reply.message
     payload: JSONObject = {
         "message": message_to_json(message),
         "wire": str(s.provider.wire),
@@ -43,7 +42,7 @@ def record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -
             "text": reply.refusal_text(),
             "reason": reply.refusal_reason(),
             "details": reply.details,
-            "dropped_calls": len(reply.message.tool_calls) + len(reply.invalid_calls),
+            "dropped_calls": len(reply.message.tool_calls),
         }
     s.record("message.assistant", payload)
     reported = reply.usage.total_input
@@ -108,17 +107,6 @@ def record_discarded(s: Session, reply: Reply, reserve: int) -> None:
         s.engine.compact(by="context_window_exceeded")
         new_reserve = reserve
     s.emit(ResponseDiscarded(reason, new_reserve))
-
-
-def with_invalid_calls(reply: Reply) -> Message:
-    """Keep calls whose arguments were not JSON, so each still gets exactly one (error) result."""
-    if not reply.invalid_calls:
-        return reply.message
-    extra = tuple(
-        ToolCallPart(bad.call_id, bad.name, {INVALID_ARGUMENTS_KEY: bad.error})
-        for bad in reply.invalid_calls
-    )
-    return Message("assistant", reply.message.parts + extra)
 
 
 def error_json(exc: ProviderError) -> JSONObject:
