@@ -13,12 +13,28 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Literal, TypeAlias, cast
 
 JSONValue: TypeAlias = "bool | int | float | str | list[JSONValue] | dict[str, JSONValue] | None"
 JSONObject: TypeAlias = dict[str, JSONValue]
 
 Role = Literal["user", "assistant"]
+
+
+class Finish(StrEnum):
+    """Why a model stopped, the same on every wire; the values are what the ledger records."""
+
+    STOP = "stop"
+    TOOL_CALLS = "tool_calls"
+    LENGTH = "length"
+    """OUTPUT_LENGTH: the reply was cut at the output limit (every wire's own word maps here)."""
+    CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
+    """Generation stopped because the window filled (Anthropic `model_context_window_exceeded`)."""
+    CONTENT_FILTER = "content_filter"
+    REFUSAL = "refusal"
+    PAUSE = "pause"
+    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,9 @@ model → record the response → run complete tool calls with write-ahead recei
 
 Invariants kept here:
 - nothing is POSTed that the engine's budget says cannot fit (`prepare()` raises instead);
-- an incomplete response (OUTPUT_LENGTH) is recorded as discarded and none of its calls run;
-  only a larger output reserve is tried, never more context pressure;
+- an unfinished response (OUTPUT_LENGTH, a full window) is recorded as discarded and none of
+  its calls run (`engine.on_unfinished`); after OUTPUT_LENGTH only a larger output reserve is
+  tried, never more context pressure;
 - a provider CONTEXT_LENGTH is recovered at most once per turn (recalibrate, then the next
   `prepare()` projects or derives); "input + max_tokens exceed" lowers the reserve instead;
 - pressure is re-checked before every model call, i.e. after every batch of tool results;
@@ -20,10 +21,11 @@ from comal.agent.events import (
     ContextActed,
     ReasoningStreamed,
     Refused,
+    ResponseDiscarded,
     TextStreamed,
     TurnStarted,
 )
-from comal.agent.recording import error_json, record_discarded, record_reply, record_request
+from comal.agent.recording import error_json, record_reply, record_request
 from comal.agent.server_count import prepare_first
 from comal.agent.session import Session
 from comal.errors import (
@@ -86,8 +88,9 @@ async def run_turn(s: Session, text: str | None) -> str:
         except ProviderError as exc:
             s.record("provider.error", error_json(exc))
             raise
-        if reply.finish in ("length", "context_window_exceeded"):
-            record_discarded(s, reply, view.output_reserve)
+        discarded = s.engine.on_unfinished(reply, view.output_reserve)
+        if discarded is not None:
+            s.emit(ResponseDiscarded(discarded.reason, discarded.output_reserve))
             continue
         message = record_reply(s, reply, request_entry, view.estimated_tokens)
         if reply.refused:

@@ -1,15 +1,14 @@
 """What the loop writes to the ledger around one model call.
 
 Requests are recorded by the hash of the bytes sent (the `EncodedRequest` the loop then hands
-to `send`; never the bytes or any key), replies
-with normalized and raw usage, unfinished replies as `response.discarded` — none of whose
-tool calls ever run — and a warning when a server reports far fewer prompt tokens than were
-sent (Ollama's silent truncation).
+to `send`; never the bytes or any key), finished replies with normalized and raw usage (the
+engine records unfinished ones, `ContextEngine.on_unfinished`), and a warning when a server
+reports far fewer prompt tokens than were sent (Ollama's silent truncation).
 """
 
 from __future__ import annotations
 
-from comal.agent.events import AssistantReplied, Notice, ResponseDiscarded
+from comal.agent.events import AssistantReplied, Notice
 from comal.agent.session import Session
 from comal.errors import ProviderError
 from comal.messages import JSONObject, Message, ToolCallPart, digest_bytes, message_to_json
@@ -29,7 +28,7 @@ def record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -
         "message": message_to_json(message),
         "wire": str(s.provider.wire),
         "model": s.provider.model,
-        "finish": reply.finish,
+        "finish": reply.finish.value,
         "usage": reply.usage.to_json(),
         "usage_raw": reply.usage_raw,
         "request_entry": request_entry,
@@ -87,26 +86,6 @@ def record_request(
         },
     )
     return entry.id
-
-
-def record_discarded(s: Session, reply: Reply, reserve: int) -> None:
-    """Record an unfinished response; grow the reserve (OUTPUT_LENGTH) or derive (window full)."""
-    reason = "OUTPUT_LENGTH" if reply.finish == "length" else "CONTEXT_WINDOW_EXCEEDED"
-    s.record(
-        "response.discarded",
-        {
-            "reason": reason,
-            "message": message_to_json(reply.message),
-            "usage": reply.usage.to_json(),
-            "output_reserve": reserve,
-        },
-    )
-    if reason == "OUTPUT_LENGTH":
-        new_reserve = s.engine.grow_output_reserve()
-    else:
-        s.engine.compact(by="context_window_exceeded")
-        new_reserve = reserve
-    s.emit(ResponseDiscarded(reason, new_reserve))
 
 
 def error_json(exc: ProviderError) -> JSONObject:

@@ -14,7 +14,14 @@ import json
 import re
 from collections.abc import AsyncIterator
 
-from comal.messages import JSONObject, JSONValue, Message, ToolCallPart, message_to_json
+from comal.messages import (
+    Finish,
+    JSONObject,
+    JSONValue,
+    Message,
+    ToolCallPart,
+    message_to_json,
+)
 from comal.providers.base import (
     Capabilities,
     Completed,
@@ -186,4 +193,4 @@ class DemoModel:
             yield TextDelta(word)
         for call in calls:
             yield ToolCallDone(call)
-        yield Completed("tool_calls" if calls else "stop", "scripted")
+        yield Completed(Finish.TOOL_CALLS if calls else Finish.STOP, "scripted")

@@ -17,7 +17,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import TypeVar, assert_never, cast
 
 from comal.context.anchors import AnchorIndex, Fingerprint, calibration_ratio, tools_digest
 from comal.context.budget import (
@@ -70,6 +70,13 @@ from comal.context.tokens import (
     calibrated,
     counter_for_model,
 )
+from comal.context.unfinished import (
+    OUTPUT_LENGTH,
+    WINDOW_FULL,
+    Discarded,
+    ModelReply,
+    discarded_payload,
+)
 from comal.context.view import (
     MESSAGE_OVERHEAD,
     Assembly,
@@ -90,6 +97,7 @@ from comal.errors import (
 from comal.ids import now_ms
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
+from comal.messages import Finish
 
 T = TypeVar("T")
 __all__ = [
@@ -328,9 +336,48 @@ class ContextEngine:
             )
         return new
 
-    def lower_output_reserve(self, to: int) -> None:
-        """Send at most `to` output tokens on the next request ("input + max_tokens exceed")."""
-        self._send_cap = max(1, to)
+    def on_unfinished(self, reply: ModelReply, reserve: int) -> Discarded | None:
+        """Recover from a reply that stopped before it finished; None for one that finished.
+
+        An unfinished reply is recorded as `response.discarded` (none of its calls run). After
+        OUTPUT_LENGTH the next request gets a larger output reserve, never more context
+        pressure; after a full window a checkpoint is derived now.
+
+        Args:
+            reply: the model's answer.
+            reserve: the output reserve its request was sent with.
+
+        Raises:
+            OutputLengthError: the reserve that overflowed was already the largest possible.
+        """
+        finish = reply.finish
+        match finish:
+            case Finish.LENGTH:
+                self.ledger.append(
+                    self.session_id,
+                    "response.discarded",
+                    discarded_payload(reply, OUTPUT_LENGTH, reserve),
+                )
+                return Discarded(OUTPUT_LENGTH, self.grow_output_reserve())
+            case Finish.CONTEXT_WINDOW_EXCEEDED:
+                self.ledger.append(
+                    self.session_id,
+                    "response.discarded",
+                    discarded_payload(reply, WINDOW_FULL, reserve),
+                )
+                self.compact(by="context_window_exceeded")
+                return Discarded(WINDOW_FULL, reserve)
+            case (
+                Finish.STOP
+                | Finish.TOOL_CALLS
+                | Finish.CONTENT_FILTER
+                | Finish.REFUSAL
+                | Finish.PAUSE
+                | Finish.UNKNOWN
+            ):
+                return None
+            case _:
+                assert_never(finish)
 
     def view(self) -> PreparedView:
         """The current view, appending nothing (no invariant check)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, TypeAlias, runtime_checkable
 
-from comal.messages import JSONObject, Message, ReasoningPart, ToolCallPart, ToolSpec
+from comal.messages import Finish, JSONObject, Message, ReasoningPart, ToolCallPart, ToolSpec
 from comal.usage import Usage
 
 
@@ -124,25 +124,11 @@ class UsageReport:
     raw: JSONObject
 
 
-FINISHES = (
-    "stop",
-    "tool_calls",
-    "length",
-    "context_window_exceeded",
-    "content_filter",
-    "refusal",
-    "pause",
-    "unknown",
-)
-"""Normalized finish statuses; `length` is OUTPUT_LENGTH on every wire."""
-
-
 @dataclass(frozen=True, slots=True)
 class Completed:
     """The end of a well-formed stream."""
 
-    finish: str
-    """One of `FINISHES`."""
+    finish: Finish
     raw_finish: str | None
     """The wire's own value (`end_turn`, `incomplete:max_output_tokens`, …)."""
     details: JSONObject | None = None

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from comal.errors import NetworkError
 from comal.messages import (
+    Finish,
     InvalidArguments,
     JSONObject,
     Message,
@@ -44,7 +45,7 @@ class Reply:
 
     message: Message
     """Role `assistant`: ReasoningPart / TextPart / ToolCallPart in stream order."""
-    finish: str
+    finish: Finish
     raw_finish: str | None
     usage: Usage
     usage_raw: JSONObject
@@ -70,7 +71,7 @@ class Reply:
     @property
     def refused(self) -> bool:
         """Whether the model declined to answer."""
-        return self.finish == "refusal"
+        return self.finish is Finish.REFUSAL
 
     def refusal_text(self) -> str:
         """What the model said in refusing: the marked refusal, else the message's text."""

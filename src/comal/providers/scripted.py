@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from comal.errors import ComalError, ScriptExhaustedError
-from comal.messages import JSONObject, ReasoningPart, ToolCallPart, message_to_json
+from comal.messages import Finish, JSONObject, ReasoningPart, ToolCallPart, message_to_json
 from comal.providers.base import (
     Capabilities,
     Completed,
@@ -43,8 +43,8 @@ class ScriptedTurn:
     invalid_tool_calls: tuple[ToolCallInvalid, ...] = ()
     usage: Usage | None = None
     usage_raw: JSONObject | None = None
-    finish: str | None = None
-    """Normalized finish; default `tool_calls` when the turn has calls, else `stop`."""
+    finish: Finish | None = None
+    """Default `tool_calls` when the turn has calls, else `stop` (`refusal` with a refusal)."""
     raw_finish: str | None = None
     error: ComalError | None = None
     """Raised instead of answering (or after the events, see `error_after_events`)."""
@@ -135,7 +135,11 @@ class ScriptedProvider:
         if turn.usage is not None:
             out.append(UsageReport(turn.usage, turn.usage_raw or turn.usage.to_json()))
         finish = turn.finish or (
-            "refusal" if turn.refusal else "tool_calls" if turn.tool_calls else "stop"
+            Finish.REFUSAL
+            if turn.refusal
+            else Finish.TOOL_CALLS
+            if turn.tool_calls
+            else Finish.STOP
         )
         out.append(Completed(finish, turn.raw_finish or finish))
         return out

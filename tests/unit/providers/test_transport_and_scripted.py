@@ -12,7 +12,14 @@ from comal.errors import (
     RateLimitError,
     ScriptExhaustedError,
 )
-from comal.messages import InvalidArguments, ReasoningPart, TextPart, ToolCallPart, user_text
+from comal.messages import (
+    Finish,
+    InvalidArguments,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    user_text,
+)
 from comal.providers.base import (
     Completed,
     ModelRequest,
@@ -155,7 +162,7 @@ async def test_collect_keeps_stream_order_with_invalid_calls_typed_in_place() ->
             TextDelta("after"),
             UsageReport(Usage(output=1), {"n": 1}),
             UsageReport(Usage(output=2), {"n": 2}),
-            Completed("tool_calls", "tool_use"),
+            Completed(Finish.TOOL_CALLS, "tool_use"),
         )
     )
     assert reply.message.parts == (
