@@ -75,7 +75,7 @@ from comal.context.unfinished import (
     WINDOW_FULL,
     Discarded,
     ModelReply,
-    discarded_payload,
+    append_discarded,
 )
 from comal.context.view import (
     MESSAGE_OVERHEAD,
@@ -353,18 +353,10 @@ class ContextEngine:
         finish = reply.finish
         match finish:
             case Finish.LENGTH:
-                self.ledger.append(
-                    self.session_id,
-                    "response.discarded",
-                    discarded_payload(reply, OUTPUT_LENGTH, reserve),
-                )
+                append_discarded(self.ledger, self.session_id, reply, OUTPUT_LENGTH, reserve)
                 return Discarded(OUTPUT_LENGTH, self.grow_output_reserve())
             case Finish.CONTEXT_WINDOW_EXCEEDED:
-                self.ledger.append(
-                    self.session_id,
-                    "response.discarded",
-                    discarded_payload(reply, WINDOW_FULL, reserve),
-                )
+                append_discarded(self.ledger, self.session_id, reply, WINDOW_FULL, reserve)
                 self.compact(by="context_window_exceeded")
                 return Discarded(WINDOW_FULL, reserve)
             case (

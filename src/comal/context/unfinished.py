@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from comal.ledger.store import Ledger
 from comal.messages import Finish, JSONObject, Message, message_to_json
 from comal.usage import Usage
 
@@ -44,11 +45,14 @@ class Discarded:
     """The output reserve of the next request."""
 
 
-def discarded_payload(reply: ModelReply, reason: str, reserve: int) -> JSONObject:
-    """The `response.discarded` payload of `reply`, sent with output reserve `reserve`."""
-    return {
+def append_discarded(
+    ledger: Ledger, session_id: str, reply: ModelReply, reason: str, reserve: int
+) -> None:
+    """Record `reply`, sent with output reserve `reserve`, as `response.discarded`."""
+    payload: JSONObject = {
         "reason": reason,
         "message": message_to_json(reply.message),
         "usage": reply.usage.to_json(),
         "output_reserve": reserve,
     }
+    ledger.append(session_id, "response.discarded", payload)
