@@ -241,3 +241,10 @@ class StepLimitError(ComalError):
 
     code = "MAX_TURNS"
     exit_code = 6
+
+
+class RewindError(ComalError):
+    """A rewind or fork that cannot be done as asked: an unknown point, or files changed
+    outside the session since its last change (refused unless forced)."""
+
+    code = "REWIND_REFUSED"

@@ -159,9 +159,12 @@ class ToolRunner:
             "arguments": call.arguments,
             "permission": _decision_json(decision),
         }
+        body = None
         if preparation is not None:
             payload["preparation"] = _preparation_json(preparation)
-        self._record("tool.started", payload, None)
+            # The bytes before the change, kept as the entry's body: what a rewind restores.
+            body = preparation.before
+        self._record("tool.started", payload, body)
 
     def _result(self, call: ToolCallPart, outcome: ToolOutcome) -> CallReceipt:
         payload: JSONObject = {

@@ -73,7 +73,29 @@ def _session_json(info: SessionInfo) -> JSONObject:
         "entries": info.entries,
         "last_activity_at": info.last_activity_at,
         "last_activity": _utc(info.last_activity_at),
+        "fork_of": info.fork_of,
+        "fork_seq": info.fork_seq,
     }
+
+
+def fork_tree(infos: list[SessionInfo]) -> list[tuple[int, SessionInfo]]:
+    """(depth, session) in display order: each fork right under its parent, oldest first."""
+    known = {info.id for info in infos}
+    forks: dict[str, list[SessionInfo]] = {}
+    for info in infos:
+        if info.fork_of in known:
+            forks.setdefault(str(info.fork_of), []).append(info)
+    ordered: list[tuple[int, SessionInfo]] = []
+
+    def visit(info: SessionInfo, depth: int) -> None:
+        ordered.append((depth, info))
+        for fork in sorted(forks.get(info.id, []), key=lambda f: f.created_at):
+            visit(fork, depth + 1)
+
+    for info in infos:
+        if info.fork_of not in known:
+            visit(info, 0)
+    return ordered
 
 
 # --- comal sessions ------------------------------------------------------------------------
@@ -93,7 +115,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
     header = ("ID", "STARTED", "CWD", "MODEL", "STATUS", "ENTRIES", "LAST ACTIVITY")
     rows = [header] + [
         (
-            info.id,
+            ("  " * (depth - 1) + "└ " if depth else "") + info.id,
             _utc(info.created_at),
             info.cwd,
             info.model or "-",
@@ -101,7 +123,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
             str(info.entries),
             _utc(info.last_activity_at),
         )
-        for info in infos
+        for depth, info in fork_tree(infos)
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]

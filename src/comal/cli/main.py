@@ -29,6 +29,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "comal.cli.cmd_checkpoints",
     "comal.cli.cmd_evidence",
     "comal.cli.cmd_state",
+    "comal.cli.cmd_rewind",
+    "comal.cli.cmd_fork",
 )
 """Subcommand modules, in the order `--help` lists them."""
 

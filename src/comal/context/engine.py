@@ -75,6 +75,7 @@ from comal.errors import (
     OutputLengthError,
 )
 from comal.ledger.entry import Entry
+from comal.ledger.history import REWOUND_KIND
 from comal.ledger.store import Ledger
 
 T = TypeVar("T")
@@ -137,7 +138,13 @@ class ContextEngine:
     def entries(self) -> list[Entry]:
         """The session's entries, read incrementally from the ledger."""
         last = self._entries[-1].seq if self._entries else 0
-        self._entries.extend(self.ledger.entries(self.session_id, after_seq=last))
+        new = self.ledger.entries(self.session_id, after_seq=last)
+        if any(e.kind == REWOUND_KIND and e.payload.get("conversation") for e in new):
+            # A conversation rewind takes earlier entries out of the history: read it again.
+            self._entries = self.ledger.entries(self.session_id)
+            self._memo.clear()
+        else:
+            self._entries.extend(new)
         return self._entries
 
     def _at_last_seq(self, name: str, compute: Callable[[], T]) -> T:

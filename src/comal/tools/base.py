@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
@@ -65,6 +65,9 @@ class Preparation:
     """`sha256:<hex>` of the file as read during preparation; None when it did not exist."""
     digest_intended: str
     """`sha256:<hex>` of the bytes the file will hold once the call succeeds."""
+    before: bytes | None = field(default=None, compare=False, repr=False)
+    """The exact bytes read during preparation (None when absent or not kept): recorded with
+    the preparation so a rewind can restore the file byte for byte."""
 
 
 @dataclass(frozen=True, slots=True)

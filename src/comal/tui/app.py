@@ -32,6 +32,7 @@ from textual.worker import Worker, WorkerState
 
 from comal.agent.events import AgentEvent, ToolFinished, ToolStarted, TurnStarted
 from comal.agent.headless import Outcome, resume_session, run_session
+from comal.agent.rewind import apply_rewind, plan_rewind, turns
 from comal.agent.session import Session, SessionOptions, open_session
 from comal.agent.state import open_calls, render_state, session_state
 from comal.config import Config
@@ -45,6 +46,7 @@ from comal.tui.replay import past_items
 from comal.tui.widgets.confirm import ConfirmScreen
 from comal.tui.widgets.prompt import PromptArea
 from comal.tui.widgets.reports import CheckpointList, ContextView, HelpView, TextReport
+from comal.tui.widgets.rewind import RewindScreen
 from comal.tui.widgets.status import StatusBar, StatusLine
 from comal.tui.widgets.transcript import Transcript
 
@@ -351,6 +353,8 @@ class ComalApp(App[int]):
                 return
             title = f"Checkpoint #{chosen.number} · {chosen.title}"
             self.transcript.add(TextReport(title, chosen.text))
+        elif command.name == "rewind":
+            self._rewind(session, command)
         elif command.name == "compact":
             if self.turn is not None:
                 session.record("compact.requested", {"by": "user"})
@@ -360,6 +364,52 @@ class ComalApp(App[int]):
                 return
             self._compact_now()
             self._refresh_context()
+
+    def _rewind(self, session: Session, command: SlashCommand) -> None:
+        """`/rewind`: the picker without a turn number, else restore to before that turn."""
+        if self.turn is not None:
+            self.transcript.add_notice("✗ a turn is running: rewind when it ends", "error")
+            return
+        listed = turns(session.ledger, session.id)
+        if not listed:
+            self.transcript.add_notice("no turn to rewind yet", "warning")
+            return
+        if command.number is not None:
+            self._rewind_to(session, command, command.number)
+            return
+
+        def picked(number: int | None) -> None:
+            if number is not None:
+                self._rewind_to(session, command, number)
+
+        self.push_screen(RewindScreen(listed), callback=picked)
+
+    def _rewind_to(self, session: Session, command: SlashCommand, number: int) -> None:
+        listed = turns(session.ledger, session.id)
+        try:
+            plan = plan_rewind(session.ledger, session.id, str(number))
+            apply_rewind(
+                session.ledger,
+                plan,
+                files=command.mode != "conversation",
+                conversation=command.mode != "files",
+                force=command.force,
+            )
+        except ComalError as exc:
+            self.transcript.add_notice(f"✗ {exc}", "error")
+            return
+        lines = [f"↶ rewound to {plan.label}"]
+        if command.mode != "conversation":
+            lines += [f"  restored {f.path}" for f in plan.files if f.restorable]
+            lines += [
+                f"  not restored {f.path}: {f.reason}" for f in plan.files if not f.restorable
+            ]
+        lines += [f"  not restorable: {line}" for line in plan.not_restorable]
+        self.transcript.add_notice("\n".join(lines), "context")
+        if command.mode != "files":
+            # As in the peers: the message the user went back over is offered again.
+            self.query_one(PromptArea).insert(listed[number - 1].text)
+        self._refresh_context()
 
     def _after_cancel(self) -> None:
         """Record why the calls the cancel kept from starting never ran; recover the rest."""

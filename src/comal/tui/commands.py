@@ -26,7 +26,11 @@ class SlashCommand:
     name: str
     """`context`, `state`, `compact`, `checkpoints`, `help` or `quit`."""
     number: int | None = None
-    """The checkpoint to show (`/session checkpoints N`)."""
+    """The checkpoint to show (`/session checkpoints N`), or the turn to rewind to."""
+    mode: str = "both"
+    """`/rewind`: `both`, `files` (files only) or `conversation` (conversation only)."""
+    force: bool = False
+    """`/rewind … force`: overwrite files changed outside the session."""
 
 
 HELP_ROWS: tuple[tuple[str, str], ...] = (
@@ -34,6 +38,7 @@ HELP_ROWS: tuple[tuple[str, str], ...] = (
     ("/state", "session status, board, pending and uncertain calls, usage, lock"),
     ("/compact", "derive a checkpoint now (no model call; waits for the turn boundary)"),
     ("/session checkpoints [N]", "list the checkpoints, or show checkpoint N"),
+    ("/rewind [N] [files|conversation] [force]", "go back to before turn N (a picker without N)"),
     ("/help", "this list"),
     ("/quit · Ctrl+Q", "leave (the session stays resumable: comal --resume UUID)"),
     ("Esc", "cancel the running turn"),
@@ -41,7 +46,8 @@ HELP_ROWS: tuple[tuple[str, str], ...] = (
 )
 """The `/help` table: (what to type, what it does)."""
 
-COMMAND_NAMES = "/context, /state, /compact, /session checkpoints [N], /help, /quit"
+COMMAND_NAMES = "/context, /state, /compact, /session checkpoints [N], /rewind, /help, /quit"
+REWIND_USAGE = "usage: /rewind [N] [files|conversation] [force] (N is a turn number)"
 
 _SIMPLE = {
     "/context": "context",
@@ -82,4 +88,20 @@ def parse_command(text: str) -> SlashCommand | None:
         if len(rest) == 1 and rest[0].isdigit():
             return SlashCommand("checkpoints", int(rest[0]))
         raise UnknownCommandError("usage: /session checkpoints [N] (N is a checkpoint number)")
+    if head == "/rewind":
+        return _rewind(words[1:])
     raise UnknownCommandError(f"unknown command {words[0]!r}; commands: {COMMAND_NAMES}")
+
+
+def _rewind(words: list[str]) -> SlashCommand:
+    number, mode, force = None, "both", False
+    for word in (w.lower() for w in words):
+        if word.isdigit() and number is None:
+            number = int(word)
+        elif word in ("files", "conversation") and mode == "both":
+            mode = word
+        elif word == "force":
+            force = True
+        else:
+            raise UnknownCommandError(REWIND_USAGE)
+    return SlashCommand("rewind", number, mode, force)
