@@ -38,6 +38,8 @@ class ProviderConfig:
     headers: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 600.0
     max_retries: int = 4
+    reasoning_effort: str | None = None
+    """`low`, `medium` or `high` (`--effort` overrides it); None asks for no reasoning."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +178,24 @@ def _int_env(env: Mapping[str, str], name: str) -> int | None:
     return value
 
 
+EFFORTS = ("low", "medium", "high")
+"""Reasoning efforts Comal asks for; each wire maps them (`providers/*`: Chat
+`reasoning_effort`, Responses `reasoning.effort`, Anthropic a `thinking` budget)."""
+
+
+def check_effort(value: object, where: str) -> str | None:
+    """A valid effort, or None.
+
+    Raises:
+        ConfigError: not one of `EFFORTS`.
+    """
+    if value is None:
+        return None
+    if value not in EFFORTS:
+        raise ConfigError(f"{where} must be one of {', '.join(EFFORTS)} (got {value!r})")
+    return str(value)
+
+
 def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
     wire = raw.get("wire")
     if wire not in ("openai-chat", "openai-responses", "anthropic-messages"):
@@ -198,6 +218,9 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
         headers=tuple(sorted((str(k), str(v)) for k, v in dict(headers).items())),
         timeout_s=float(raw.get("timeout_s", 600.0)),
         max_retries=int(raw.get("max_retries", 4)),
+        reasoning_effort=check_effort(
+            raw.get("reasoning_effort"), f"providers.{name}.reasoning_effort"
+        ),
     )
 
 

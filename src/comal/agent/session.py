@@ -8,6 +8,7 @@ its lock first, so two live processes never write one session.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -236,3 +237,52 @@ def open_session(
         for failure in options.mcp_failures:
             session.emit(Notice(MCP_WARNING, failure.message))
     return session
+
+
+CONFIGURED_KIND = "session.configured"
+"""The entry a mid-session change of model or effort records (docs/ledger.md)."""
+
+
+def reconfigure(
+    session: Session,
+    config: Config,
+    *,
+    provider: Provider | None = None,
+    effort: str | None = None,
+    keep_effort: bool = True,
+) -> Entry:
+    """Switch the model (`provider`) and/or the reasoning effort from the next model call on.
+
+    The context engine is rebuilt for the new model (its window, counter and calibration) with
+    the new fingerprint, so the measured anchor of an earlier request no longer applies; the
+    reasoning of the former model is never replayed to the new one (`providers/reasoning.py`).
+    The change is recorded as `session.configured`.
+    """
+    provider = provider or session.provider
+    if not keep_effort:
+        session.options.reasoning_effort = effort
+    session.provider = provider
+    old = session.engine
+    session.engine = ContextEngine(
+        session.ledger,
+        session.id,
+        engine_settings(config, provider, session.options),
+        old.fixed,
+        model=provider.model,
+        fingerprint=dataclasses.replace(
+            old.fingerprint, model=provider.model, effort=session.options.reasoning_effort
+        ),
+    )
+    return session.record(
+        CONFIGURED_KIND,
+        {
+            "provider": provider.name,
+            "wire": str(provider.wire),
+            "model": provider.model,
+            "effort": session.options.reasoning_effort,
+            "window": {
+                "tokens": provider.capabilities.context_window,
+                "source": provider.capabilities.window_source,
+            },
+        },
+    )

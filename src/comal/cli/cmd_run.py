@@ -26,7 +26,7 @@ from comal.agent.tool_catalog import configured_mcp_tools
 from comal.agent.toolset import standard_tools
 from comal.cli.provider_choice import choose_provider
 from comal.cli.render import Renderer
-from comal.config import Config, load_config
+from comal.config import EFFORTS, Config, ProviderConfig, load_config
 from comal.errors import ConfigError
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
@@ -60,6 +60,11 @@ def register_top_level(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--context-window", type=int, metavar="N", help="cap the context window")
     group.add_argument("--max-output-tokens", type=int, metavar="N", help="fix the output reserve")
     group.add_argument("--max-turns", type=int, metavar="N", help="model calls allowed per turn")
+    group.add_argument(
+        "--effort",
+        choices=EFFORTS,
+        help="reasoning effort (overrides the provider's reasoning_effort)",
+    )
     group.add_argument("--cwd", type=Path, help="workspace directory (default: current)")
     group.add_argument(
         "--output-format", choices=OUTPUT_FORMATS, default="text", help="text, json or stream-json"
@@ -107,6 +112,11 @@ async def build_provider(
 ) -> Provider:
     """The retrying provider for this run, with its window resolved."""
     cfg = await choose_provider(config, args.provider, args.model)
+    return await provider_for(config, cfg, client)
+
+
+async def provider_for(config: Config, cfg: ProviderConfig, client: httpx2.AsyncClient) -> Provider:
+    """The retrying provider for one configuration, with its window resolved."""
     api_key = config.api_key(cfg)
     override = config.context.context_window
     caps = await resolve_capabilities(cfg, client, api_key, override)
@@ -136,13 +146,19 @@ async def run_command(args: argparse.Namespace) -> int:
                 raise ConfigError(f"no session recorded in {config.workspace} to continue")
         elif prompt is None and not interactive:
             raise ConfigError("-p needs a task (argument or stdin)")
-        options = SessionOptions(
-            max_turns=args.max_turns or config.max_turns,
-            max_output_tokens=args.max_output_tokens,
-            emit=renderer,
-        )
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=10.0)) as client:
-            provider = await build_provider(config, args, client)
+            cfg = await choose_provider(config, args.provider, args.model)
+            provider = await provider_for(config, cfg, client)
+            options = SessionOptions(
+                max_turns=args.max_turns or config.max_turns,
+                reasoning_effort=args.effort or cfg.reasoning_effort,
+                max_output_tokens=args.max_output_tokens,
+                emit=renderer,
+            )
+
+            async def switch_model(model: str) -> Provider:
+                return await provider_for(config, dataclasses.replace(cfg, model=model), client)
+
             async with configured_mcp_tools(config) as mcp:
                 tools = [*standard_tools(), *mcp.tools]
                 options.mcp_failures = mcp.failures
@@ -151,7 +167,13 @@ async def run_command(args: argparse.Namespace) -> int:
                     from comal.tui.launch import run_tui
 
                     return await run_tui(
-                        ledger, config, provider, tools, options, session_id=session_id
+                        ledger,
+                        config,
+                        provider,
+                        tools,
+                        options,
+                        session_id=session_id,
+                        switch_model=switch_model,
                     )
                 outcome = await run_headless(
                     ledger, config, provider, tools, options, prompt=prompt, session_id=session_id

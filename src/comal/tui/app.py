@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,10 +34,10 @@ from textual.worker import Worker, WorkerState
 from comal.agent.events import AgentEvent, ToolFinished, ToolStarted, TurnStarted
 from comal.agent.headless import Outcome, resume_session, run_session
 from comal.agent.rewind import apply_rewind, plan_rewind, turns
-from comal.agent.session import Session, SessionOptions, open_session
+from comal.agent.session import Session, SessionOptions, open_session, reconfigure
 from comal.agent.state import open_calls, render_state, session_state
 from comal.config import Config
-from comal.errors import ComalError
+from comal.errors import ComalError, ConfigError
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
 from comal.providers.base import Provider
@@ -49,6 +50,9 @@ from comal.tui.widgets.reports import CheckpointList, ContextView, HelpView, Tex
 from comal.tui.widgets.rewind import RewindScreen
 from comal.tui.widgets.status import StatusBar, StatusLine
 from comal.tui.widgets.transcript import Transcript
+
+ModelSwitch = Callable[[str], Awaitable[Provider]]
+"""Builds the provider of the same configuration for another model."""
 
 CANCEL_GRACE_S = 3.0
 """How long Esc waits for a running tool to stop on its own before cancelling the task."""
@@ -69,6 +73,8 @@ class SessionStart:
     session_id: str | None = None
     """The session to resume; None starts a new one on the first message."""
     workspace: Path | None = None
+    switch_model: ModelSwitch | None = None
+    """Builds the provider for another model (`/model NAME`); None: switching is not offered."""
 
 
 class ComalApp(App[int]):
@@ -326,6 +332,9 @@ class ComalApp(App[int]):
         if command.name == "help":
             self.transcript.add(HelpView(HELP_ROWS))
             return
+        if command.name in ("model", "effort"):
+            self.run_worker(self._configure(command), group="configure", exit_on_error=False)
+            return
         if self.session is None:
             self.transcript.add_notice("no session yet: send a task first", "warning")
             return
@@ -364,6 +373,54 @@ class ComalApp(App[int]):
                 return
             self._compact_now()
             self._refresh_context()
+
+    async def _configure(self, command: SlashCommand) -> None:
+        """`/model [NAME]` and `/effort [LEVEL]`: show, or change from the next model call on."""
+        provider = self.session.provider if self.session else self.start.provider
+        options = self.session.options if self.session else self.start.options
+        if command.value is None:
+            shown = provider.model if command.name == "model" else options.reasoning_effort
+            self.transcript.add_notice(f"{command.name}: {shown or 'off'}")
+            return
+        if self.turn is not None:
+            self.transcript.add_notice(
+                f"✗ a turn is running: /{command.name} when it ends", "error"
+            )
+            return
+        new_provider, effort = provider, options.reasoning_effort
+        try:
+            if command.name == "model":
+                if self.start.switch_model is None:
+                    raise ConfigError("this session cannot switch models")
+                new_provider = await self.start.switch_model(command.value)
+            else:
+                effort = None if command.value == "off" else command.value
+        except ComalError as exc:
+            self.transcript.add_notice(f"✗ {exc}", "error")
+            return
+        if self.session is None:
+            self.start = dataclasses.replace(
+                self.start,
+                provider=new_provider,
+                options=dataclasses.replace(options, reasoning_effort=effort),
+            )
+        else:
+            reconfigure(
+                self.session,
+                self.start.config,
+                provider=new_provider,
+                effort=effort,
+                keep_effort=False,
+            )
+        self._set_status(
+            model=new_provider.model, window_tokens=new_provider.capabilities.context_window
+        )
+        self.transcript.add_notice(
+            f"◆ {new_provider.model} · effort {effort or 'off'} from the next call on (the measured"
+            " context base is re-measured; reasoning is replayed only to the model that made it)",
+            "context",
+        )
+        self._refresh_context()
 
     def _rewind(self, session: Session, command: SlashCommand) -> None:
         """`/rewind`: the picker without a turn number, else restore to before that turn."""

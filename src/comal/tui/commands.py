@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from comal.config import EFFORTS
 from comal.errors import ComalError
 
 
@@ -31,6 +32,8 @@ class SlashCommand:
     """`/rewind`: `both`, `files` (files only) or `conversation` (conversation only)."""
     force: bool = False
     """`/rewind … force`: overwrite files changed outside the session."""
+    value: str | None = None
+    """`/model NAME`, `/effort LEVEL` (`off` for none); None shows the current one."""
 
 
 HELP_ROWS: tuple[tuple[str, str], ...] = (
@@ -39,6 +42,8 @@ HELP_ROWS: tuple[tuple[str, str], ...] = (
     ("/compact", "derive a checkpoint now (no model call; waits for the turn boundary)"),
     ("/session checkpoints [N]", "list the checkpoints, or show checkpoint N"),
     ("/rewind [N] [files|conversation] [force]", "go back to before turn N (a picker without N)"),
+    ("/model [NAME]", "show the model, or switch to NAME from the next call on"),
+    ("/effort [low|medium|high|off]", "show or set the reasoning effort"),
     ("/help", "this list"),
     ("/quit · Ctrl+Q", "leave (the session stays resumable: comal --resume UUID)"),
     ("Esc", "cancel the running turn"),
@@ -46,7 +51,10 @@ HELP_ROWS: tuple[tuple[str, str], ...] = (
 )
 """The `/help` table: (what to type, what it does)."""
 
-COMMAND_NAMES = "/context, /state, /compact, /session checkpoints [N], /rewind, /help, /quit"
+COMMAND_NAMES = (
+    "/context, /state, /compact, /session checkpoints [N], /rewind, /model, /effort, /help, /quit"
+)
+EFFORT_WORDS = (*EFFORTS, "off")
 REWIND_USAGE = "usage: /rewind [N] [files|conversation] [force] (N is a turn number)"
 
 _SIMPLE = {
@@ -90,6 +98,11 @@ def parse_command(text: str) -> SlashCommand | None:
         raise UnknownCommandError("usage: /session checkpoints [N] (N is a checkpoint number)")
     if head == "/rewind":
         return _rewind(words[1:])
+    if head in ("/model", "/effort") and len(words) <= 2:
+        value = words[1] if len(words) == 2 else None
+        if head == "/effort" and value is not None and value.lower() not in EFFORT_WORDS:
+            raise UnknownCommandError("usage: /effort [low|medium|high|off]")
+        return SlashCommand(head[1:], value=value.lower() if head == "/effort" and value else value)
     raise UnknownCommandError(f"unknown command {words[0]!r}; commands: {COMMAND_NAMES}")
 
 
