@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from comal.errors import ConfigError
+from comal.usage import Price
 
 DEFAULT_WINDOW_TOKENS = 45_000
 """Window used when neither the catalog, the server, nor the user says otherwise."""
@@ -125,6 +126,8 @@ class Config:
     """The environment this config was resolved from (for keys and local-server discovery)."""
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     """Configured MCP servers by name, sorted by name (disabled ones included)."""
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    """`[prices."model"]` tables: prices that override (or add to) the built-in ones."""
 
     @property
     def ledger_path(self) -> Path:
@@ -194,6 +197,37 @@ def check_effort(value: object, where: str) -> str | None:
     if value not in EFFORTS:
         raise ConfigError(f"{where} must be one of {', '.join(EFFORTS)} (got {value!r})")
     return str(value)
+
+
+PRICE_FIELDS = ("input", "cached_input", "cache_write", "output")
+"""The keys of a `[prices."model"]` table (US dollars per million tokens)."""
+
+
+def _prices(raw: Mapping[str, Any]) -> dict[str, Price]:
+    """The configured prices, by model name.
+
+    Raises:
+        ConfigError: a price that is missing, not a number or negative.
+    """
+    found: dict[str, Price] = {}
+    for model, table in dict(raw).items():
+        where = f'prices."{model}"'
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{where} must be a table of {', '.join(PRICE_FIELDS)}")
+        values: list[float] = []
+        for key in PRICE_FIELDS:
+            value = table.get(key, table.get("input") if key == "cache_write" else None)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ConfigError(
+                    f"{where}.{key} must be a non-negative number of US dollars per million"
+                    f" tokens (got {value!r})"
+                )
+            values.append(float(value))
+        as_of = str(table.get("as_of", "config"))
+        found[str(model)] = Price(
+            values[0], values[1], values[2], values[3], as_of=as_of, source="configuration"
+        )
+    return found
 
 
 def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
@@ -381,6 +415,7 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         workspace=workspace,
         providers=providers,
         default_provider=raw.get("default_provider"),
+        prices=_prices(raw.get("prices", {})),
         context=context,
         permissions=permissions,
         checks=tuple(str(c) for c in raw.get("checks", [])),

@@ -11,16 +11,17 @@ reuse call ids across turns are handled.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
 from comal.context.state import checkpoints
 from comal.ledger.entry import Entry
 from comal.ledger.locks import LockInfo
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, ToolCallPart, message_from_json
 from comal.tools.board import Criterion, board_is_open, criteria_from_json, render_board
-from comal.usage import Usage
+from comal.usage import Price, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,7 @@ class SessionState:
     """(number, title, entry id) of the latest checkpoint."""
     evidence_count: int
     usage: UsageTotals
+    cost: SessionCost
     final_answer: str | None
     """The answer recorded by a successful finish_call (status `finished`)."""
     last_answer: str | None
@@ -206,8 +208,10 @@ def usage_totals(entries: Sequence[Entry]) -> UsageTotals:
     return UsageTotals(len(estimates), count, measured, estimated)
 
 
-def session_state(ledger: Ledger, session_id: str) -> SessionState:
-    """The state of one session, read from the ledger.
+def session_state(
+    ledger: Ledger, session_id: str, prices: Mapping[str, Price] | None = None
+) -> SessionState:
+    """The state of one session, read from the ledger (`prices`: the configured ones).
 
     Raises:
         UnknownSessionError: no such session.
@@ -229,6 +233,7 @@ def session_state(ledger: Ledger, session_id: str) -> SessionState:
         last_checkpoint=None if cp is None else (cp.number, cp.title, cp.entry_id),
         evidence_count=sum(1 for e in entries if e.kind == "tool.result"),
         usage=usage_totals(entries),
+        cost=session_cost(entries, prices or {}),
         final_answer=final_answer(entries) if info.status == "finished" else None,
         last_answer=last_answer(entries),
     )
@@ -288,6 +293,7 @@ def state_to_json(state: SessionState) -> JSONObject:
             "measured": _usage_json(state.usage.measured),
             "estimated_input_tokens": state.usage.estimated_input_tokens,
         },
+        "cost": cost_json(state.cost),
         "final_answer": state.final_answer,
         "last_answer": state.last_answer,
     }
@@ -329,6 +335,7 @@ def render_state(state: SessionState) -> str:
         f" {_tokens(m.cache_write)}, output {_tokens(m.output)}, reasoning"
         f" {_tokens(m.reasoning)} · estimated input ~{u.estimated_input_tokens:,} (unmeasured)"
     )
+    lines.append(render_cost(state.cost))
     if state.final_answer is not None:
         lines.append(f"final answer: {state.final_answer}")
     return "\n".join(lines)

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from comal.agent.cost import cost_json, render_cost, session_cost
 from comal.agent.instructions import load_instructions
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import recorded_mcp_specs
@@ -100,10 +101,11 @@ async def _run(args: argparse.Namespace) -> int:
     with Ledger.open(config.ledger_path) as ledger:
         session_id = ledger.resolve(args.session)
         report = recorded_engine(ledger, session_id, config).report()
+        cost = session_cost(ledger.entries(session_id), config.prices)
     if args.json:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), "cost": cost_json(cost)})
     else:
-        emit(report.render() + "\n")
+        emit(report.render() + "\n" + render_cost(cost) + "\n")
     return 0
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx2
 
+from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
 from comal.agent.headless import Outcome, run_headless
 from comal.agent.session import SessionOptions
 from comal.agent.tool_catalog import configured_mcp_tools
@@ -178,16 +179,19 @@ async def run_command(args: argparse.Namespace) -> int:
                 outcome = await run_headless(
                     ledger, config, provider, tools, options, prompt=prompt, session_id=session_id
                 )
-    return _finish(renderer, outcome)
+        cost = session_cost(ledger.entries(outcome.session_id), config.prices)
+    return _finish(renderer, outcome, cost)
 
 
-def _finish(renderer: Renderer, outcome: Outcome) -> int:
+def _finish(renderer: Renderer, outcome: Outcome, cost: SessionCost) -> int:
     renderer.finish(
         session_id=outcome.session_id,
         status=outcome.status,
         answer=outcome.answer,
         error=outcome.error,
+        cost=cost_json(cost),
     )
     if renderer.fmt == "text":
-        print(f"session {outcome.session_id} · {outcome.status}", file=sys.stderr)
+        line = f"session {outcome.session_id} · {outcome.status} · {render_cost(cost)}"
+        print(line, file=sys.stderr)
     return 0 if outcome.error is None else outcome.error.exit_code

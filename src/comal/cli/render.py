@@ -27,6 +27,7 @@ from comal.agent.events import (
     event_to_json,
 )
 from comal.errors import ComalError
+from comal.messages import JSONObject
 
 
 @dataclass(slots=True)
@@ -97,7 +98,13 @@ class Renderer:
             self._mid_line = False
 
     def finish(
-        self, *, session_id: str, status: str, answer: str, error: ComalError | None
+        self,
+        *,
+        session_id: str,
+        status: str,
+        answer: str,
+        error: ComalError | None,
+        cost: JSONObject | None = None,
     ) -> None:
         """Print the closing object (json format) or nothing more (other formats)."""
         if self.fmt != "json":
@@ -108,6 +115,7 @@ class Renderer:
             "answer": answer,
             "steps": self.steps,
             "error": None if error is None else {"code": error.code, "message": error.message},
+            "cost": cost,
             "events": [event_to_json(e) for e in self.events],
         }
         self.out.write(json.dumps(body, ensure_ascii=False) + "\n")

@@ -31,6 +31,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
+from comal.agent.cost import render_cost, session_cost
 from comal.agent.events import AgentEvent, ToolFinished, ToolStarted, TurnStarted
 from comal.agent.headless import Outcome, resume_session, run_session
 from comal.agent.rewind import apply_rewind, plan_rewind, turns
@@ -346,8 +347,10 @@ class ComalApp(App[int]):
     def _session_command(self, session: Session, command: SlashCommand) -> None:
         if command.name == "context":
             self.transcript.add(ContextView(session.engine.report()))
+            entries = session.ledger.entries(session.id)
+            self.transcript.add_notice(render_cost(session_cost(entries, self.start.config.prices)))
         elif command.name == "state":
-            state = session_state(session.ledger, session.id)
+            state = session_state(session.ledger, session.id, self.start.config.prices)
             self.transcript.add(TextReport("State", render_state(state)))
         elif command.name == "checkpoints":
             found = session.engine.checkpoints()
