@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx2
 
 from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
+from comal.agent.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.headless import Outcome, run_headless
 from comal.agent.session import SessionOptions
 from comal.agent.tool_catalog import configured_mcp_tools
@@ -99,13 +100,17 @@ def _load(args: argparse.Namespace) -> Config:
     return config
 
 
-def _prompt(args: argparse.Namespace) -> str | None:
+def _prompt(args: argparse.Namespace, config: Config) -> str | None:
     if args.prompt is None:
         return None
+    text: str | None = args.prompt or None
     if args.prompt == "" and not sys.stdin.isatty():
-        text = sys.stdin.read().strip()
-        return text or None
-    return args.prompt or None
+        text = sys.stdin.read().strip() or None
+    if text is not None and text.startswith("/"):
+        # `comal -p "/fix-issue 123"` runs a custom command, as in the TUI.
+        folders = command_folders(config.workspace, config.config_dir, Path.home())
+        return expand_command(text, load_commands(folders)) or text
+    return text
 
 
 async def build_provider(
@@ -135,7 +140,7 @@ async def run_command(args: argparse.Namespace) -> int:
         build_parser().print_help(sys.stderr)
         return 2
     config = _load(args)
-    prompt = _prompt(args)
+    prompt = _prompt(args, config)
     renderer = Renderer(args.output_format)
     with Ledger.open(config.ledger_path) as ledger:
         session_id: str | None = None

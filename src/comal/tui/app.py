@@ -32,8 +32,10 @@ from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
 from comal.agent.cost import render_cost, session_cost
+from comal.agent.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.events import AgentEvent, ToolFinished, ToolStarted, TurnStarted
 from comal.agent.headless import Outcome, resume_session, run_session
+from comal.agent.init_file import write_agents_md
 from comal.agent.rewind import apply_rewind, plan_rewind, turns
 from comal.agent.session import Session, SessionOptions, open_session, reconfigure
 from comal.agent.state import open_calls, render_state, session_state
@@ -239,8 +241,11 @@ class ComalApp(App[int]):
         try:
             command = parse_command(text)
         except UnknownCommandError as exc:
-            self.transcript.add_notice(f"✗ {exc.message}", "error")
-            return
+            expanded = self._custom(text)
+            if expanded is None:
+                self.transcript.add_notice(f"✗ {exc.message}", "error")
+                return
+            command, text = None, expanded
         if command is not None:
             self.answer_command(command)
             return
@@ -333,6 +338,17 @@ class ComalApp(App[int]):
         if command.name == "help":
             self.transcript.add(HelpView(HELP_ROWS))
             return
+        if command.name == "init":
+            try:
+                path = write_agents_md(self._workspace())
+            except ComalError as exc:
+                self.transcript.add_notice(f"✗ {exc.message}", "error")
+                return
+            self.transcript.add_notice(f"wrote {path}: edit it; sessions load it from now on")
+            return
+        if command.name == "clear":
+            self._clear()
+            return
         if command.name in ("model", "effort"):
             self.run_worker(self._configure(command), group="configure", exit_on_error=False)
             return
@@ -376,6 +392,37 @@ class ComalApp(App[int]):
                 return
             self._compact_now()
             self._refresh_context()
+
+    def _workspace(self) -> Path:
+        return self.start.workspace or self.start.config.workspace
+
+    def _custom(self, text: str) -> str | None:
+        """The prompt of a custom command, or None when `text` names none."""
+        config = self.start.config
+        folders = command_folders(self._workspace(), config.config_dir, Path.home())
+        try:
+            return expand_command(text, load_commands(folders))
+        except ComalError as exc:
+            self.transcript.add_notice(f"✗ {exc.message}", "error")
+            return None
+
+    def _clear(self) -> None:
+        """`/clear`: the next message starts a new session; this one stays resumable."""
+        if self.turn is not None:
+            self.transcript.add_notice("✗ a turn is running: /clear when it ends", "error")
+            return
+        old = self.session
+        if old is not None:
+            old.ledger.release_lock(old.id)
+            self.start = dataclasses.replace(
+                self.start, provider=old.provider, options=old.options, session_id=None
+            )
+        self.session = None
+        self._recover = False
+        self.transcript.remove_children()
+        shown = f" · the last one stays resumable: comal --resume {old.id}" if old else ""
+        self.transcript.add_notice(f"new session on the next message{shown}")
+        self._set_status(session_id=None, used_tokens=None)
 
     async def _configure(self, command: SlashCommand) -> None:
         """`/model [NAME]` and `/effort [LEVEL]`: show, or change from the next model call on."""

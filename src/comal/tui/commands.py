@@ -44,6 +44,9 @@ HELP_ROWS: tuple[tuple[str, str], ...] = (
     ("/rewind [N] [files|conversation] [force]", "go back to before turn N (a picker without N)"),
     ("/model [NAME]", "show the model, or switch to NAME from the next call on"),
     ("/effort [low|medium|high|off]", "show or set the reasoning effort"),
+    ("/init", "write a starter AGENTS.md from the workspace (never overwrites)"),
+    ("/clear", "start a new session (this one stays resumable)"),
+    ("/NAME [args]", "a custom command from .comal/commands/NAME.md (or .claude/commands/)"),
     ("/help", "this list"),
     ("/quit · Ctrl+Q", "leave (the session stays resumable: comal --resume UUID)"),
     ("Esc", "cancel the running turn"),
@@ -52,7 +55,8 @@ HELP_ROWS: tuple[tuple[str, str], ...] = (
 """The `/help` table: (what to type, what it does)."""
 
 COMMAND_NAMES = (
-    "/context, /state, /compact, /session checkpoints [N], /rewind, /model, /effort, /help, /quit"
+    "/context, /state, /compact, /session checkpoints [N], /rewind, /model, /effort, /init,"
+    " /clear, /help, /quit, or a custom command"
 )
 EFFORT_WORDS = (*EFFORTS, "off")
 REWIND_USAGE = "usage: /rewind [N] [files|conversation] [force] (N is a turn number)"
@@ -61,6 +65,8 @@ _SIMPLE = {
     "/context": "context",
     "/state": "state",
     "/compact": "compact",
+    "/init": "init",
+    "/clear": "clear",
     "/help": "help",
     "/?": "help",
     "/quit": "quit",
