@@ -8,6 +8,7 @@ variable that holds its key, and `api_key()` reads it at call time.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -41,6 +42,23 @@ class ProviderConfig:
     max_retries: int = 4
     reasoning_effort: str | None = None
     """`low`, `medium` or `high` (`--effort` overrides it); None asks for no reasoning."""
+
+
+HOOK_EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
+"""The hook events Comal runs, with Claude Code's names and protocol."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookConfig:
+    """One hook command: run on `event` for tools whose name the `matcher` regex matches."""
+
+    event: str
+    command: str
+    matcher: str = ""
+    """A regular expression on the tool name (`Bash`, `Edit|Write`); "" or `*` match all."""
+    timeout_s: float = 60.0
+    source: str = "config.toml"
+    """Where it was configured: `config.toml` or the `.claude/settings*.json` path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +144,8 @@ class Config:
     """The environment this config was resolved from (for keys and local-server discovery)."""
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     """Configured MCP servers by name, sorted by name (disabled ones included)."""
+    hooks: tuple[HookConfig, ...] = ()
+    """Hooks from `[[hooks.EVENT]]` tables and the workspace's `.claude/settings*.json`."""
     prices: Mapping[str, Price] = field(default_factory=dict)
     """`[prices."model"]` tables: prices that override (or add to) the built-in ones."""
 
@@ -197,6 +217,54 @@ def check_effort(value: object, where: str) -> str | None:
     if value not in EFFORTS:
         raise ConfigError(f"{where} must be one of {', '.join(EFFORTS)} (got {value!r})")
     return str(value)
+
+
+def _hook(event: str, raw: Mapping[str, Any], matcher: str, source: str) -> HookConfig:
+    command = raw.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise ConfigError(f"a {event} hook in {source} needs a command")
+    timeout = raw.get("timeout_s", raw.get("timeout", 60))
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise ConfigError(f"a {event} hook in {source} has a bad timeout {timeout!r}")
+    return HookConfig(event, command, matcher, float(timeout), source)
+
+
+def _toml_hooks(raw: Mapping[str, Any]) -> list[HookConfig]:
+    found = []
+    for event, tables in dict(raw).items():
+        if event not in HOOK_EVENTS:
+            raise ConfigError(f"hooks.{event}: unknown event; one of {', '.join(HOOK_EVENTS)}")
+        for table in tables if isinstance(tables, list) else [tables]:
+            if not isinstance(table, Mapping):
+                raise ConfigError(f"hooks.{event} must be a list of tables")
+            found.append(_hook(event, table, str(table.get("matcher", "")), "config.toml"))
+    return found
+
+
+def _claude_hooks(workspace: Path) -> list[HookConfig]:
+    """Hooks from the workspace's Claude Code settings, in Claude Code's own shape."""
+    found = []
+    for path in (
+        workspace / ".claude" / "settings.json",
+        workspace / ".claude" / "settings.local.json",
+    ):
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read hooks from {path}: {exc}") from exc
+        hooks = data.get("hooks") if isinstance(data, dict) else None
+        for event, groups in (hooks or {}).items() if isinstance(hooks, dict) else []:
+            if event not in HOOK_EVENTS or not isinstance(groups, list):
+                continue  # events Comal does not run are left for Claude Code
+            for group in groups:
+                if not isinstance(group, dict):
+                    continue
+                for hook in group.get("hooks") or []:
+                    if isinstance(hook, dict) and hook.get("type", "command") == "command":
+                        found.append(_hook(event, hook, str(group.get("matcher", "")), str(path)))
+    return found
 
 
 PRICE_FIELDS = ("input", "cached_input", "cache_write", "output")
@@ -416,6 +484,7 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         providers=providers,
         default_provider=raw.get("default_provider"),
         prices=_prices(raw.get("prices", {})),
+        hooks=(*_toml_hooks(raw.get("hooks", {})), *_claude_hooks(workspace)),
         context=context,
         permissions=permissions,
         checks=tuple(str(c) for c in raw.get("checks", [])),

@@ -248,3 +248,10 @@ class RewindError(ComalError):
     outside the session since its last change (refused unless forced)."""
 
     code = "REWIND_REFUSED"
+
+
+class HookBlockedError(ComalError):
+    """A hook (exit code 2) blocked the user's prompt; it was not sent to the model."""
+
+    code = "HOOK_BLOCKED"
+    exit_code = 2

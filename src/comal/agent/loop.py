@@ -22,8 +22,8 @@ from comal.agent.events import (
 )
 from comal.agent.recording import error_json, record_discarded, record_reply, record_request
 from comal.agent.session import Session
-from comal.errors import ContextLengthError, ProviderError, StepLimitError
-from comal.messages import message_to_json, user_text
+from comal.errors import ContextLengthError, HookBlockedError, ProviderError, StepLimitError
+from comal.messages import JSONObject, message_to_json, user_text
 from comal.providers.base import (
     ModelRequest,
     ProviderEvent,
@@ -31,6 +31,9 @@ from comal.providers.base import (
     TextDelta,
 )
 from comal.providers.reply import collect
+
+MAX_STOP_BLOCKS = 3
+"""Times Stop hooks may send the model back to work in one turn (no endless loop)."""
 
 
 async def run_turn(s: Session, text: str | None) -> str:
@@ -43,9 +46,19 @@ async def run_turn(s: Session, text: str | None) -> str:
     Raises:
         ComalError: a typed failure; everything recorded so far stays in the ledger.
     """
+    hooks = s.runner.hooks
     if text is not None:
+        if hooks is not None and hooks.configured("UserPromptSubmit"):
+            verdict = await hooks.run("UserPromptSubmit", {"prompt": text})
+            if verdict.blocked:
+                raise HookBlockedError(
+                    f"a UserPromptSubmit hook blocked the prompt: {verdict.reason}"
+                )
+            if verdict.context:
+                text = f"{text}\n\n{verdict.context}"
         s.record("message.user", {"message": message_to_json(user_text(text))})
     overflow_retried = False
+    stops = 0
     for step in range(1, s.options.max_turns + 1):
         view = s.engine.prepare()
         for action in view.actions:
@@ -77,9 +90,27 @@ async def run_turn(s: Session, text: str | None) -> str:
             continue
         message = record_reply(s, reply, request_entry, view.estimated_tokens)
         if not message.tool_calls:
-            return message.text
+            if hooks is None or not hooks.configured("Stop") or stops >= MAX_STOP_BLOCKS:
+                return message.text
+            fields: JSONObject = {
+                "stop_hook_active": stops > 0,
+                "last_assistant_message": message.text,
+            }
+            verdict = await hooks.run("Stop", fields)
+            if not verdict.blocked:
+                return message.text
+            stops += 1
+            s.record(
+                "message.user",
+                {"message": message_to_json(user_text(f"Stop hook: {verdict.reason}"))},
+            )
+            continue
         for call in message.tool_calls:
             await s.run_call(call)
+        if s.runner.feedback:
+            note = "\n".join(s.runner.feedback)
+            s.runner.feedback.clear()
+            s.record("message.user", {"message": message_to_json(user_text(note))})
         finished = s.finished_answer()  # a successful finish_call closed the session
         if finished is not None:
             s.emit(TextStreamed(finished + "\n"))

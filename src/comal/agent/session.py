@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolFinished, ToolStarted
+from comal.agent.hooks import Hooks
 from comal.agent.instructions import load_instructions
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import MCP_WARNING, record_tool_catalog
@@ -187,7 +188,20 @@ def open_session(
     def record(kind: str, payload: JSONObject, body: bytes | None) -> None:
         ledger.append(sid, kind, payload, body=body)
 
-    runner = ToolRunner(registry, permissions, context, record, confirm=options.ask)
+    def record_entry(kind: str, payload: JSONObject) -> Entry:
+        return ledger.append(sid, kind, payload)
+
+    hooks = None
+    if config.hooks:
+        hooks = Hooks(
+            config.hooks,
+            session_id=sid,
+            cwd=workspace,
+            ledger_path=ledger.path,
+            record=record_entry,
+            env=dict(config.env),
+        )
+    runner = ToolRunner(registry, permissions, context, record, confirm=options.ask, hooks=hooks)
     instructions = load_instructions(workspace, config.config_dir)
     fixed = FixedParts(
         system=SYSTEM_PROMPT,

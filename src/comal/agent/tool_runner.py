@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from comal.agent.hooks import Hooks, claude_tool_input, tool_response
 from comal.errors import ComalError, ToolError
 from comal.messages import (
     JSONObject,
@@ -108,8 +109,12 @@ class ToolRunner:
         context: ToolContext,
         record: RecordFn,
         confirm: ConfirmFn | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.registry = registry
+        self.hooks = hooks
+        self.feedback: list[str] = []
+        """What PostToolUse hooks asked to tell the model; the loop sends it after the results."""
         self.permissions = permissions
         self.context = context
         self._record = record
@@ -209,6 +214,12 @@ class ToolRunner:
         problem = validate_arguments(tool.spec, call.arguments)
         if problem is not None:
             return self._fail_early(call, problem)
+        if self.hooks is not None and self.hooks.configured("PreToolUse"):
+            verdict = await self.hooks.run("PreToolUse", self._hook_fields(call), call.name)
+            if verdict.blocked:
+                return self.refuse(
+                    call, f"blocked by a PreToolUse hook: {verdict.reason}", mode="hook"
+                )
         held = self._uncertain.get(call_key(call.name, call.arguments))
         if held is not None and not tool.read_only:
             repeat = await self._repeat_allowed(call, held)
@@ -242,7 +253,26 @@ class ToolRunner:
             outcome = await tool.run(call.arguments, self.context, preparation)
         except ToolError as exc:
             outcome = ToolOutcome(output=exc.message.encode(), is_error=True, status="error")
-        return self._result(call, outcome)
+        receipt = self._result(call, outcome)
+        if self.hooks is not None and self.hooks.configured("PostToolUse"):
+            fields = self._hook_fields(call)
+            fields["tool_response"] = tool_response(
+                outcome.output, outcome.is_error, outcome.exit_code
+            )
+            verdict = await self.hooks.run("PostToolUse", fields, call.name)
+            if verdict.blocked:
+                self.feedback.append(
+                    f"PostToolUse hook on {call.name} ({call.call_id}): {verdict.reason}"
+                )
+        return receipt
+
+    @staticmethod
+    def _hook_fields(call: ToolCallPart) -> JSONObject:
+        return {
+            "tool_name": call.name,
+            "tool_input": claude_tool_input(call.arguments),
+            "tool_use_id": call.call_id,
+        }
 
     def _fail_early(self, call: ToolCallPart, message: str) -> CallReceipt:
         self._started(call, PermissionDecision("deny", "validation", message))
