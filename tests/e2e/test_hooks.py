@@ -112,15 +112,9 @@ def test_prompt_and_stop_hooks(tmp_path: Path) -> None:
         requests_after_block = len(server.received)
         run = comal("-p", "build it", cwd=ws, env_home=home)
         bodies = [json.dumps(r.body) for r in server.received]
-    assert (
-        blocked.code == 2
-    )
-    assert (
-        "HOOK_BLOCKED" in blocked.stderr
-    )
-    assert (
-        "Traceback" not in blocked.stderr
-    )
+    assert blocked.code == 2
+    assert "HOOK_BLOCKED" in blocked.stderr
+    assert "Traceback" not in blocked.stderr
     assert requests_after_block == 0
     assert run.code == 0, run.stderr
     assert "Context: the build uses make." in bodies[0]

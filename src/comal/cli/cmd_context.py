@@ -20,6 +20,7 @@ from comal.agent.instructions import load_instructions
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import recorded_mcp_specs
 from comal.agent.toolset import session_tools, standard_tools
+from comal.cli.timeline import timeline_of, write_timeline
 from comal.config import DEFAULT_WINDOW_TOKENS, Config, load_config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.ledger.store import Ledger
@@ -100,8 +101,14 @@ async def _run(args: argparse.Namespace) -> int:
     config = load_config()
     with Ledger.open(config.ledger_path) as ledger:
         session_id = ledger.resolve(args.session)
-        report = recorded_engine(ledger, session_id, config).report()
-        cost = session_cost(ledger.entries(session_id), config.prices)
+        engine = recorded_engine(ledger, session_id, config)
+        report = engine.report()
+        entries = ledger.entries(session_id)
+        cost = session_cost(entries, config.prices)
+        if args.timeline is not None:
+            picture = timeline_of(entries, engine.window()[0], config.context.threshold_ratio)
+            write_timeline(picture, args.timeline, f"session {session_id} · {engine.model}")
+            print(f"wrote {args.timeline} ({len(picture.calls)} calls)", file=sys.stderr)
     if args.json:
         emit_json({**report.to_json(), "cost": cost_json(cost)})
     else:
@@ -116,4 +123,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("session", metavar="UUID", help="session id or unique prefix")
     parser.add_argument("--json", action="store_true", help="one JSON object")
+    parser.add_argument(
+        "--timeline",
+        type=Path,
+        metavar="OUT.png|OUT.svg",
+        help="also draw the context timeline: tokens per call by component, window, events",
+    )
     parser.set_defaults(func=_run)

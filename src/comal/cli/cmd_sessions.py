@@ -59,7 +59,8 @@ def _open() -> Ledger:
     return Ledger.open(load_config().ledger_path)
 
 
-def _session_json(info: SessionInfo) -> JSONObject:
+def session_json(info: SessionInfo) -> JSONObject:
+    """The JSON form of a session row (`comal sessions --json`, exports)."""
     return {
         "id": info.id,
         "parent_id": info.parent_id,
@@ -107,7 +108,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
         infos = ledger.sessions()
         path = ledger.path
     if args.json:
-        _emit_json([_session_json(info) for info in infos])
+        _emit_json([session_json(info) for info in infos])
         return 0
     if not infos:
         print(f"no sessions recorded in {path}", file=sys.stderr)
@@ -241,7 +242,7 @@ async def run_show(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json(
             {
-                "session": _session_json(info),
+                "session": session_json(info),
                 "children": list(children),
                 "entries": [_entry_json(e, b) for e, b in zip(entries, bodies, strict=True)],
             }

@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "comal.cli.cmd_state",
     "comal.cli.cmd_rewind",
     "comal.cli.cmd_fork",
+    "comal.cli.cmd_export",
 )
 """Subcommand modules, in the order `--help` lists them."""
 
