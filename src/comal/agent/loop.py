@@ -20,6 +20,7 @@ from comal.agent.events import (
     TextStreamed,
     TurnStarted,
 )
+from comal.agent.mentions import mention_message
 from comal.agent.recording import error_json, record_discarded, record_reply, record_request
 from comal.agent.session import Session
 from comal.errors import ContextLengthError, HookBlockedError, ProviderError, StepLimitError
@@ -56,7 +57,7 @@ async def run_turn(s: Session, text: str | None) -> str:
                 )
             if verdict.context:
                 text = f"{text}\n\n{verdict.context}"
-        s.record("message.user", {"message": message_to_json(user_text(text))})
+        s.record("message.user", {"message": message_to_json(await mention_message(s, text))})
     overflow_retried = False
     stops = 0
     for step in range(1, s.options.max_turns + 1):

@@ -111,7 +111,7 @@ class ComalApp(App[int]):
     def compose(self) -> ComposeResult:
         provider = self.start.provider
         yield Transcript()
-        yield PromptArea()
+        yield PromptArea(self.start.workspace or self.start.config.workspace)
         yield StatusBar(StatusLine(provider.model, provider.capabilities.context_window))
 
     @property
