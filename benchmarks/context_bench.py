@@ -60,13 +60,17 @@ def bench_prepare(directory: Path, calls: int, window: int) -> tuple[list[str], 
     engine = ContextEngine(ledger, builder.session_id, settings, FIXED, model="gpt-4o")
     rnd = random.Random(7)
     times: list[float] = []
+    quiet: list[float] = []
     actions: dict[str, int] = {"projection": 0, "checkpoint": 0}
     for n in range(calls):
         text, code = _output(rnd, n)
         builder.turn(f"Step {n}.", [("Bash", {"command": f"run step {n}"}, text, code)])
         start = time.perf_counter()
         view = engine.prepare()
-        times.append(time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        times.append(elapsed)
+        if not view.actions:
+            quiet.append(elapsed)
         for action in view.actions:
             actions[action] += 1
     rows = [
@@ -74,6 +78,8 @@ def bench_prepare(directory: Path, calls: int, window: int) -> tuple[list[str], 
         f" p50 {_pct(times, 0.5) * 1e3:.2f} ms"
         f" · p99 {_pct(times, 0.99) * 1e3:.2f} ms · max {max(times) * 1e3:.1f} ms"
         f" · mean {statistics.fmean(times) * 1e3:.2f} ms |",
+        f"| `prepare()` per call with no pressure event ({len(quiet):,} of {calls:,}) |"
+        f" p50 {_pct(quiet, 0.5) * 1e3:.2f} ms · p99 {_pct(quiet, 0.99) * 1e3:.2f} ms |",
         f"| pressure events in those {calls:,} calls | {actions['projection']} projections,"
         f" {actions['checkpoint']} checkpoints |",
     ]
@@ -95,6 +101,44 @@ def bench_derivation(ledger: Ledger, session_id: str, window: int) -> list[str]:
         f"| derivation (`compact`) over {entries:,} entries, fresh engine |"
         f" {cold_s * 1e3:.0f} ms |",
         f"| derivation again, warm engine (memoized counts) | {warm_s * 1e3:.0f} ms |",
+    ]
+
+
+def bench_resume(directory: Path, entries: int, window: int) -> list[str]:
+    """Resume a session of about `entries` entries: open the ledger, read the session back (what
+    recovery scans), build a fresh engine and prepare the first request (cold: no memo)."""
+    path = directory / "resume.db"
+    with Ledger.open(path, durable=False) as ledger:
+        builder = SessionBuilder(ledger, model="gpt-4o", window=window)
+        builder.user("Implement the feature described in docs/spec.md and keep the tests green.")
+        rnd = random.Random(11)
+        settings = EngineSettings(window_tokens=window, max_output_tokens=16_000)
+        engine = ContextEngine(ledger, builder.session_id, settings, FIXED, model="gpt-4o")
+        n = 0
+        # Each turn records an assistant message, tool.started and tool.result: three entries.
+        while len(engine.entries()) < entries:
+            text, code = _output(rnd, n)
+            builder.turn(f"Step {n}.", [("Bash", {"command": f"run step {n}"}, text, code)])
+            if n % 25 == 0:
+                engine.prepare()  # pressure events recorded as live
+            n += 1
+        engine.prepare()
+        session_id = builder.session_id
+        count = len(engine.entries())
+    start = time.perf_counter()
+    with Ledger.open(path, durable=True) as ledger:
+        opened = time.perf_counter()
+        ledger.entries(session_id)
+        scanned = time.perf_counter()
+        settings = EngineSettings(window_tokens=window, max_output_tokens=16_000)
+        engine = ContextEngine(ledger, session_id, settings, FIXED, model="gpt-4o")
+        view = engine.prepare()
+        done = time.perf_counter()
+    return [
+        f"| resume of a {count:,}-entry session (open, read back, first `prepare()`) |"
+        f" {(done - start) * 1e3:.0f} ms (open {(opened - start) * 1e3:.0f} · read"
+        f" {(scanned - opened) * 1e3:.0f} · prepare {(done - scanned) * 1e3:.0f}; actions"
+        f" {list(view.actions)}) |",
     ]
 
 
@@ -129,6 +173,7 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=128_000)
     parser.add_argument("--calls", type=int, nargs="+", default=[300, 1_000])
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--resume-entries", type=int, default=10_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         directory = Path(tmp)
@@ -144,6 +189,7 @@ def main() -> None:
         if last is not None:
             print("\n".join(bench_derivation(last[0], last[1], args.window)), flush=True)
             last[0].close()
+        print("\n".join(bench_resume(directory, args.resume_entries, args.window)), flush=True)
         print("\n".join(bench_evidence(directory)), flush=True)
 
 

@@ -2,12 +2,15 @@
 
 Sources, later wins: built-in defaults → `$XDG_CONFIG_HOME/comal/config.toml` →
 `<workspace>/.comal/config.toml` → environment variables → CLI flags (applied by the CLI with
-`dataclasses.replace`). API keys are never stored here: a provider names the environment
-variable that holds its key, and `api_key()` reads it at call time.
+`dataclasses.replace`). MCP servers are also read from the workspace's `.mcp.json` (the
+`mcpServers` object other agents read); a TOML server of the same name wins. API keys are
+never stored here: a provider names the environment variable that holds its key, and
+`api_key()` reads it at call time.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from comal.errors import ConfigError
+from comal.messages import JSONObject, JSONValue
 from comal.usage import Price
 
 DEFAULT_WINDOW_TOKENS = 45_000
@@ -42,6 +46,11 @@ class ProviderConfig:
     max_retries: int = 4
     reasoning_effort: str | None = None
     """`low`, `medium` or `high` (`--effort` overrides it); None asks for no reasoning."""
+    vision: bool | None = None
+    """Whether the model takes images; None asks the built-in catalog (unknown models: no)."""
+    extra_body: JSONObject = field(default_factory=dict, hash=False)
+    """Server-specific request fields (`[providers.NAME.extra_body]`), merged into every request
+    body last: a table merges into the field of the same name, anything else replaces it."""
 
 
 HOOK_EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
@@ -75,14 +84,19 @@ class ContextConfig:
     """Fixed output reserve; None sizes it from the session's own outputs."""
     margin_tokens: int | None = None
     """Safety margin; None derives it from the window."""
+    soft_limit: int | float | None = None
+    """Quality budget: most input tokens per request (int) or a share of the window (float in
+    (0, 1]); None: the automatic threshold alone."""
+    cache_ttl_s: float = 300.0
+    """The provider's prompt-cache time-to-live: idle longer, pressure relief may come early."""
 
 
 @dataclass(frozen=True, slots=True)
 class PermissionRule:
-    """Allow or deny a tool (optionally only when its main argument matches a glob)."""
+    """Allow, ask about or deny a tool (optionally only when its main argument matches)."""
 
     action: str
-    """`allow` or `deny`."""
+    """`allow`, `ask` or `deny` (precedence deny > ask > allow)."""
     tool: str
     pattern: str = "*"
 
@@ -96,6 +110,18 @@ class PermissionsConfig:
     rules: tuple[PermissionRule, ...] = ()
     extra_roots: tuple[str, ...] = ()
     """Directories outside the workspace that are allowed anyway."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxConfig:
+    """How Bash is confined in `workspace-write` (and `read-only`) mode (`[sandbox]`)."""
+
+    writable: tuple[str, ...] = ()
+    """Paths Bash may write besides the workspace and its private /tmp."""
+    network: bool = False
+    """Whether sandboxed commands may use the network."""
+    required: bool = False
+    """Refuse to run Bash when the sandbox cannot be set up (instead of warning once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +142,8 @@ class McpServerConfig:
     url: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
     """HTTP headers sent to a `url` server (e.g. an authorization token)."""
+    transport: str = "http"
+    """For a `url` server: `http` (Streamable HTTP) or `sse` (the older HTTP+SSE transport)."""
     enabled: bool = True
     timeout_s: float = 300.0
     """Seconds one tool call may take before it is reported as failed."""
@@ -123,6 +151,8 @@ class McpServerConfig:
     """Seconds to start (or connect to) the server and list its tools."""
     missing_env: tuple[str, ...] = ()
     """`${VAR}` references whose variable is not set."""
+    source: str = "config.toml"
+    """Where the server was configured: `config.toml` or `.mcp.json`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +167,7 @@ class Config:
     default_provider: str | None = None
     context: ContextConfig = ContextConfig()
     permissions: PermissionsConfig = PermissionsConfig()
+    sandbox: SandboxConfig = SandboxConfig()
     checks: tuple[str, ...] = ()
     """Commands `finish_call` runs before a session may close."""
     max_turns: int = 50
@@ -148,6 +179,8 @@ class Config:
     """Hooks from `[[hooks.EVENT]]` tables and the workspace's `.claude/settings*.json`."""
     prices: Mapping[str, Price] = field(default_factory=dict)
     """`[prices."model"]` tables: prices that override (or add to) the built-in ones."""
+    warnings: tuple[str, ...] = ()
+    """Problems that did not stop loading (unknown keys, a broken file ignored when lenient)."""
 
     @property
     def ledger_path(self) -> Path:
@@ -166,6 +199,99 @@ def _xdg(env: Mapping[str, str], var: str, fallback: str) -> Path:
     if value:
         return Path(value)
     return Path(env.get("HOME", str(Path.home()))) / fallback
+
+
+_ANY = "*"
+KNOWN_KEYS: Mapping[str, frozenset[str]] = {
+    "": frozenset(
+        {
+            "default_provider",
+            "checks",
+            "max_turns",
+            "providers",
+            "context",
+            "permissions",
+            "mcp_servers",
+            "sandbox",
+        }
+    ),
+    "providers.*": frozenset(
+        {
+            "wire",
+            "base_url",
+            "model",
+            "api_key_env",
+            "context_window",
+            "max_output_tokens",
+            "headers",
+            "timeout_s",
+            "max_retries",
+            "extra_body",
+            "vision",
+        }
+    ),
+    "context": frozenset(
+        {
+            "context_window",
+            "threshold_ratio",
+            "large_output_threshold_bytes",
+            "output_reserve_tokens",
+            "margin_tokens",
+            "soft_limit",
+            "cache_ttl_s",
+        }
+    ),
+    "permissions": frozenset({"mode", "allow", "ask", "deny", "extra_roots"}),
+    "permissions.*[]": frozenset({"tool", "pattern"}),
+    "mcp_servers.*": frozenset(
+        {
+            "command",
+            "args",
+            "env",
+            "url",
+            "headers",
+            "enabled",
+            "timeout_s",
+            "startup_timeout_s",
+            "transport",
+        }
+    ),
+    "sandbox": frozenset({"writable", "network", "required"}),
+}
+"""Every key a config file may hold, by table (`*` any name, `[]` each table of a list).
+
+Free-form tables (`headers`, `env`, `extra_body`) are not listed, so their keys are never
+questioned. A key outside these sets is warned about, with the closest known one.
+"""
+
+
+def _unknown_keys(raw: Mapping[str, Any], path: Path) -> list[str]:
+    """One warning per key of `raw` that no table of KNOWN_KEYS knows."""
+    found: list[str] = []
+
+    def check(table: Mapping[str, Any], shape: str, where: str) -> None:
+        known = KNOWN_KEYS[shape]
+        for key, value in table.items():
+            name = f"{where}{key}"
+            if key not in known:
+                close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+                hint = f" (did you mean `{where}{close[0]}`?)" if close else ""
+                found.append(f"{path}: unknown key `{name}`{hint}; it is ignored")
+                continue
+            child = f"{shape}.{key}" if shape else key
+            if isinstance(value, Mapping) and child in KNOWN_KEYS:
+                check(value, child, f"{name}.")
+            elif isinstance(value, Mapping) and f"{child}.*" in KNOWN_KEYS:
+                for sub, inner in value.items():
+                    if isinstance(inner, Mapping):
+                        check(inner, f"{child}.*", f"{name}.{sub}.")
+            elif isinstance(value, list) and f"{shape}.*[]" in KNOWN_KEYS:
+                for index, item in enumerate(value):
+                    if isinstance(item, Mapping):
+                        check(item, f"{shape}.*[]", f"{name}[{index}].")
+
+    check(raw, "", "")
+    return found
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -309,6 +435,12 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
     if not isinstance(base_url, str) or not base_url:
         raise ConfigError(f"providers.{name}.base_url is required")
     headers = raw.get("headers", {})
+    extra = raw.get("extra_body", {})
+    if not isinstance(extra, Mapping):
+        raise ConfigError(f"providers.{name}.extra_body must be a table")
+    vision = raw.get("vision")
+    if vision is not None and not isinstance(vision, bool):
+        raise ConfigError(f"providers.{name}.vision must be true or false")
     return ProviderConfig(
         name=name,
         wire=wire,
@@ -323,7 +455,22 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
         reasoning_effort=check_effort(
             raw.get("reasoning_effort"), f"providers.{name}.reasoning_effort"
         ),
+        vision=vision,
+        extra_body={
+            str(k): _json_value(v, f"providers.{name}.extra_body.{k}") for k, v in extra.items()
+        },
     )
+
+
+def _json_value(value: object, where: str) -> JSONValue:
+    """A TOML value as JSON; dates and times have no JSON form and are refused."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list):
+        return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(v, f"{where}.{k}") for k, v in value.items()}
+    raise ConfigError(f"{where}: {type(value).__name__} values have no JSON form; use a string")
 
 
 def _env_providers(env: Mapping[str, str]) -> dict[str, ProviderConfig]:
@@ -348,7 +495,9 @@ def _env_providers(env: Mapping[str, str]) -> dict[str, ProviderConfig]:
     return found
 
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+"""`${VAR}`, or `${VAR:-default}` (the default when VAR is unset, as `.mcp.json` allows)."""
+_MCP_TRANSPORTS = ("http", "sse")
 _MCP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
 
@@ -358,8 +507,10 @@ def _expand(value: object, where: str, env: Mapping[str, str], missing: list[str
         raise ConfigError(f"{where} must be a string, got {value!r}")
 
     def sub(match: re.Match[str]) -> str:
-        name = match.group(1)
+        name, default = match.group(1), match.group(2)
         if name not in env:
+            if default is not None:
+                return default
             missing.append(name)
             return ""
         return env[name]
@@ -382,8 +533,10 @@ def _positive_seconds(raw: Mapping[str, Any], key: str, where: str, default: flo
     return float(value)
 
 
-def _mcp_server(name: str, raw: object, env: Mapping[str, str]) -> McpServerConfig:
-    where = f"mcp_servers.{name}"
+def _mcp_server(
+    name: str, raw: object, env: Mapping[str, str], where: str = "", source: str = "config.toml"
+) -> McpServerConfig:
+    where = where or f"mcp_servers.{name}"
     if not _MCP_NAME.fullmatch(name) or "__" in name:
         raise ConfigError(
             f"{where}: a server name is 1-32 letters, digits, '-' or '_' (no '__'), because it"
@@ -401,6 +554,9 @@ def _mcp_server(name: str, raw: object, env: Mapping[str, str]) -> McpServerConf
     enabled = raw.get("enabled", True)
     if not isinstance(enabled, bool):
         raise ConfigError(f"{where}.enabled must be true or false")
+    transport = raw.get("transport", "http")
+    if transport not in _MCP_TRANSPORTS:
+        raise ConfigError(f"{where}.transport must be http or sse, got {transport!r}")
     server = McpServerConfig(
         name=name,
         command=None if command is None else _expand(command, f"{where}.command", env, missing),
@@ -408,10 +564,12 @@ def _mcp_server(name: str, raw: object, env: Mapping[str, str]) -> McpServerConf
         env=_string_table(raw.get("env", {}), f"{where}.env", env, missing),
         url=None if url is None else _expand(url, f"{where}.url", env, missing),
         headers=_string_table(raw.get("headers", {}), f"{where}.headers", env, missing),
+        transport=str(transport),
         enabled=enabled,
         timeout_s=_positive_seconds(raw, "timeout_s", where, 300.0),
         startup_timeout_s=_positive_seconds(raw, "startup_timeout_s", where, 30.0),
         missing_env=tuple(dict.fromkeys(missing)),
+        source=source,
     )
     if server.command == "" or server.url == "":
         raise ConfigError(f"{where}: command or url must not be empty")
@@ -424,15 +582,98 @@ def _mcp_servers(raw: object, env: Mapping[str, str]) -> dict[str, McpServerConf
     return {name: _mcp_server(name, raw[name], env) for name in sorted(raw)}
 
 
-def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
+def _sandbox(raw: object) -> SandboxConfig:
+    if not isinstance(raw, Mapping):
+        raise ConfigError("sandbox must be a table")
+    writable = raw.get("writable", [])
+    if not isinstance(writable, list) or not all(isinstance(p, str) for p in writable):
+        raise ConfigError("sandbox.writable must be a list of paths")
+    flags = {key: raw.get(key, False) for key in ("network", "required")}
+    for key, value in flags.items():
+        if not isinstance(value, bool):
+            raise ConfigError(f"sandbox.{key} must be true or false, got {value!r}")
+    return SandboxConfig(tuple(writable), flags["network"], flags["required"])
+
+
+_MCP_JSON_KEYS = {"stdio": ("command", "args", "env"), "http": ("url", "headers")}
+
+
+def _mcp_json_servers(workspace: Path, env: Mapping[str, str]) -> dict[str, McpServerConfig]:
+    """The servers of `<workspace>/.mcp.json`: `{"mcpServers": {NAME: {...}}}`.
+
+    An entry is `{"command", "args", "env"}` (stdio; `"type": "stdio"` optional) or
+    `{"type": "http" | "sse", "url", "headers"}`. Other keys (another agent's own) are ignored.
+    """
+    path = workspace / ".mcp.json"
+    if not path.is_file():
+        return {}
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid JSON: {exc}") from exc
+    servers = raw.get("mcpServers", {}) if isinstance(raw, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: mcpServers must be an object of servers by name")
+    out: dict[str, McpServerConfig] = {}
+    for name in sorted(servers):
+        entry, where = servers[name], f"{path.name}: mcpServers.{name}"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where} must be an object")
+        kind = entry.get("type", "stdio" if "command" in entry else "http")
+        if kind not in ("stdio", "http", "sse"):
+            raise ConfigError(f"{where}.type must be stdio, http or sse, got {kind!r}")
+        keys = _MCP_JSON_KEYS["stdio" if kind == "stdio" else "http"]
+        table: dict[str, object] = {k: entry[k] for k in keys if k in entry}
+        if kind != "stdio":
+            table["transport"] = kind
+        out[name] = _mcp_server(name, table, env, where=where, source=".mcp.json")
+    return out
+
+
+def _soft_limit(value: object) -> int | float | None:
+    """`[context] soft_limit`: tokens (an integer ≥ 1,000), a share of the window (a number in
+    (0, 1]), or a string such as "40000" or "60%"."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError as exc:
+            raise ConfigError(
+                f"context.soft_limit must be tokens or a share of the window, got {text!r}"
+            ) from exc
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"context.soft_limit must be tokens or a share, got {value!r}")
+    if 0 < value <= 1:
+        return float(value)
+    if value >= 1_000 and float(value).is_integer():
+        return int(value)
+    raise ConfigError(
+        'context.soft_limit must be a share of the window in (0, 1] (e.g. 0.5 or "50%") or'
+        f" at least 1000 tokens, got {value!r}"
+    )
+
+
+def _cache_ttl(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigError(f"context.cache_ttl_s must be seconds ≥ 0, got {value!r}")
+    return float(value)
+
+
+def load_config(
+    env: Mapping[str, str] | None = None, cwd: Path | None = None, *, lenient: bool = False
+) -> Config:
     """Resolve the configuration from files and the environment.
 
     Args:
         env: the environment (defaults to `os.environ`).
         cwd: the workspace (defaults to the current directory).
+        lenient: for read-only commands: a broken config file becomes a warning and the files
+            are ignored (defaults and the environment still apply), instead of an error.
 
     Raises:
-        ConfigError: a file or variable is invalid.
+        ConfigError: a file or variable is invalid (files only when not `lenient`).
     """
     env = dict(os.environ if env is None else env)
     workspace = (cwd or Path.cwd()).resolve()
@@ -442,10 +683,34 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         if env.get("COMAL_HOME")
         else _xdg(env, "XDG_DATA_HOME", ".local/share") / "comal"
     )
-    raw = _merge(
-        _read_toml(config_dir / "config.toml"), _read_toml(workspace / ".comal" / "config.toml")
-    )
+    files = (config_dir / "config.toml", workspace / ".comal" / "config.toml")
+    try:
+        raw: dict[str, Any] = {}
+        warnings: list[str] = []
+        for path in files:
+            loaded = _read_toml(path)
+            warnings.extend(_unknown_keys(loaded, path))
+            raw = _merge(raw, loaded)
+        try:
+            return _resolve(env, workspace, config_dir, home, raw, tuple(warnings))
+        except (TypeError, ValueError, AttributeError) as exc:
+            # A value of the wrong type (`max_turns = "many"`, a string where a table goes).
+            raise ConfigError(f"invalid configuration value: {exc}") from exc
+    except ConfigError as exc:
+        if not lenient:
+            raise
+        note = f"{exc.message} — the config files are ignored for this read-only command"
+        return _resolve(env, workspace, config_dir, home, {}, (note,))
 
+
+def _resolve(
+    env: dict[str, str],
+    workspace: Path,
+    config_dir: Path,
+    home: Path,
+    raw: dict[str, Any],
+    warnings: tuple[str, ...],
+) -> Config:
     providers = _env_providers(env)
     for name, praw in dict(raw.get("providers", {})).items():
         providers[name] = _provider(name, praw)
@@ -461,6 +726,8 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         or int(craw.get("large_output_threshold_bytes", 20 * 1024)),
         output_reserve_tokens=craw.get("output_reserve_tokens"),
         margin_tokens=craw.get("margin_tokens"),
+        soft_limit=_soft_limit(craw.get("soft_limit")),
+        cache_ttl_s=_cache_ttl(craw.get("cache_ttl_s", 300)),
     )
 
     praw = dict(raw.get("permissions", {}))
@@ -471,7 +738,7 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         )
     rules = tuple(
         PermissionRule(action, str(r.get("tool", "*")), str(r.get("pattern", "*")))
-        for action in ("allow", "deny")
+        for action in ("allow", "ask", "deny")
         for r in praw.get(action, [])
     )
     permissions = PermissionsConfig(
@@ -487,8 +754,49 @@ def load_config(env: Mapping[str, str] | None = None, cwd: Path | None = None) -
         hooks=(*_toml_hooks(raw.get("hooks", {})), *_claude_hooks(workspace)),
         context=context,
         permissions=permissions,
+        sandbox=_sandbox(raw.get("sandbox", {})),
         checks=tuple(str(c) for c in raw.get("checks", [])),
         max_turns=int(raw.get("max_turns", 50)),
         env=env,
-        mcp_servers=_mcp_servers(raw.get("mcp_servers", {}), env),
+        mcp_servers=dict(
+            sorted(
+                (
+                    _mcp_json_servers(workspace, env)
+                    | _mcp_servers(raw.get("mcp_servers", {}), env)
+                ).items()
+            )
+        ),
+        warnings=warnings,
     )
+
+
+def add_workspace_rule(workspace: Path, rule: PermissionRule) -> Path:
+    """Append `rule` to `<workspace>/.comal/config.toml`, keeping the file's other content.
+
+    Returns:
+        The file written.
+
+    Raises:
+        ConfigError: the file exists but is not valid TOML, or `permissions` is not a table.
+    """
+    import tomlkit  # only the TUI's "always allow" writes configuration
+
+    path = workspace / ".comal" / "config.toml"
+    try:
+        doc = (
+            tomlkit.parse(path.read_text(encoding="utf-8"))
+            if path.is_file()
+            else tomlkit.document()
+        )
+    except tomlkit.exceptions.ParseError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    section = doc.setdefault("permissions", tomlkit.table())
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: permissions must be a table")
+    entries = section.setdefault(rule.action, tomlkit.array())
+    entry = tomlkit.inline_table()
+    entry.update({"tool": rule.tool, "pattern": rule.pattern})
+    entries.append(entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    return path

@@ -208,6 +208,7 @@ class EvidenceError(ComalError):
     """An evidence read failed (unknown ref, access refused, digest mismatch, bad range)."""
 
     code = "EVIDENCE"
+    exit_code = 3
 
 
 class DigestMismatchError(EvidenceError):
@@ -255,3 +256,15 @@ class HookBlockedError(ComalError):
 
     code = "HOOK_BLOCKED"
     exit_code = 2
+
+
+class RefusedError(ComalError):
+    """The model declined the task: a refusal the wire marked as such, never an empty answer."""
+
+    code = "REFUSED"
+    exit_code = 7
+
+    def __init__(self, text: str, reason: str) -> None:
+        super().__init__(f"the model refused: {reason or text or '(no reason given)'}")
+        self.text = text
+        self.reason = reason

@@ -66,6 +66,8 @@ def comal(
         cwd=cwd,
         env=env,
         input=stdin,
+        # A task given as an argument still reads piped stdin; never inherit the test's own.
+        stdin=subprocess.DEVNULL if stdin is None else None,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -87,37 +87,53 @@ def test_sessions_lists_every_session(recorded: dict[str, str]) -> None:
     plain = comal("sessions")
     assert plain.returncode == 0, plain.stderr
     header, first, second = plain.stdout.splitlines()
-    assert header.split()[:5] == ["ID", "STARTED", "CWD", "MODEL", "STATUS"]
-    assert first.split()[0] == recorded["other"]
-    assert second.split()[0] == recorded["sid"]
-    assert {"/work/project", "model-x", "active", "7"} <= set(second.split())
-    assert {"/elsewhere", "model-y", "finished", "0"} <= set(first.split())
+    assert header.split() == ["ID", "AGE", "STATUS", "CWD", "TITLE"]
+    # Short ids: the random tails differ only in their last character, so 12 are shown.
+    assert first.split()[0] == "00000000000b"
+    assert second.split()[0] == "00000000000a"
+    assert {"/work/project", "active", "fix", "tests"} <= set(second.split())
+    assert {"/elsewhere", "finished"} <= set(first.split())
 
     as_json = comal("sessions", "--json")
     assert as_json.returncode == 0, as_json.stderr
     rows = json.loads(as_json.stdout)
     assert [row["id"] for row in rows] == [recorded["other"], recorded["sid"]]
+    assert [row["short_id"] for row in rows] == ["00000000000b", "00000000000a"]
     assert rows[1]["entries"] == 7
     assert rows[1]["cwd"] == "/work/project"
     assert rows[1]["last_activity_at"] >= rows[1]["started_at"]
 
 
+def test_the_title_is_the_first_ask(recorded: dict[str, str]) -> None:
+    with Ledger.open(load_config().ledger_path) as ledger:
+        ledger.append(
+            recorded["other"], "message.user", {"message": message_to_json(user_text("deploy it"))}
+        )
+    first = comal("sessions").stdout.splitlines()[1]
+    assert first.split()[-2:] == ["deploy", "it"]
+
+
 def test_show_prints_a_readable_transcript(recorded: dict[str, str]) -> None:
-    result = comal("show", "0199AAAA")
+    result = comal("show", "00000000000a")  # the short id
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert recorded["sid"] in out
+    assert out.startswith(f"session 00000000000a ({recorded['sid']}) · active")
+    assert "▶ ask" in out
     assert "run ls" in out
+    assert "◀ answer  (model-x · tool_calls)" in out
     assert "Listing the files." in out
-    assert 'shell [call_7] {"command": "ls -la"}' in out
+    assert '→ asks for shell {"command": "ls -la"}  [call_7]' in out
+    assert "← shell ok · exit 0 · 11,600 bytes · receipt evt_" in out
     assert "line 00000 of a long listing" in out
     assert "line 00399 of a long listing" in out
     assert "line 00200 of a long listing" not in out
     assert "characters not shown" in out
     assert "output is not valid UTF-8" in out
-    assert "── projection: 1 results become references" in out
+    assert "── context: 1 results become references" in out
     assert "══ checkpoint 1: after listing" in out
     assert "CHECKPOINT BODY" in out
+    assert "session.started" not in out  # bookkeeping stays out of the transcript…
+    assert "session.started" in comal("show", "0199AAAA", "--all").stdout  # …unless asked
 
 
 def test_show_json_is_complete(recorded: dict[str, str]) -> None:
@@ -171,7 +187,7 @@ def test_verify_passes_then_reports_tampering(recorded: dict[str, str]) -> None:
     conn.execute("""UPDATE entries SET payload = '{"forged":true}' WHERE kind = 'projection'""")
     conn.close()
     broken = comal("verify")
-    assert broken.returncode == 1
+    assert broken.returncode == 3  # a ledger error, as the README table says
     assert "content hash mismatch" in broken.stdout
     assert "FAILED" in broken.stdout
     report = json.loads(comal("verify", "--json").stdout)

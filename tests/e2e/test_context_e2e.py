@@ -44,12 +44,14 @@ TASK = "Inspect the numbers.\n" + "\n".join(
 
 
 def test_long_session_projects_then_derives_then_finishes(workspace: Path, home: Path) -> None:
-    window = 14_000
-    # Each output is ~9 KB: under the large-output threshold, so it enters verbatim and only
-    # pressure can turn it into a reference.
-    turns: list[Any] = [
-        bash_turn(i, f"seq {i * 100_000} {i * 100_000 + 1300}") for i in range(1, 15)
-    ]
+    window = 20_000
+    # Big outputs are ~9 KB: under the large-output threshold, so they enter verbatim and only
+    # pressure can turn them into references. While the conversation is mostly big old outputs,
+    # projecting them lands about where the deepest checkpoint would: stage 1 is enough. Then
+    # small outputs pile up, which only a checkpoint takes back out of the way.
+    big = [(i, f"seq {i * 100_000} {i * 100_000 + 1300}") for i in range(1, 7)]
+    small = [(i, f"seq {i * 100_000} {i * 100_000 + 150}") for i in range(7, 40)]
+    turns: list[Any] = [bash_turn(i, command) for i, command in big + small]
     turns.append("All outputs inspected.")
     with FakeServer(turns, window=window) as server:
         configure(workspace, server, "openai-chat")
@@ -70,7 +72,7 @@ def test_long_session_projects_then_derives_then_finishes(workspace: Path, home:
         stats = server.stats()
         assert stats.overflows == 0
         assert stats.orphan_violations == 0
-        assert stats.requests == 15
+        assert stats.requests == len(turns)
     kinds = entry_kinds(home, run.session_id())
     assert "projection" in kinds
     assert "checkpoint" in kinds
@@ -167,3 +169,39 @@ def test_prompt_truncation_by_the_server_is_recorded(workspace: Path, home: Path
         (info,) = ledger.sessions()
         warnings = [e.payload for e in ledger.entries(info.id, kinds=("warning",))]
     assert any(w["code"] == "PROMPT_TRUNCATED" for w in warnings)
+
+
+@pytest.mark.parametrize("window", [12_000, 24_000])
+def test_a_long_mixed_session_never_overflows_the_servers_window(
+    workspace: Path, home: Path, window: int
+) -> None:
+    # Small results, file-sized outputs and a few large logs, as agents produce them; the fake
+    # server refuses any request over its window, so every event must land in time.
+    commands = []
+    for i in range(1, 46):
+        lines = (3, 40, 3, 200, 3, 900)[i % 6]
+        commands.append((i, f"seq {i * 10_000} {i * 10_000 + lines}"))
+    turns: list[Any] = [bash_turn(i, command) for i, command in commands]
+    turns.append("Everything inspected.")
+    with FakeServer(turns, window=window) as server:
+        configure(workspace, server, "anthropic-messages")
+        run = comal(
+            "-p",
+            "Inspect every range and report.",
+            "--context-window",
+            str(window),
+            "--max-output-tokens",
+            "1024",
+            "--output-format",
+            "stream-json",
+            cwd=workspace,
+            env_home=home,
+            timeout=180,
+        )
+        assert run.code == 0, run.stderr + run.stdout[-2000:]
+        stats = server.stats()
+        assert stats.overflows == 0
+        assert stats.orphan_violations == 0
+        assert stats.requests == len(turns)
+    kinds = entry_kinds(home, run.session_id())
+    assert "checkpoint" in kinds or "projection" in kinds

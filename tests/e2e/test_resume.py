@@ -194,7 +194,9 @@ def test_an_uncertain_bash_is_not_rerun_and_its_reissue_is_refused(
     assert permission["mode"] == "uncertain-repeat"
     time.sleep(1.5)  # the killed call's own shell may still be finishing its sleep
     log = env.workspace / "log.txt"
-    assert log.read_text().splitlines().count("run") <= 1
+    # Sandboxed (bwrap --die-with-parent), the killed call dies with Comal and never writes.
+    runs = log.read_text().splitlines().count("run") if log.exists() else 0
+    assert runs <= 1
     assert env.orphans() == 0
 
 

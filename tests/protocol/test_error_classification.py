@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 from pathlib import Path
 
+import httpx2
 import pytest
 
+from comal.config import ProviderConfig
 from comal.errors import (
     AuthError,
     ContextLengthError,
@@ -16,12 +20,16 @@ from comal.errors import (
     ProviderError,
     RateLimitError,
 )
+from comal.messages import user_text
+from comal.providers.base import ModelRequest
 from comal.providers.error_mapping import (
     classify_error_object,
     classify_http_error,
     is_context_overflow,
     parse_retry_after,
 )
+from comal.providers.factory import make_provider
+from comal.providers.reply import collect
 
 OVERFLOWS = [
     (c["body"], c["reported"], c["limit"], c["output"], c["fixable"])
@@ -226,3 +234,113 @@ def test_secrets_are_scrubbed_from_messages_and_raw() -> None:
     assert key not in str(error)
     assert key not in (error.raw or "")
     assert "[redacted]" in error.message
+
+
+LLAMA_CPP_PYTHON_NULL_CONTENT = {
+    # llama-cpp-python's error handler wraps pydantic's validation error in a 500 (the form a
+    # `"content": null` assistant turn met); abridged to two of its seven errors.
+    "error": {
+        "message": (
+            "7 validation errors:\n  {'type': 'string_type', 'loc': ('body', 'messages', 2,"
+            " 'typed-dict', 'content'), 'msg': 'Input should be a valid string', 'input': None}"
+            "\n  {'type': 'literal_error', 'loc': ('body', 'messages', 2, 'typed-dict', 'role'),"
+            " 'msg': \"Input should be 'system'\", 'input': 'assistant'}"
+        ),
+        "type": "internal_server_error",
+        "param": None,
+        "code": None,
+    }
+}
+FASTAPI_422 = {
+    "detail": [
+        {
+            "type": "missing",
+            "loc": ["body", "messages"],
+            "msg": "Field required",
+            "input": {"model": "m"},
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("status", "body"), [(500, LLAMA_CPP_PYTHON_NULL_CONTENT), (422, FASTAPI_422)]
+)
+def test_validation_bodies_are_invalid_request_and_not_retried(status, body) -> None:
+    error = classify_http_error(status, json.dumps(body), {})
+    assert type(error) is InvalidRequestError
+    assert error.retryable is False
+    assert "retrying cannot help" in error.message
+
+
+def test_a_plain_500_is_still_overloaded() -> None:
+    error = classify_http_error(500, "Internal Server Error", {})
+    assert type(error) is OverloadedError
+    assert error.retryable is True
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (501, "<html><head><title>Error response</title></head><body>Unsupported method"),
+        (404, '{"detail":"Not Found"}'),
+        (405, ""),
+    ],
+)
+def test_wrong_endpoint_names_the_url_and_the_fix(status, body) -> None:
+    url = "http://127.0.0.1:8000/chat/completions"
+    error = classify_http_error(status, body, {}, url=url, provider="local")
+    assert type(error) is InvalidRequestError
+    assert error.retryable is False
+    assert url in error.message
+    assert "providers.local.wire" in error.message
+    assert "providers.local.base_url" in error.message
+    assert "/v1" in error.message
+
+
+def test_a_404_about_the_model_suggests_the_model() -> None:
+    # Ollama's answer for a model it has not pulled, with `api_error` as its type.
+    body = {
+        "error": {"message": 'model "qwen9" not found, try pulling it first', "type": "api_error"}
+    }
+    error = classify_http_error(404, json.dumps(body), {}, url="http://h/v1/chat/completions")
+    assert type(error) is InvalidRequestError
+    assert "providers.x.model" not in error.message
+    assert "the provider.model" in error.message
+    assert "qwen9" in error.message
+
+
+async def test_a_plain_http_server_is_reported_as_the_wrong_endpoint() -> None:
+    """`python -m http.server` answers POST with 501: named, not retried as OVERLOADED."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        cfg = ProviderConfig(name="local", wire="openai-chat", base_url=base, model="m")
+        async with httpx2.AsyncClient() as client:
+            provider = make_provider(cfg, client=client, api_key=None, context_window_override=None)
+            with pytest.raises(InvalidRequestError) as caught:
+                await collect(provider.stream(ModelRequest("m", "", (user_text("hi"),))))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert caught.value.status == 501
+    assert f"{base}/chat/completions" in caught.value.message
+    assert "providers.local.base_url" in caught.value.message
+
+
+async def test_a_validation_500_is_sent_once_not_retried() -> None:
+    """llama-cpp-python's answer to a history it cannot validate: one request, a clear error."""
+    calls: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        calls.append(request)
+        return httpx2.Response(500, json=LLAMA_CPP_PYTHON_NULL_CONTENT)
+
+    cfg = ProviderConfig(name="lcp", wire="openai-chat", base_url="http://h/v1", model="m")
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as client:
+        provider = make_provider(cfg, client=client, api_key=None, context_window_override=None)
+        with pytest.raises(InvalidRequestError, match="7 validation errors"):
+            await collect(provider.stream(ModelRequest("m", "", (user_text("hi"),))))
+    assert len(calls) == 1

@@ -397,3 +397,25 @@ def test_a_system_message_after_the_conversation_is_a_violation_on_both_openai_w
     ]
     assert check_chat({"messages": first}) == []
     assert check_responses({"input": first}) == []
+
+
+def test_chat_null_assistant_content_is_a_violation() -> None:
+    from comal.testing.fake_checks import check_chat
+
+    call: JSONObject = {"id": "c", "type": "function", "function": {"name": "a", "arguments": "{}"}}
+    tools: list[JSONValue] = [{"type": "function", "function": {"name": "a", "parameters": {}}}]
+    messages: list[JSONValue] = [
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c", "content": "ok"},
+    ]
+    assert check_chat({"messages": messages, "tools": tools}) == [
+        "messages.[1].content: Input should be a valid string"
+    ]
+    fixed = [*messages[:1], {**_obj(messages[1]), "content": ""}, *messages[2:]]
+    assert check_chat({"messages": fixed, "tools": tools, "tool_choice": "auto"}) == []
+
+
+def _obj(value: JSONValue) -> JSONObject:
+    assert isinstance(value, dict)
+    return value

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from comal.agent.state import open_calls
+from comal.config import load_config
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
@@ -157,3 +158,84 @@ async def test_an_accepted_permission_prompt_runs_the_call(
     result = ledger.entries(sid, kinds=("tool.result",))[-1]
     assert result.payload["status"] == "ok"
     assert b"visible" in (ledger.body(result) or b"")
+
+
+async def test_always_allow_writes_the_rule_and_stops_asking(
+    make_app: AppFactory, ledger: Ledger, tmp_path: Path, workspace: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("visible\n")
+    (workspace / ".comal").mkdir()
+    config = workspace / ".comal" / "config.toml"
+    config.write_text('# my settings\n[permissions]\nmode = "workspace-write"\n')
+    first = ToolCallPart("call_1", "Read", {"path": str(outside)})
+    again = ToolCallPart("call_2", "Read", {"path": str(outside)})
+    turns = [ScriptedTurn(tool_calls=(first,)), ScriptedTurn(tool_calls=(again,)), "Read twice."]
+    app = make_app(turns)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, app, "read the file outside twice")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        asked = app.screen
+        assert isinstance(asked, ConfirmScreen)
+        await pilot.press("a")
+        await settle(pilot, app)
+        assert app.session is not None
+        sid = app.session.id
+    assert asked.always == (str(outside),)
+    results = ledger.entries(sid, kinds=("tool.result",))
+    assert [r.payload["status"] for r in results] == ["ok", "ok"]
+    started = ledger.entries(sid, kinds=("tool.started",))
+    permissions = [s.payload["permission"] for s in started]
+    reasons = [p["reason"] for p in permissions if isinstance(p, dict)]
+    assert str(reasons[0]).startswith("confirmed by the user")
+    assert reasons[1] == f"allowed by allow rule Read({outside})"
+    text = config.read_text()
+    assert text.startswith("# my settings\n")
+    rules = load_config(cwd=workspace).permissions.rules
+    assert [(r.action, r.tool, r.pattern) for r in rules] == [("allow", "Read", str(outside))]
+
+
+async def test_always_is_not_offered_when_a_rule_would_not_change_the_verdict(
+    make_app: AppFactory, workspace: Path
+) -> None:
+    (workspace / ".comal").mkdir()
+    (workspace / ".comal" / "config.toml").write_text(
+        '[permissions]\nask = [{ tool = "Bash", pattern = "echo *" }]\n'
+    )
+    call = ToolCallPart("call_1", "Bash", {"command": "echo hi"})
+    app = make_app([ScriptedTurn(tool_calls=(call,)), "Done."])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, app, "say hi")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        asked = app.screen
+        assert isinstance(asked, ConfirmScreen)
+        offered = asked.always
+        await pilot.press("a")  # not offered: ignored
+        await pilot.pause()
+        assert app.screen is asked
+        await pilot.press("n")
+        await settle(pilot, app)
+    assert offered == ()
+
+
+async def test_a_command_that_could_match_a_deny_rule_is_asked(
+    make_app: AppFactory, ledger: Ledger, workspace: Path
+) -> None:
+    (workspace / ".comal").mkdir()
+    (workspace / ".comal" / "config.toml").write_text(
+        '[permissions]\ndeny = [{ tool = "Bash", pattern = "rm -rf *" }]\n'
+    )
+    (workspace / "keep").mkdir()
+    dynamic = ToolCallPart("call_1", "Bash", {"command": "p=rm; $p -rf keep"})
+    app = make_app([ScriptedTurn(tool_calls=(dynamic,)), "Left it."])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, app, "clean up")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        asked = app.screen
+        assert isinstance(asked, ConfirmScreen)
+        reason, offered = asked.reason, asked.always
+        await pilot.press("n")
+        await settle(pilot, app)
+    assert "could match deny rule Bash(rm -rf *)" in reason
+    assert offered == ()
+    assert (workspace / "keep").is_dir()

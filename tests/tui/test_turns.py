@@ -46,9 +46,11 @@ async def test_a_text_answer_streams_into_the_transcript(
         status = app.query_one(StatusBar).line
         assert app.session is not None
         sid = app.session.id
+        short = ledger.short_id(sid)
     assert users == ["hi\npasted second line"]
     assert answers == ["Hello **there**, ready."]
-    assert status.session_id == sid
+    assert status.session_id == short  # the short id people type, as `comal sessions` shows
+    assert f"· {short} ·" in status.render_text()
     assert status.activity == "idle"
     assert status.used_tokens is not None
     assert status.used_tokens > 0
@@ -121,3 +123,32 @@ async def test_resume_shows_the_recorded_history_and_holds_the_lock(
     assert answers == ["The answer is 42."]
     assert any(f"session {sid} resumed" in n for n in notices)
     assert holder is not None
+
+
+async def test_a_refusal_is_shown_as_a_refusal_not_an_answer(
+    make_app: AppFactory, ledger: Ledger
+) -> None:
+    app = make_app([ScriptedTurn(refusal="I can't help with that.")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(pilot, app, "do the bad thing")
+        await settle(pilot, app)
+        (reply,) = app.query(AssistantItem)
+        notices = [n.text for n in app.query(NoticeItem) if n.kind == "refused"]
+        assert app.session is not None
+        sid = app.session.id
+    assert reply.text == "I can't help with that."
+    assert reply.has_class("refused")
+    assert notices == ["⊘ the model refused — this is not an answer"]
+    (entry,) = ledger.entries(sid, kinds=("message.assistant",))
+    assert entry.payload["finish"] == "refusal"
+    assert ledger.session(sid).status == "active"
+    ledger.release_lock(sid)
+
+    again = make_app([], session_id=sid)
+    async with again.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        (past,) = again.query(AssistantItem)
+        past_notices = [n.text for n in again.query(NoticeItem) if n.kind == "refused"]
+    assert past.text == "I can't help with that."
+    assert past.has_class("refused")
+    assert past_notices == ["⊘ the model refused — this is not an answer"]

@@ -60,6 +60,14 @@ class AssistantReplied:
 
 
 @dataclass(frozen=True, slots=True)
+class Refused:
+    """The model declined the task; `text` is what it said, `reason` the wire's explanation."""
+
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class ResponseDiscarded:
     """An incomplete response (OUTPUT_LENGTH) was recorded as discarded; none of its calls ran."""
 
@@ -131,6 +139,7 @@ AgentEvent = (
     | TextStreamed
     | ReasoningStreamed
     | AssistantReplied
+    | Refused
     | ResponseDiscarded
     | ToolStarted
     | ToolFinished
@@ -146,6 +155,7 @@ _TYPE_NAMES: dict[type, str] = {
     TextStreamed: "text",
     ReasoningStreamed: "reasoning",
     AssistantReplied: "assistant",
+    Refused: "refused",
     ResponseDiscarded: "response_discarded",
     ToolStarted: "tool_started",
     ToolFinished: "tool_finished",

@@ -2,7 +2,8 @@
 
 Opens (or resumes) the session under its lock, runs the turn, turns every ComalError into a
 `Failed` event plus a ledger entry, and always releases the lock. The session status follows
-the outcome: `finished` only through finish_call or a final answer, `failed` on errors,
+the outcome: `finished` only through finish_call or a final answer, `refused` when the model
+declined (the session stays active), `failed` on errors,
 `interrupted` on cancellation — and every one of them stays resumable.
 """
 
@@ -17,7 +18,7 @@ from comal.agent.recovery import recover
 from comal.agent.session import Session, SessionOptions, open_session
 from comal.agent.state import final_answer, render_state, session_state
 from comal.config import Config
-from comal.errors import ComalError
+from comal.errors import ComalError, RefusedError
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.tools.base import Tool
@@ -38,19 +39,30 @@ def _replies(session: Session) -> int:
     return len(session.ledger.entries(session.id, kinds=("message.assistant",)))
 
 
-async def run_session(session: Session, prompt: str | None) -> Outcome:
+async def run_session(
+    session: Session, prompt: str | None, *, standing_status: str | None = None
+) -> Outcome:
     """Run one turn on an open session and record its end state.
 
     Args:
         session: an open, locked session.
         prompt: the user's message, or None to continue from the ledger.
+        standing_status: the status an already answered session had before this follow-up
+            turn; a failed follow-up records the failure and leaves that status (and the
+            earlier answer) standing instead of marking the session `failed`.
     """
     replies_before = _replies(session)
     try:
         answer = await run_turn(session, prompt)
+    except RefusedError as exc:
+        # Not a failure of Comal's: the session stays open for another message.
+        session.ledger.set_status(session.id, "active")
+        session.emit(TurnFinished(session.id, "", _replies(session) - replies_before, "refused"))
+        return Outcome(session.id, "refused", "", exc)
     except ComalError as exc:
-        session.record("warning", {"code": exc.code, "message": exc.message})
-        session.ledger.set_status(session.id, "failed")
+        status = standing_status or "failed"
+        session.record("warning", {"code": exc.code, "message": exc.message, "turn": "failed"})
+        session.ledger.set_status(session.id, status)
         session.emit(Failed(session.id, exc.code, exc.message))
         return Outcome(session.id, "failed", "", exc)
     except asyncio.CancelledError:
@@ -64,17 +76,22 @@ async def run_session(session: Session, prompt: str | None) -> Outcome:
     return Outcome(session.id, status, answer, None)
 
 
-def _closed(session: Session) -> bool:
+def is_closed(ledger: Ledger, session_id: str) -> bool:
     """Whether the session is finished, by its status or by a `session.finished` entry newer
-    than its last user message (a crash can fall between that entry and the status update)."""
-    if session.ledger.session(session.id).status == "finished":
+    than its last user message (a crash can fall between that entry and the status update).
+    Reads only: a resumed run that holds the lock repairs the status."""
+    if ledger.session(session_id).status == "finished":
         return True
-    kinds = ("message.user", "session.finished")
-    tail = session.ledger.entries(session.id, kinds=kinds)
-    if tail and tail[-1].kind == "session.finished":
+    tail = ledger.entries(session_id, kinds=("message.user", "session.finished"))
+    return bool(tail) and tail[-1].kind == "session.finished"
+
+
+def _closed(session: Session) -> bool:
+    if not is_closed(session.ledger, session.id):
+        return False
+    if session.ledger.session(session.id).status != "finished":
         session.ledger.set_status(session.id, "finished")
-        return True
-    return False
+    return True
 
 
 async def resume_session(session: Session, prompt: str | None) -> Outcome:
@@ -88,6 +105,7 @@ async def resume_session(session: Session, prompt: str | None) -> Outcome:
         session: a resumed, locked session.
         prompt: a new user message, or None.
     """
+    standing: str | None = None
     if _closed(session):
         if prompt is None:
             answer = final_answer(session.ledger.entries(session.id)) or ""
@@ -95,6 +113,7 @@ async def resume_session(session: Session, prompt: str | None) -> Outcome:
             session.emit(Notice("STATE", render_state(session_state(session.ledger, session.id))))
             session.emit(TurnFinished(session.id, answer, 0, "finished"))
             return Outcome(session.id, "finished", answer, None)
+        standing = "finished"
         session.ledger.set_status(session.id, "active")
     report = await recover(session, continue_plan=prompt is None)
     if prompt is None and not report.needs_model_call:
@@ -103,7 +122,9 @@ async def resume_session(session: Session, prompt: str | None) -> Outcome:
         session.emit(Notice("NOTHING_TO_CONTINUE", detail))
         session.emit(TurnFinished(session.id, answer, 0, "answered"))
         return Outcome(session.id, "answered", answer, None)
-    return await run_session(session, prompt)
+    if standing is None and report.last_answer and prompt is not None:
+        standing = session.ledger.session(session.id).status
+    return await run_session(session, prompt, standing_status=standing)
 
 
 async def run_headless(

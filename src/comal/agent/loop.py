@@ -9,7 +9,8 @@ Invariants kept here:
   only a larger output reserve is tried, never more context pressure;
 - a provider CONTEXT_LENGTH is recovered at most once per turn (recalibrate, then the next
   `prepare()` projects or derives); "input + max_tokens exceed" lowers the reserve instead;
-- pressure is re-checked before every model call, i.e. after every batch of tool results.
+- pressure is re-checked before every model call, i.e. after every batch of tool results;
+- a refusal ends the turn as `RefusedError` once recorded: it is never passed off as an answer.
 """
 
 from __future__ import annotations
@@ -17,13 +18,20 @@ from __future__ import annotations
 from comal.agent.events import (
     ContextActed,
     ReasoningStreamed,
+    Refused,
     TextStreamed,
     TurnStarted,
 )
 from comal.agent.mentions import mention_message
 from comal.agent.recording import error_json, record_discarded, record_reply, record_request
 from comal.agent.session import Session
-from comal.errors import ContextLengthError, HookBlockedError, ProviderError, StepLimitError
+from comal.errors import (
+    ContextLengthError,
+    HookBlockedError,
+    ProviderError,
+    RefusedError,
+    StepLimitError,
+)
 from comal.messages import JSONObject, message_to_json, user_text
 from comal.providers.base import (
     ModelRequest,
@@ -90,6 +98,9 @@ async def run_turn(s: Session, text: str | None) -> str:
             record_discarded(s, reply, view.output_reserve)
             continue
         message = record_reply(s, reply, request_entry, view.estimated_tokens)
+        if reply.refused:
+            s.emit(Refused(reply.refusal, reply.refusal_reason()))
+            raise RefusedError(reply.refusal_text(), reply.refusal_reason())
         if not message.tool_calls:
             if hooks is None or not hooks.configured("Stop") or stops >= MAX_STOP_BLOCKS:
                 return message.text

@@ -21,20 +21,32 @@ from comal.providers.reply import Reply
 
 
 def record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -> Message:
-    """Record a finished reply (and a warning if the server seems to have cut the prompt)."""
+    """Record a finished reply (and a warning if the server seems to have cut the prompt).
+
+    A refusal is recorded with its text and reason; tool calls in a refused reply are dropped
+    (counted), since the turn ends there and they would otherwise wait as pending calls.
+    """
     message = with_invalid_calls(reply)
-    s.record(
-        "message.assistant",
-        {
-            "message": message_to_json(message),
-            "wire": str(s.provider.wire),
-            "model": s.provider.model,
-            "finish": reply.finish,
-            "usage": reply.usage.to_json(),
-            "usage_raw": reply.usage_raw,
-            "request_entry": request_entry,
-        },
-    )
+    payload: JSONObject = {
+        "message": message_to_json(message),
+        "wire": str(s.provider.wire),
+        "model": s.provider.model,
+        "finish": reply.finish,
+        "usage": reply.usage.to_json(),
+        "usage_raw": reply.usage_raw,
+        "request_entry": request_entry,
+    }
+    if reply.refused:
+        kept = tuple(p for p in reply.message.parts if not isinstance(p, ToolCallPart))
+        message = Message("assistant", kept)
+        payload["message"] = message_to_json(message)
+        payload["refusal"] = {
+            "text": reply.refusal_text(),
+            "reason": reply.refusal_reason(),
+            "details": reply.details,
+            "dropped_calls": len(reply.message.tool_calls) + len(reply.invalid_calls),
+        }
+    s.record("message.assistant", payload)
     reported = reply.usage.total_input
     warning = None if reported is None else detect_prompt_truncation(reported, estimated)
     if warning is not None:

@@ -18,7 +18,7 @@ from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolFinished, 
 from comal.agent.hooks import Hooks
 from comal.agent.instructions import load_instructions
 from comal.agent.prompt import SYSTEM_PROMPT
-from comal.agent.tool_catalog import MCP_WARNING, record_tool_catalog
+from comal.agent.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
 from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
 from comal.agent.toolset import session_tools
 from comal.config import Config
@@ -29,8 +29,9 @@ from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart, canonical_json
 from comal.providers.base import Provider
 from comal.tools.base import Tool, ToolContext, ToolRegistry
-from comal.tools.mcp import McpServerFailure, is_mcp_tool
+from comal.tools.mcp import McpNotice, McpServerFailure, is_mcp_tool
 from comal.tools.permissions import AskHook, PermissionPolicy
+from comal.tools.sandbox import session_sandbox
 
 EmitFn = Callable[[AgentEvent], None]
 
@@ -55,6 +56,9 @@ class SessionOptions:
     """Set by an interactive front end to stop the running tool call (Esc)."""
     mcp_failures: tuple[McpServerFailure, ...] = ()
     """Configured MCP servers that did not start; recorded as warnings when the session opens."""
+    mcp_notices: tuple[McpNotice, ...] = ()
+    """What started MCP servers need said once (stray stdout, tools not offered); recorded as
+    warnings when the session opens."""
 
 
 @dataclass(slots=True)
@@ -111,6 +115,9 @@ def _config_digest(config: Config, instructions: str) -> str:
         "large": config.context.large_output_threshold_bytes,
         "instructions": instructions,
     }
+    if config.context.soft_limit is not None:
+        # Only when set, so sessions recorded before the setting existed keep their anchors.
+        settings["soft_limit"] = config.context.soft_limit
     return "sha256:" + hashlib.sha256(canonical_json(settings).encode()).hexdigest()
 
 
@@ -125,7 +132,14 @@ def engine_settings(config: Config, provider: Provider, options: SessionOptions)
         large_output_threshold_bytes=config.context.large_output_threshold_bytes,
         output_reserve_tokens=options.max_output_tokens or config.context.output_reserve_tokens,
         margin_tokens=config.context.margin_tokens,
+        vision=caps.vision,
+        soft_limit=config.context.soft_limit,
+        cache_ttl_s=config.context.cache_ttl_s,
     )
+
+
+SANDBOX_WARNING = "SANDBOX_UNAVAILABLE"
+"""Notice code when bubblewrap cannot confine Bash (said once, at session open)."""
 
 
 def open_session(
@@ -161,12 +175,28 @@ def open_session(
                     "tokens": provider.capabilities.context_window,
                     "source": provider.capabilities.window_source,
                 },
+                "vision": provider.capabilities.vision,
                 "source": "comal",
             },
         )
     else:
         ledger.session(session_id)
         ledger.acquire_lock(session_id)
+        # What the session runs on from now on: reports of the recorded session (`comal
+        # context`) use this window and model, not the ones it started (or was imported) with.
+        ledger.append(
+            session_id,
+            "session.resumed",
+            {
+                "provider": provider.name,
+                "wire": str(provider.wire),
+                "model": provider.model,
+                "window": {
+                    "tokens": provider.capabilities.context_window,
+                    "source": provider.capabilities.window_source,
+                },
+            },
+        )
     permissions = PermissionPolicy(config.permissions, workspace, ask=options.ask)
     context = ToolContext(
         workspace=workspace,
@@ -174,6 +204,7 @@ def open_session(
         env=dict(config.env),
         interactive=options.interactive,
         cancel=options.cancel,
+        sandbox=session_sandbox(config.permissions.mode, workspace, config.sandbox),
     )
     offered = {tool.spec.name for tool in tools}
     bound = session_tools(ledger, session_id, config.checks)
@@ -250,6 +281,13 @@ def open_session(
         record_tool_catalog(ledger, session_id, native_specs, mcp, options.mcp_failures)
         for failure in options.mcp_failures:
             session.emit(Notice(MCP_WARNING, failure.message))
+    sandbox = context.sandbox
+    if sandbox is not None and sandbox.unavailable is not None and "Bash" in offered:
+        then = "Bash is refused" if sandbox.config.required else "Bash runs unconfined"
+        session.emit(Notice(SANDBOX_WARNING, f"no sandbox: {sandbox.unavailable}; {then}"))
+    for notice in options.mcp_notices:
+        ledger.append(session_id, "warning", {"code": MCP_NOTICE, "message": notice.message})
+        session.emit(Notice(MCP_NOTICE, notice.message))
     return session
 
 

@@ -178,11 +178,11 @@ def final_answer(entries: Sequence[Entry]) -> str | None:
 
 
 def last_answer(entries: Sequence[Entry]) -> str | None:
-    """The text of the latest recorded assistant message."""
+    """The text of the latest recorded assistant message (None when it was a refusal)."""
     superseded = _superseded(entries)
     for entry in reversed(entries):
         if entry.kind == "message.assistant" and entry.id not in superseded:
-            return _assistant_text(entry)
+            return None if entry.payload.get("finish") == "refusal" else _assistant_text(entry)
     return None
 
 

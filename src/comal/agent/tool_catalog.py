@@ -29,6 +29,8 @@ from comal.tools.mcp import McpOrigin, McpServerFailure, McpToolset, open_mcp_se
 
 TOOLS_KIND = "session.tools"
 MCP_WARNING = "MCP_SERVER_UNAVAILABLE"
+MCP_NOTICE = "MCP_SERVER_NOTICE"
+"""A started server's stray stdout, or tools it offers that Comal cannot call."""
 
 
 @asynccontextmanager

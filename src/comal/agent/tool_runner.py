@@ -16,6 +16,7 @@ tools are exempt: repeating them cannot duplicate an effect.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ from comal.messages import (
 from comal.tools.base import (
     PermissionDecision,
     Preparation,
+    Tool,
     ToolContext,
     ToolOutcome,
     ToolRegistry,
@@ -185,6 +187,11 @@ class ToolRunner:
             payload["media"] = [
                 {"media_type": m.media_type, "data_b64": m.data_b64} for m in outcome.media
             ]
+        if outcome.cut is not None:
+            payload["cut"] = {
+                "limit_bytes": outcome.cut.limit_bytes,
+                "total_bytes": outcome.cut.total_bytes,
+            }
         self._record("tool.result", payload, outcome.output)
         text = render_outcome(
             ToolOutcome(outcome.output[:400], outcome.is_error, outcome.exit_code)
@@ -253,6 +260,9 @@ class ToolRunner:
             outcome = await tool.run(call.arguments, self.context, preparation)
         except ToolError as exc:
             outcome = ToolOutcome(output=exc.message.encode(), is_error=True, status="error")
+        except asyncio.CancelledError:
+            self._cancelled(call, tool, preparation)
+            raise
         receipt = self._result(call, outcome)
         if self.hooks is not None and self.hooks.configured("PostToolUse"):
             fields = self._hook_fields(call)
@@ -273,6 +283,36 @@ class ToolRunner:
             "tool_input": claude_tool_input(call.arguments),
             "tool_use_id": call.call_id,
         }
+
+    def _cancelled(self, call: ToolCallPart, tool: Tool, preparation: Preparation | None) -> None:
+        """Record a call whose task was cancelled while it ran (a signal, a forced cancel).
+
+        A read-only call had no effect: `cancelled`. A call with a durable preparation is
+        left to recovery, whose fresh read can credit it. Anything else (Bash, MCP) may have
+        done part of its work: `uncertain`, held by the insistence guard on resume.
+        """
+        if preparation is not None and self.registry.recovery(call.name) is not None:
+            return
+        if tool.read_only:
+            status, text = "cancelled", f"cancelled while it ran: {call.name} had no effect"
+        else:
+            status = "uncertain"
+            text = (
+                f"uncertain: the {call.name} call was cancelled while it ran (its processes "
+                "were killed), so its effects are unknown. It is not run again; look at the "
+                "current state before deciding what to do."
+            )
+        body = text.encode("utf-8")
+        payload: JSONObject = {
+            "call_id": call.call_id,
+            "name": call.name,
+            "status": status,
+            "is_error": True,
+            "exit_code": None,
+            "size_bytes": len(body),
+            "digest": digest_bytes(body),
+        }
+        self._record("tool.result", payload, body)
 
     def _fail_early(self, call: ToolCallPart, message: str) -> CallReceipt:
         self._started(call, PermissionDecision("deny", "validation", message))

@@ -14,10 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from comal.bench import POLICIES, parse_policies, parse_windows, run_replay
-from comal.bench.report import markdown_report, write_json, write_png
 from comal.errors import ConfigError, ImportFormatError
 from comal.importers import FORMATS
+
+# `comal.bench` (numpy, and matplotlib for --png) is imported by `run` only: every other
+# command, `--help` included, starts without it.
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     replay.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     replay.add_argument("--window", default="32k,64k,128k", help="windows, e.g. 32k,64000")
-    replay.add_argument("--policy", help="comma list of: " + ", ".join(POLICIES))
+    replay.add_argument(
+        "--policy", help="comma list of policies (default: all; docs/benchmarks.md lists them)"
+    )
     replay.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     replay.add_argument("--format", choices=FORMATS, help="skip format detection")
     replay.add_argument("--strict", action="store_true", help="fail when any file cannot be read")
@@ -44,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 async def run(args: argparse.Namespace) -> int:
     """Run the replay and write the reports."""
+    from comal.bench import parse_policies, parse_windows, run_replay
+    from comal.bench.report import markdown_report, write_json, write_png
+
     try:
         windows = parse_windows(args.window)
         policies = parse_policies(args.policy)

@@ -6,7 +6,7 @@ import argparse
 from datetime import UTC, datetime
 
 from comal.cli.cmd_context import emit, emit_json
-from comal.config import load_config
+from comal.cli.configuring import read_only_config
 from comal.context.state import Checkpoint, checkpoints
 from comal.errors import ComalError
 from comal.ledger.store import Ledger
@@ -16,7 +16,7 @@ class UnknownCheckpointError(ComalError):
     """The session has no checkpoint with that number."""
 
     code = "UNKNOWN_CHECKPOINT"
-    exit_code = 2
+    exit_code = 3
 
 
 def _json(cp: Checkpoint, text: bool) -> dict[str, object]:
@@ -37,7 +37,7 @@ def _json(cp: Checkpoint, text: bool) -> dict[str, object]:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    with Ledger.open(load_config().ledger_path) as ledger:
+    with Ledger.open(read_only_config().ledger_path) as ledger:
         session_id = ledger.resolve(args.session)
         found = checkpoints(ledger.entries(session_id, kinds=("checkpoint",)))
     if args.number is None:
@@ -68,7 +68,7 @@ async def _run(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `comal checkpoints`."""
     parser = subparsers.add_parser("checkpoints", help="list a session's checkpoints or show one")
-    parser.add_argument("session", metavar="UUID", help="session id or unique prefix")
+    parser.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     parser.add_argument("number", metavar="N", type=int, nargs="?", help="checkpoint to show")
     parser.add_argument("--json", action="store_true", help="one JSON object")
     parser.set_defaults(func=_run)

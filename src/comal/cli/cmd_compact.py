@@ -10,12 +10,12 @@ import argparse
 import sys
 
 from comal.cli.cmd_context import emit, emit_json, recorded_engine
-from comal.config import load_config
+from comal.cli.configuring import run_config
 from comal.ledger.store import Ledger
 
 
 async def _run(args: argparse.Namespace) -> int:
-    config = load_config()
+    config = run_config()
     with Ledger.open(config.ledger_path) as ledger:
         session_id = ledger.resolve(args.session)
         holder = ledger.lock_holder(session_id)
@@ -63,6 +63,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "compact", help="derive a checkpoint now (deterministic, no model call)"
     )
-    parser.add_argument("session", metavar="UUID", help="session id or unique prefix")
+    parser.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     parser.add_argument("--json", action="store_true", help="one JSON object")
     parser.set_defaults(func=_run)

@@ -4,7 +4,8 @@ Also holds `recorded_engine`, shared by `compact`, `checkpoints` and `evidence`:
 engine for any recorded session, with the window and model from its `session.started` entry
 (the smaller of that window and an explicit `--context-window` / `COMAL_CONTEXT_WINDOW`), the
 system prompt, the workspace's custom instructions, the standard tool schemas and the MCP tool
-schemas recorded in its latest `session.tools` entry.
+schemas recorded in its latest `session.tools` entry. A resumed session is reported with the
+window and model of its latest `session.resumed` entry.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from comal.agent.instructions import load_instructions
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import recorded_mcp_specs
 from comal.agent.toolset import session_tools, standard_tools
+from comal.cli.configuring import read_only_config
 from comal.cli.timeline import timeline_of, write_timeline
-from comal.config import DEFAULT_WINDOW_TOKENS, Config, load_config
+from comal.config import DEFAULT_WINDOW_TOKENS, Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.ledger.store import Ledger
 from comal.messages import JSONValue
@@ -54,6 +56,15 @@ def _window(started: dict[str, JSONValue], model: str) -> tuple[int, str]:
     return DEFAULT_WINDOW_TOKENS, "fallback"
 
 
+def _vision(started: dict[str, JSONValue], model: str) -> bool:
+    """Whether the session's model took images (recorded; else its catalog entry's word)."""
+    vision = started.get("vision")
+    if isinstance(vision, bool):
+        return vision
+    entry = catalog.lookup(model) if model else None
+    return entry is not None and entry.vision
+
+
 def _last_reserve(ledger: Ledger, session_id: str) -> int | None:
     """The output reserve the session's latest request was sent with, if any.
 
@@ -70,8 +81,10 @@ def _last_reserve(ledger: Ledger, session_id: str) -> int | None:
 def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextEngine:
     """A context engine for a recorded session (no provider needed)."""
     info = ledger.session(session_id)
-    started = ledger.entries(session_id, kinds=("session.started",))
-    payload: dict[str, JSONValue] = dict(started[0].payload) if started else {}
+    # The latest of the start and the resumes: a session resumed on another model is
+    # reported against the window of the model it now runs on.
+    started = ledger.entries(session_id, kinds=("session.started", "session.resumed"))
+    payload: dict[str, JSONValue] = dict(started[-1].payload) if started else {}
     model = payload.get("model")
     model_name = model if isinstance(model, str) and model else info.model
     window, source = _window(payload, model_name)
@@ -91,6 +104,9 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
         output_reserve_tokens=config.context.output_reserve_tokens
         or _last_reserve(ledger, session_id),
         margin_tokens=config.context.margin_tokens,
+        vision=_vision(payload, model_name),
+        soft_limit=config.context.soft_limit,
+        cache_ttl_s=config.context.cache_ttl_s,
     )
     # MCP schemas as the session's last process recorded them (no server is started here).
     fixed = FixedParts(SYSTEM_PROMPT, instructions, tools, recorded_mcp_specs(ledger, session_id))
@@ -98,7 +114,7 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
 
 
 async def _run(args: argparse.Namespace) -> int:
-    config = load_config()
+    config = read_only_config()
     with Ledger.open(config.ledger_path) as ledger:
         session_id = ledger.resolve(args.session)
         engine = recorded_engine(ledger, session_id, config)
@@ -121,7 +137,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "context", help="show where a session's context window goes (budget rows)"
     )
-    parser.add_argument("session", metavar="UUID", help="session id or unique prefix")
+    parser.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     parser.add_argument("--json", action="store_true", help="one JSON object")
     parser.add_argument(
         "--timeline",

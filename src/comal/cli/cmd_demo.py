@@ -20,10 +20,10 @@ from comal.agent.session import SessionOptions
 from comal.agent.state import render_state, session_state
 from comal.agent.toolset import standard_tools
 from comal.cli.cmd_context import recorded_engine
+from comal.cli.configuring import run_config
 from comal.cli.demo_model import DemoModel
 from comal.cli.demo_project import write_project
 from comal.cli.render import Renderer
-from comal.config import load_config
 from comal.ledger.store import Ledger
 
 DEMO_WINDOW = 8_000
@@ -56,7 +56,7 @@ async def run_demo(args: argparse.Namespace) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="comal-demo-"))
     workspace = tmp / "inventory"
     write_project(workspace)
-    config = load_config(cwd=workspace)
+    config = run_config(cwd=workspace)
     config = dataclasses.replace(
         config, permissions=dataclasses.replace(config.permissions, mode="workspace-write")
     )
@@ -66,7 +66,8 @@ async def run_demo(args: argparse.Namespace) -> int:
         f"context window: {args.context_window:,} tokens (deliberately small)\n",
         file=sys.stderr,
     )
-    renderer = Renderer(args.output_format)
+    # The demo is a show: its commentary and every step are the point.
+    renderer = Renderer(args.output_format, verbose=True)
     options = SessionOptions(max_turns=20, max_output_tokens=DEMO_OUTPUT_RESERVE, emit=renderer)
     with Ledger.open(config.ledger_path) as ledger:
         outcome = await run_headless(

@@ -11,13 +11,13 @@ import json
 import sys
 
 from comal.cli.cmd_context import emit, emit_json
-from comal.config import load_config
+from comal.cli.configuring import read_only_config
 from comal.context.evidence import PAGE_UNITS, read_evidence
 from comal.ledger.store import Ledger
 
 
 async def _run(args: argparse.Namespace) -> int:
-    with Ledger.open(load_config().ledger_path) as ledger:
+    with Ledger.open(read_only_config().ledger_path) as ledger:
         session_id = ledger.resolve(args.session)
         page = read_evidence(
             ledger,
@@ -51,7 +51,7 @@ async def _run(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `comal evidence`."""
     parser = subparsers.add_parser("evidence", help="read recorded evidence exactly (no re-run)")
-    parser.add_argument("session", metavar="UUID", help="session id or unique prefix")
+    parser.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     parser.add_argument("ref", metavar="REF", help="evidence id (evt_…)")
     parser.add_argument(
         "--field", default="output", choices=("output", "text", "arguments", "media")

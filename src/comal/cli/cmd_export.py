@@ -13,28 +13,29 @@ from pathlib import Path
 from comal.agent.cost import render_cost, session_cost
 from comal.cli.cmd_context import emit, recorded_engine
 from comal.cli.cmd_sessions import session_json
+from comal.cli.configuring import read_only_config
 from comal.cli.export_render import to_html, to_json, to_markdown, transcript_items
 from comal.cli.timeline import timeline_of, timeline_svg
-from comal.config import load_config
 from comal.errors import ConfigError
 from comal.ledger.store import Ledger
 
 
 async def _run(args: argparse.Namespace) -> int:
-    config = load_config()
+    config = read_only_config()
     with Ledger.open(config.ledger_path) as ledger:
         session_id = ledger.resolve(args.session)
         info = ledger.session(session_id)
         entries = ledger.entries(session_id)
         bodies = {e.id: ledger.body(e) for e in entries if e.body_hash is not None}
         cost_line = render_cost(session_cost(entries, config.prices))
+        short = ledger.short_id(session_id)
         svg = None
         if args.format == "html" and not args.no_timeline:
             engine = recorded_engine(ledger, session_id, config)
             picture = timeline_of(entries, engine.window()[0], config.context.threshold_ratio)
             svg = timeline_svg(picture, f"session {session_id} · {engine.model}")
     if args.format == "json":
-        text = to_json(session_json(info), entries, bodies)
+        text = to_json(session_json(info, short, info.title), entries, bodies)
     else:
         items = transcript_items(entries, bodies)
         text = (

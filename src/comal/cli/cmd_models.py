@@ -15,7 +15,8 @@ from typing import Any
 
 import httpx2
 
-from comal.config import Config, ProviderConfig, load_config
+from comal.cli.configuring import run_config
+from comal.config import Config, ProviderConfig
 from comal.providers.discovery import server_root
 from comal.providers.factory import combine_capabilities, resolve_capabilities
 
@@ -47,7 +48,7 @@ def _key_state(config: Config, provider: ProviderConfig) -> str:
 
 async def run_models(args: argparse.Namespace) -> int:
     """List configured models and their windows."""
-    config = load_config()
+    config = run_config()
     rows: list[dict[str, Any]] = []
     async with httpx2.AsyncClient() as client:
         for name in sorted(config.providers):
@@ -104,8 +105,9 @@ async def _reachable(client: httpx2.AsyncClient, provider: ProviderConfig) -> tu
 
 
 async def run_doctor(args: argparse.Namespace) -> int:
-    """Check reachability and keys; exit 1 if anything is wrong."""
-    config = load_config()
+    """Check reachability and keys: exit 4 when a provider is unreachable, 2 when a key is
+    missing or nothing is configured."""
+    config = run_config()
     healthy = True
     rows: list[dict[str, Any]] = []
     async with httpx2.AsyncClient() as client:
@@ -136,4 +138,6 @@ async def run_doctor(args: argparse.Namespace) -> int:
                 f"{status} {row['provider']:<12} {row['base_url']:<40} {row['detail']:<24}"
                 f" key {env}: {row['api_key']}"
             )
-    return 0 if healthy and rows else 1
+    if any(not row["reachable"] for row in rows):
+        return 4  # a provider error, as the README's exit-code table says
+    return 0 if healthy and rows else 2

@@ -12,13 +12,13 @@ import json
 import sys
 
 from comal.agent.state import render_state, session_state, state_to_json
-from comal.config import load_config
+from comal.cli.configuring import read_only_config
 from comal.ledger.store import Ledger
 
 
 async def run_state(args: argparse.Namespace) -> int:
     """Print one session's state."""
-    config = load_config()
+    config = read_only_config()
     with Ledger.open(config.ledger_path) as ledger:
         state = session_state(ledger, ledger.resolve(args.session), config.prices)
     if args.json:
@@ -35,6 +35,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     state = subparsers.add_parser(
         "state", help="a session's status, lock, board, pending/uncertain calls and usage"
     )
-    state.add_argument("session", metavar="UUID", help="session id or unique prefix")
+    state.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     state.add_argument("--json", action="store_true", help="print the state as JSON")
     state.set_defaults(func=run_state)

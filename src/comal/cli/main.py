@@ -9,13 +9,15 @@ progress and errors to stderr.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
+import json
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, cast
 
 from comal import __version__
+from comal.cli._signals import StoppedBySignal, run_stoppable
+from comal.cli.failures import explain
 from comal.errors import ComalError
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -53,6 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _print_failure(args: argparse.Namespace, error: ComalError) -> None:
+    """One line on stderr; with `--json`, also the error object on stdout (its data channel)."""
+    print(f"comal: {error}", file=sys.stderr)
+    if getattr(args, "json", False):
+        body = {"error": {"code": error.code, "message": error.message}}
+        print(json.dumps(body, ensure_ascii=False), flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
     parser = build_parser()
@@ -65,10 +75,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return asyncio.run(func(args))
-    except ComalError as exc:
-        print(f"comal: {exc}", file=sys.stderr)
+        return run_stoppable(func(args))
+    except StoppedBySignal as exc:
+        print(f"comal: stopped by {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("comal: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - the one place every failure becomes one line
+        error = explain(exc)
+        _print_failure(args, error)
+        return error.exit_code

@@ -1,14 +1,17 @@
 """Front ends for headless runs: plain text, a final JSON object, or one JSON event per line.
 
-All three consume the same `AgentEvent` stream. Plain text streams the assistant's words to
-stdout and progress to stderr; `json` prints one object at the end; `stream-json` prints every
-event as it happens (documented in the README).
+All three consume the same `AgentEvent` stream. Plain text prints the final answer on stdout
+(what `comal -p … > answer.txt` should capture); progress lines go to stderr when stderr is a
+terminal, and with `verbose` the model's running commentary too; warnings and errors always do.
+`json` prints one object at the end; `stream-json` prints every event as it happens (documented
+in the README). Every failure, early ones included, reaches stdout in the JSON formats.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -18,6 +21,7 @@ from comal.agent.events import (
     ContextActed,
     Failed,
     Notice,
+    Refused,
     ResponseDiscarded,
     SessionOpened,
     TextStreamed,
@@ -26,7 +30,7 @@ from comal.agent.events import (
     TurnFinished,
     event_to_json,
 )
-from comal.errors import ComalError
+from comal.errors import ComalError, RefusedError
 from comal.messages import JSONObject
 
 
@@ -41,6 +45,12 @@ class Renderer:
     answer: str = ""
     steps: int = 0
     events: list[AgentEvent] = field(default_factory=list)
+    verbose: bool = False
+    """Text mode: every progress line and the commentary, even when stderr is not a terminal."""
+    progress: bool = True
+    """Text mode: show progress lines (the CLI sets it when stderr is a terminal)."""
+    shorten: Callable[[str], str] = str
+    """A session id as people type it (the CLI passes the ledger's short ids)."""
     _mid_line: bool = False
 
     def __call__(self, event: AgentEvent) -> None:
@@ -57,23 +67,26 @@ class Renderer:
             return
         self._plain(event)
 
-    def _line(self, text: str) -> None:
+    def _line(self, text: str, *, always: bool = False) -> None:
+        if not (always or self.progress or self.verbose):
+            return
         if self._mid_line:
-            self.out.write("\n")
-            self.out.flush()
+            self.err.write("\n")
             self._mid_line = False
         self.err.write(text + "\n")
         self.err.flush()
 
     def _plain(self, event: AgentEvent) -> None:
         if isinstance(event, TextStreamed):
-            self.out.write(event.text)
-            self.out.flush()
-            self._mid_line = not event.text.endswith("\n")
+            if self.verbose:
+                self.err.write(event.text)
+                self.err.flush()
+                self._mid_line = not event.text.endswith("\n")
         elif isinstance(event, SessionOpened):
             verb = "resumed" if event.resumed else "started"
             self._line(
-                f"● session {event.session_id} {verb} · {event.provider}/{event.model}"
+                f"● session {self.shorten(event.session_id)} {verb} ({event.session_id})"
+                f" · {event.provider}/{event.model}"
                 f" · window {event.window_tokens:,} ({event.window_source})"
             )
         elif isinstance(event, ToolStarted):
@@ -89,26 +102,32 @@ class Renderer:
                 f"  ! response discarded ({event.reason}); output reserve now"
                 f" {event.new_output_reserve:,}"
             )
+        elif isinstance(event, Refused):
+            if event.text:
+                self.out.write(("\n" if self._mid_line else "") + event.text + "\n")
+                self.out.flush()
+                self._mid_line = False
+            self._line(f"⊘ refused{f': {event.reason}' if event.reason else ''} (not an answer)")
         elif isinstance(event, Notice):
-            self._line(f"  ! {event.code}: {event.message}")
+            self._line(f"  ! {event.code}: {event.message}", always=True)
         elif isinstance(event, Failed):
-            self._line(f"✗ {event.code}: {event.message} (session {event.session_id} is resumable)")
+            self._line(
+                f"✗ {event.code}: {event.message}"
+                f" (session {self.shorten(event.session_id)} is resumable)",
+                always=True,
+            )
         elif isinstance(event, TurnFinished) and self._mid_line:
-            self.out.write("\n")
+            self.err.write("\n")
             self._mid_line = False
 
-    def finish(
+    def _json_object(
         self,
-        *,
-        session_id: str,
+        session_id: str | None,
         status: str,
         answer: str,
         error: ComalError | None,
         cost: JSONObject | None = None,
     ) -> None:
-        """Print the closing object (json format) or nothing more (other formats)."""
-        if self.fmt != "json":
-            return
         body = {
             "session_id": session_id,
             "status": status,
@@ -118,5 +137,45 @@ class Renderer:
             "cost": cost,
             "events": [event_to_json(e) for e in self.events],
         }
+        if isinstance(error, RefusedError):
+            body["refusal"] = {"text": error.text, "reason": error.reason}
         self.out.write(json.dumps(body, ensure_ascii=False) + "\n")
         self.out.flush()
+
+    def finish(
+        self,
+        *,
+        session_id: str,
+        status: str,
+        answer: str,
+        error: ComalError | None,
+        cost: JSONObject | None = None,
+        cost_line: str = "",
+    ) -> None:
+        """Print the answer (text), the closing object (json), or nothing more (stream-json).
+
+        `cost` is the session's cost object (`agent/cost.py`) and `cost_line` its one-line form.
+        """
+        if self.fmt == "json":
+            self._json_object(session_id, status, answer, error, cost)
+        elif self.fmt == "text":
+            if answer:
+                self.out.write(answer if answer.endswith("\n") else answer + "\n")
+                self.out.flush()
+            tail = f" · {cost_line}" if cost_line else ""
+            self._line(f"session {self.shorten(session_id)} · {status}{tail}", always=True)
+
+    def fail(self, error: ComalError) -> None:
+        """Report a failure that ended the run before (or outside) the turn's own reporting."""
+        if self.fmt == "json":
+            self._json_object(self.session_id, "failed", "", error)
+        elif self.fmt == "stream-json":
+            body = {
+                "type": "failed",
+                "session_id": self.session_id,
+                "code": error.code,
+                "message": error.message,
+            }
+            self.out.write(json.dumps(body, ensure_ascii=False) + "\n")
+            self.out.flush()
+        self._line(f"comal: {error}", always=True)

@@ -3,6 +3,7 @@
     usable    = window − output reserve − margin
     threshold = threshold_ratio × window − output reserve − margin
                                                    (automatic pressure, default 90 %)
+                capped by `[context] soft_limit` when one is set (a quality budget)
     target    = threshold − usable / 5             (where a pressure event lands: hysteresis)
 
 The threshold is a share of the window itself, the way the budget's rows are shown: the output
@@ -51,6 +52,12 @@ class EngineSettings:
     """Safety margin; None is 1/16 of the window (256 … 16,384)."""
     vision: bool = False
     """Whether the model takes images; without it media become text stand-ins."""
+    soft_limit: int | float | None = None
+    """Quality budget: the most input tokens a request should carry (an int), or a share of
+    the window (a float in (0, 1]); None keeps the automatic threshold alone."""
+    cache_ttl_s: float = 300.0
+    """How long the provider keeps a prompt cache warm; idle longer, an event re-bills nothing
+    extra, so pressure relief may come early."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +68,8 @@ class Budget:
     output_reserve: int
     margin: int
     threshold_ratio: float
+    soft_limit: int | None = None
+    """Most input tokens per request the user wants (`[context] soft_limit`), or None."""
 
     @property
     def usable(self) -> int:
@@ -71,12 +80,22 @@ class Budget:
     def threshold(self) -> int:
         """Input size above which pressure is relieved automatically (see module docstring)."""
         share = int(self.window * self.threshold_ratio) - self.output_reserve - self.margin
-        return max(share, self.usable // 2)
+        automatic = max(share, self.usable // 2)
+        return automatic if self.soft_limit is None else min(automatic, self.soft_limit)
 
     @property
     def target(self) -> int:
         """Input size a pressure event aims for (well under the threshold)."""
         return max(self.threshold - int(self.usable * TARGET_DEPTH), self.threshold // 2)
+
+
+def soft_limit_tokens(limit: int | float | None, window: int) -> int | None:
+    """A soft limit in tokens: an int as given, a share (float) of the window, or None."""
+    if limit is None:
+        return None
+    if isinstance(limit, float):
+        return max(1, int(window * limit))
+    return max(1, limit)
 
 
 def default_margin(window: int) -> int:

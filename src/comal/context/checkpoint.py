@@ -6,10 +6,11 @@ codes, open errors, pending/uncertain calls, the last assistant statement) and b
 **evidence references** (the results of the newest covered turn plus the id range of the
 others and the index call). Nothing the tail shows verbatim is repeated in it, and a message
 the user sent many times verbatim appears once. Active memory becomes that text followed by the
-most recent complete blocks that fit in about a sixth of the usable room and, with the text,
-within the facts horizon (the newest block always, its own large outputs by reference if
-needed). A block is never split, so tool pairs (and Anthropic thinking + tool_use turns) stay
-whole.
+most recent complete blocks that fit under the *landing* the engine passes in: the largest
+request that still pays for itself before the next event and leaves room for the session's next
+stretch (`pressure.checkpoint_landing`, derived in docs/context.md). A block whose outputs do
+not fit enters with its own large outputs by reference. A block is never split, so tool pairs
+(and Anthropic thinking + tool_use turns) stay whole.
 
 No model is called: derivation works even when the history is far over the window, and the same
 ledger always gives the same bytes.
@@ -24,24 +25,22 @@ from dataclasses import dataclass
 from comal.context.budget import Budget
 from comal.context.conversation import Block, ResultEntry
 from comal.context.evidence_index import INDEX_CALL
+from comal.context.evidence_names import evidence_names, result_ordinals
+from comal.context.projection import min_projectable_tokens
 from comal.context.rendering import evidence_call
 from comal.context.tokens import TokenCounter
 from comal.context.view import ResultTexts, ViewState, block_tokens
 from comal.context.workstate import (
+    PATH_KEYS,
     WorkState,
     clip,
     collect_calls,
-    describe_call,
+    first_arg,
     without_refs,
     work_state,
 )
 from comal.ledger.entry import Entry
 
-FACTS_HORIZON_TOKENS = 8_192
-"""Most a checkpoint and its verbatim tail hold together: later-used facts are overwhelmingly
-used within ~8k tokens of the output they came from (DESIGN §4b). Both stand for that recent
-past and both are re-billed on every later call, so carrying more costs every call for facts
-the checkpoint's exact references keep reachable anyway."""
 _DIGITS = re.compile(r"\d+")
 LONG_ASK_CHARS = 2_000
 """User messages longer than this appear by head + reference."""
@@ -57,6 +56,8 @@ class Limits:
     named within a few hundred tokens; the rest by id range and the index call."""
     statement_chars: int = 1_500
     work_state: bool = True
+    evidence_tokens: int = 2_000
+    """Most the list naming every covered output may take before it compacts (ranges)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,38 +151,42 @@ def _last_statement(blocks: Sequence[Block], size: int) -> str | None:
 def _evidence_section(
     covered: list[ResultEntry],
     last_turn: Sequence[ResultEntry],
+    tail: Sequence[Block],
     entries: Sequence[Entry],
-    limit: int,
+    limits: Limits,
+    counter: TokenCounter,
     named: str,
 ) -> list[str]:
-    """The results of the newest covered turn — the one the tail continues from — that `named`
-    (the work state) does not already name, at most `limit`; then the id range of the rest and
-    the index call. Every listed line is re-billed on every later call, and the index call
-    reaches every result anyway, so the list names only what the next turn most likely needs.
+    """Every covered output, named by ordinal (`evidence_names`), the likeliest needed first.
+
+    First, with full ids: the results of the newest covered turn — the one the tail continues
+    from — and those on the files the tail's calls work on, unless the work state (`named`)
+    already names them, at most `limits.evidence_items`; then every other one by tool and file.
     """
     calls = collect_calls(entries)
-    unnamed = [item for item in last_turn if item.facts.ref not in named]
-    newest = unnamed[-limit:] if limit else []
-    lines = []
-    for item in reversed(newest):
+    tail_paths = {
+        path
+        for block in tail
+        for call in block.message.tool_calls
+        if (path := first_arg(call.arguments, PATH_KEYS)) is not None
+    }
+
+    def on_tail_file(item: ResultEntry) -> bool:
         call = calls.get(item.call_id)
-        what = describe_call(call.name, call.arguments, 90) if call else item.facts.name
-        exit_note = f" · exit {item.facts.exit_code}" if item.facts.exit_code is not None else ""
-        quiet = ("ok", "error") if item.facts.exit_code is not None else ("ok",)
-        status = "" if item.facts.status in quiet else f" · {item.facts.status}"
-        lines.append(
-            f"{item.facts.ref} · {what} · {item.facts.size_bytes:,} bytes{exit_note}{status}"
-            f" · {item.facts.digest[:19]}"
-        )
-    listed = {item.facts.ref for item in newest}
-    older = [item for item in covered if item.facts.ref not in listed]
-    if older:
-        lines.append(
-            f"older: {len(older)} results from {older[0].facts.ref} to {older[-1].facts.ref}"
-        )
+        return call is not None and first_arg(call.arguments, PATH_KEYS) in tail_paths
+
+    wanted = [*last_turn, *(i for i in reversed(covered) if on_tail_file(i))]
+    priority: list[ResultEntry] = []
+    for item in wanted:
+        if item.facts.ref in named or item in priority or len(priority) >= limits.evidence_items:
+            continue
+        priority.append(item)
+    lines = evidence_names(
+        covered, priority, calls, result_ordinals(entries), counter, limits.evidence_tokens, named
+    )
     if covered:
-        # Every result stays reachable by exact calls, however few the list above names.
-        lines.append(f"every result of this session, oldest first: {INDEX_CALL}")
+        # The index pages through the same outputs with their full ids, oldest first.
+        lines.append(f"every result of this session with its full id, oldest first: {INDEX_CALL}")
     return lines
 
 
@@ -251,10 +256,15 @@ def checkpoint_text(
     results = [item for block in blocks[:covered] for item in block.results]
     last_turn = next((b.results for b in reversed(blocks[:covered]) if b.results), ())
     evidence = _evidence_section(
-        results, last_turn, entries, limits.evidence_items, "\n".join(work)
+        results, last_turn, blocks[covered:], entries, limits, counter, "\n".join(work)
     )
     if evidence:
-        lines += ["", "## Evidence (newest first)", *(f"- {e}" for e in evidence)]
+        lines += [
+            "",
+            "## Evidence (every earlier output; `E17` is this session's 17th output and"
+            ' EvidenceRead takes it as ref, e.g. EvidenceRead {"ref":"E17"})',
+            *(f"- {e}" for e in evidence),
+        ]
     return "\n".join(lines), title
 
 
@@ -267,8 +277,14 @@ def _tail(
     vision: bool,
     tail_budget: int,
     room: int,
+    large_bytes: int,
 ) -> tuple[int, frozenset[str], int]:
-    """(first tail block index, extra projected result ids, tail tokens)."""
+    """(first tail block index, extra projected result ids, tail tokens).
+
+    The newest block is kept whole if it fits `room`. Older blocks enter with their large
+    outputs (over `large_bytes`) by reference: those carry the fewest later-used facts per
+    token, so the tail's room goes to messages and small results, many more of them.
+    """
     start = len(blocks)
     projected = set(state.projected)
     used = 0
@@ -276,9 +292,15 @@ def _tail(
         block = blocks[start - 1]
         newest = start == len(blocks)
         limit = room if newest else tail_budget
-        trial = ViewState(frozenset(projected), None)
-        cost = block_tokens(block, trial, texts, counter, vision=vision)
         extra: set[str] = set()
+        if not newest:
+            extra = {
+                r.entry.id
+                for r in block.results
+                if r.projectable and r.facts.size_bytes > large_bytes
+            }
+        trial = ViewState(frozenset(projected | extra), None)
+        cost = block_tokens(block, trial, texts, counter, vision=vision)
         if used + cost > limit:
             # Reference the block's own large outputs (errors stay whole).
             extra = {r.entry.id for r in block.results if r.projectable}
@@ -292,7 +314,13 @@ def _tail(
     return start, frozenset(projected - state.projected), used
 
 
-def derive(
+def full_limits(usable: int) -> Limits:
+    """The normal form's bounds: a tenth of the usable room for the asks, a twelfth for the
+    list naming every covered output."""
+    return Limits(request_tokens=max(usable // 10, 400), evidence_tokens=max(usable // 12, 300))
+
+
+def deepest_cut(
     number: int,
     entries: Sequence[Entry],
     blocks: Sequence[Block],
@@ -303,30 +331,67 @@ def derive(
     fixed_tokens: int,
     *,
     vision: bool = False,
+) -> int:
+    """The smallest request a normal checkpoint leaves: fixed parts, the checkpoint covering
+    everything but the newest block, and that block (`A₀` of `pressure.landing`)."""
+    limits = full_limits(budget.usable)
+    covered = max(len(blocks) - 1, 0)
+    text, _ = checkpoint_text(number, entries, blocks, covered, texts, counter, limits)
+    newest = block_tokens(blocks[-1], state, texts, counter, vision=vision) if blocks else 0
+    return fixed_tokens + counter.count(text) + newest
+
+
+def derive(
+    number: int,
+    entries: Sequence[Entry],
+    blocks: Sequence[Block],
+    state: ViewState,
+    texts: ResultTexts,
+    counter: TokenCounter,
+    budget: Budget,
+    fixed_tokens: int,
+    *,
+    landing: int | None = None,
+    vision: bool = False,
 ) -> Draft:
     """Derive checkpoint `number`; the smallest form is used when the normal one cannot fit.
 
-    The tail gets about a sixth of the usable room (the newest block may use all the room
-    left under the target). Returns the draft even when it does not fit: the caller checks.
+    Args:
+        landing: the largest request (fixed parts, checkpoint, tail) the checkpoint may leave;
+            default the budget's target. The tail takes every recent block that fits under it.
+
+    Returns the draft even when it does not fit: the caller checks.
     """
     last_seq = entries[-1].seq if entries else 0
     usable = budget.usable
+    land = budget.target if landing is None else landing
     forms = (
-        Limits(request_tokens=max(usable // 10, 400)),
-        Limits(request_tokens=max(usable // 20, 200), evidence_items=6, statement_chars=400),
-        Limits(request_tokens=max(usable // 40, 100), evidence_items=0, work_state=False),
+        full_limits(usable),
+        Limits(
+            request_tokens=max(usable // 20, 200),
+            evidence_items=6,
+            statement_chars=400,
+            evidence_tokens=max(usable // 24, 150),
+        ),
+        Limits(
+            request_tokens=max(usable // 40, 100),
+            evidence_items=0,
+            work_state=False,
+            evidence_tokens=0,
+        ),
     )
     draft: Draft | None = None
     for limits in forms:
-        # The text depends on where the tail starts and vice versa. The room under the target
-        # is taken against a checkpoint covering everything (the largest it can be). The facts
-        # horizon bounds the checkpoint and its tail together — both are carried, and re-billed,
-        # on every later call: sized first against that largest text, then once more against
-        # the text the first tail leads to (smaller: it leaves out what the tail shows).
+        # The text depends on where the tail starts and vice versa: the tail is sized against
+        # a checkpoint covering everything (the largest it can be), then once more against the
+        # text that tail leads to (smaller: it leaves out what the tail shows).
         probe, _ = checkpoint_text(number, entries, blocks, len(blocks), texts, counter, limits)
-        room = max(budget.target - fixed_tokens - counter.count(probe), 0)
+        # The newest block — the turn the next request continues — may use the room up to the
+        # target even when the landing is lower: without it the next call would not see the
+        # results it asked for.
+        room = max(max(land, budget.target) - fixed_tokens - counter.count(probe), 0)
         text = probe
-        horizon = FACTS_HORIZON_TOKENS
+        start, extra, tail_tokens = len(blocks), frozenset[str](), 0
         for _ in range(2):
             start, extra, tail_tokens = _tail(
                 blocks,
@@ -334,14 +399,15 @@ def derive(
                 texts,
                 counter,
                 vision=vision,
-                tail_budget=min(usable // 6, max(horizon - counter.count(text), 0), room),
+                tail_budget=max(land - fixed_tokens - counter.count(text), 0),
                 room=room,
+                large_bytes=4 * min_projectable_tokens(usable),
             )
             text, title = checkpoint_text(number, entries, blocks, start, texts, counter, limits)
         tail_from = blocks[start].seq if start < len(blocks) else last_seq + 1
         covers = blocks[start - 1].last_seq if start else 0
         draft = Draft(number, title, text, covers, tail_from, tuple(sorted(extra)), tail_tokens)
-        if fixed_tokens + counter.count(text) + tail_tokens <= budget.target:
+        if fixed_tokens + counter.count(text) + tail_tokens <= max(land, budget.target):
             return draft
     assert draft is not None
     return draft

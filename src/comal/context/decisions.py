@@ -7,15 +7,63 @@ fields follow `docs/ledger.md`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from comal.context.budget import Budget
 from comal.context.checkpoint import Draft
 from comal.context.projection import ProjectionPlan
 from comal.context.state import Checkpoint, checkpoint_of
 from comal.ledger.store import Ledger
+from comal.messages import JSONObject, JSONValue
+
+AUTOMATIC_TRIGGERS = frozenset({"pressure", "threshold", "turn_boundary", "cache_cold"})
 
 
-def append_projection(ledger: Ledger, session_id: str, plan: ProjectionPlan) -> None:
-    """Record a projection: the results it turns into references from now on."""
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One way to relieve pressure, as the engine predicted it before choosing."""
+
+    action: str
+    """`projection` or `checkpoint`."""
+    after_tokens: int
+    """Predicted request size right after the event."""
+    resent_tokens: int
+    """Tokens the event re-sends uncached (everything after its first changed byte)."""
+    cost_per_call: float
+    """Predicted mean cost per call of the stretch it starts (`pressure.stretch_cost`), in
+    new-token units."""
+    results_out_of_view: int
+    """Results it takes out of verbatim view (they stay named by exact reference); -1 when
+    the option was not worked out because an earlier one was kept."""
+    viable: bool
+    why: str
+
+    def to_json(self) -> JSONObject:
+        """The option as recorded in the event's `options` list."""
+        return {
+            "action": self.action,
+            "after_tokens": self.after_tokens,
+            "resent_tokens": self.resent_tokens,
+            "cost_per_call": round(self.cost_per_call, 1) if self.cost_per_call < 1e18 else -1,
+            "results_out_of_view": self.results_out_of_view,
+            "viable": self.viable,
+            "why": self.why,
+        }
+
+
+def _options(options: Sequence[Option]) -> JSONValue:
+    return [o.to_json() for o in options]
+
+
+def append_projection(
+    ledger: Ledger,
+    session_id: str,
+    plan: ProjectionPlan,
+    trigger: str = "threshold",
+    options: Sequence[Option] = (),
+) -> None:
+    """Record a projection: the results it turns into references from now on, and why."""
     ledger.append(
         session_id,
         "projection",
@@ -26,6 +74,9 @@ def append_projection(ledger: Ledger, session_id: str, plan: ProjectionPlan) -> 
             "before_tokens": plan.before_tokens,
             "after_tokens": plan.after_tokens,
             "target_tokens": plan.target_tokens,
+            "resent_tokens": plan.resent_tokens,
+            "trigger": trigger,
+            "options": _options(options),
         },
     )
 
@@ -38,8 +89,13 @@ def append_checkpoint(
     before: int,
     after: int,
     budget: Budget,
+    options: Sequence[Option] = (),
 ) -> Checkpoint:
-    """Record a derived checkpoint; `before`/`after` are the estimated request sizes."""
+    """Record a derived checkpoint; `before`/`after` are the estimated request sizes.
+
+    `by` is who or what asked: `user`, a provider error, or a pressure trigger (`threshold`,
+    `turn_boundary`, `cache_cold`); automatic ones are recorded as `by: pressure` with the
+    trigger beside it, so readers of older ledgers see the same `by`."""
     entry = ledger.append(
         session_id,
         "checkpoint",
@@ -55,7 +111,9 @@ def append_checkpoint(
             "target_tokens": budget.target,
             "threshold_tokens": budget.threshold,
             "usable_tokens": budget.usable,
-            "by": by,
+            "by": "pressure" if by in AUTOMATIC_TRIGGERS else by,
+            "trigger": by,
+            "options": _options(options),
         },
     )
     return checkpoint_of(entry)

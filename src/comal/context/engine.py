@@ -28,6 +28,7 @@ from comal.context.budget import (
     overhead_message,
     session_outputs,
     size_output_reserve,
+    soft_limit_tokens,
     truncated_reserves,
 )
 from comal.context.calibration import (
@@ -41,7 +42,13 @@ from comal.context.checkpoint import Draft
 from comal.context.conversation import Block, ConversationIndex
 from comal.context.decisions import append_checkpoint
 from comal.context.invariants import check
-from comal.context.relief import draft_checkpoint, relieve
+from comal.context.relief import (
+    COLD_TRIGGER,
+    draft_checkpoint,
+    landing_for,
+    relieve,
+    session_growth,
+)
 from comal.context.rendering import preview_chars
 from comal.context.report import ContextReport, context_report
 from comal.context.state import (
@@ -74,6 +81,7 @@ from comal.errors import (
     InvariantError,
     OutputLengthError,
 )
+from comal.ids import now_ms
 from comal.ledger.entry import Entry
 from comal.ledger.history import REWOUND_KIND
 from comal.ledger.store import Ledger
@@ -101,6 +109,7 @@ class ContextEngine:
         counter: override the token counter (default `counter_for_model(model)`).
         fingerprint: what the agent records as request fingerprint (effort, digests); the
             engine fills in the checkpoint. Default: model and tool catalog only.
+        clock: milliseconds now (idle time against the prompt cache's time-to-live).
     """
 
     def __init__(
@@ -113,6 +122,7 @@ class ContextEngine:
         model: str,
         counter: TokenCounter | None = None,
         fingerprint: Fingerprint | None = None,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self.ledger = ledger
         self.session_id = session_id
@@ -131,6 +141,7 @@ class ContextEngine:
         self._texts: tuple[int, ResultTexts] | None = None
         self._last_counted: tuple[int, int] | None = None
         self._send_cap: int | None = None
+        self._clock = clock
         # Scans of the whole ledger, memoized by the last seq they saw (the ledger only grows,
         # so the same last seq means the same entries and the same answer).
         self._memo: dict[str, tuple[int, object]] = {}
@@ -184,6 +195,7 @@ class ContextEngine:
             self.output_reserve(),
             default_margin(window) if margin is None else margin,
             self.settings.threshold_ratio,
+            soft_limit_tokens(self.settings.soft_limit, window),
         )
 
     def texts(self) -> ResultTexts:
@@ -316,7 +328,11 @@ class ContextEngine:
             self._derive(requested, estimate, budget)
             actions.append("checkpoint")
         elif estimate > budget.threshold:
-            actions.append(self._relieve(asm, state, budget, estimate))
+            actions.append(self._relieve(asm, state, budget, estimate, "threshold"))
+        else:
+            early = self._early_trigger(asm, state, budget, estimate)
+            if early is not None:
+                actions.append(self._relieve(asm, state, budget, estimate, early))
         if actions:
             state = self.state()
             asm = self.assemble(state)
@@ -335,16 +351,57 @@ class ContextEngine:
         self._send_cap = None
         return view
 
-    def _relieve(self, asm: Assembly, state: ViewState, budget: Budget, estimate: int) -> str:
-        """Project or derive, whichever the cost model prices lower; returns the action."""
-        return relieve(self, asm, state, budget, estimate)
+    def _relieve(
+        self, asm: Assembly, state: ViewState, budget: Budget, estimate: int, trigger: str
+    ) -> str:
+        """Project if that is enough, else derive (`relief.py`); returns the action."""
+        return relieve(self, asm, state, budget, estimate, trigger)
 
-    def _draft(self, state: ViewState, budget: Budget) -> tuple[Draft, int]:
+    def _early_trigger(
+        self, asm: Assembly, state: ViewState, budget: Budget, estimate: int
+    ) -> str | None:
+        """Why pressure should be relieved before the threshold, or None.
+
+        - `cache_cold`: idle longer than the prompt cache's time-to-live with the view already
+          past where events land (the target): the whole request is re-billed anyway, so an
+          event now costs nothing extra and spares a later one that would.
+        - `turn_boundary`: a new turn starts (the last block is a user message) and one call
+          of the session's largest growth would cross the threshold inside the tool loop.
+        """
+        if estimate <= budget.target:
+            return None
+        blocks = self.conversation()
+        if not blocks:
+            return None
+        last_call = next((b for b in reversed(blocks) if b.role == "assistant"), None)
+        if last_call is None or self._last_event_seq() > last_call.seq:
+            # One early event per model call: a retried request must not relieve again.
+            return None
+        idle_s = (self._clock() - last_call.entry.created_at) / 1000
+        if idle_s > self.settings.cache_ttl_s:
+            return COLD_TRIGGER
+        if blocks[-1].role == "user":
+            growth = session_growth(asm, state, estimate)
+            if estimate + growth.stretch_room > budget.threshold:
+                return "turn_boundary"
+        return None
+
+    def _last_event_seq(self) -> int:
+        """Seq of the newest projection or checkpoint entry (0 when none)."""
+
+        def newest() -> int:
+            kinds = ("projection", "checkpoint")
+            return next((e.seq for e in reversed(self._entries) if e.kind in kinds), 0)
+
+        return self._at_last_seq("last_event", newest)
+
+    def _draft(self, state: ViewState, budget: Budget, before: int) -> tuple[Draft, int]:
         """A checkpoint draft for `state` and the estimated request size it leads to."""
-        return draft_checkpoint(self, state, budget)
+        asm = self.assemble(state)
+        return draft_checkpoint(self, state, budget, landing_for(self, asm, budget, before))
 
     def _derive(self, by: str, before: int, budget: Budget) -> Checkpoint:
-        draft, after = self._draft(self.state(), budget)
+        draft, after = self._draft(self.state(), budget, before)
         return append_checkpoint(self.ledger, self.session_id, draft, by, before, after, budget)
 
     def compact(self, *, by: str) -> Checkpoint:

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from comal.context.evidence_index import INDEX_REF, index_text
+from comal.context.evidence_names import ORDINAL
+from comal.context.paged import MIN_BYTES, PagedText, paged_text
 from comal.context.rendering import evidence_text
-from comal.context.units import Utf16Text
+from comal.context.units import Utf16Text, utf16_len
 from comal.errors import (
     DigestMismatchError,
     EvidenceAccessError,
@@ -97,11 +99,11 @@ class _Source:
     session_id: str
     kind: str
     field: str
-    text: Utf16Text
+    text: Utf16Text | PagedText
     digest: str
 
     @classmethod
-    def of(cls, entry: Entry, field: str, text: Utf16Text, digest: str) -> _Source:
+    def of(cls, entry: Entry, field: str, text: Utf16Text | PagedText, digest: str) -> _Source:
         return cls(entry.id, entry.session_id, entry.kind, field, text, digest)
 
 
@@ -160,6 +162,13 @@ def _load(ledger: Ledger, entry: Entry, field: str) -> _Source:
     if field == "output":
         if entry.kind != "tool.result":
             raise EvidenceError(f"{entry.id} is a {entry.kind}; field 'output' needs a tool result")
+        digest = entry.body_hash
+        if digest is not None and ledger.blob_size(digest) >= MIN_BYTES:
+            # A large output is paged through its index (`paged.py`); the body's blob key is
+            # the sha256 of its exact bytes, the digest EvidenceRead reports.
+            paged = paged_text(ledger, digest)
+            if paged is not None:
+                return _Source.of(entry, field, paged, digest)
         body = ledger.body(entry) or b""
         return _Source.of(entry, field, Utf16Text.of(evidence_text(body)), digest_bytes(body))
     if field == "text":
@@ -174,6 +183,19 @@ def _load(ledger: Ledger, entry: Entry, field: str) -> _Source:
     return _Source.of(entry, field, Utf16Text.of(text), digest_bytes(data))
 
 
+def _by_ordinal(ledger: Ledger, session_id: str, ordinal: int) -> Entry:
+    """The session's `ordinal`-th tool result (`E17`: see `evidence_names`)."""
+    count = 0
+    for entry in ledger.entries(session_id):
+        if entry.kind == "tool.result":
+            count += 1
+            if count == ordinal:
+                return entry
+    raise EvidenceError(
+        f"no evidence E{ordinal}: this session has {count} tool output(s), E1 to E{count}"
+    )
+
+
 def resolve_entry(ledger: Ledger, session_id: str, ref: str) -> Entry:
     """The entry `ref` names, if this session may read it.
 
@@ -181,6 +203,9 @@ def resolve_entry(ledger: Ledger, session_id: str, ref: str) -> Entry:
         EvidenceError: no such entry.
         EvidenceAccessError: it belongs to a session that is neither this one nor a direct child.
     """
+    ordinal = ORDINAL.match(ref.strip())
+    if ordinal is not None:
+        return _by_ordinal(ledger, session_id, int(ordinal.group(1)))
     try:
         entry = ledger.entry(ref.strip())
     except UnknownEntryError as exc:
@@ -210,10 +235,31 @@ def _inherited(ledger: Ledger, session_id: str, entry: Entry) -> bool:
     return False
 
 
+def _search_paged(
+    text: PagedText, pattern: str, start_unit: int
+) -> tuple[list[SearchHit], int | None]:
+    """A literal search over a paged output, hit for hit what the whole-text search finds."""
+    found, more = text.find(pattern, start_unit, MAX_HITS)
+    hits = []
+    length = utf16_len(pattern)
+    for at in found:
+        offset, line = text.unit_and_line(at)
+        hits.append(SearchHit(offset, length, line, text.line_around(at, len(pattern), _SNIPPET)))
+    return hits, (None if more is None else text.unit_and_line(more)[0])
+
+
 def _search(
     source: _Source, pattern: str, regex: bool, start_unit: int
 ) -> tuple[list[SearchHit], int | None]:
+    paged = source.text
+    if isinstance(paged, PagedText):
+        if not regex:
+            return _search_paged(paged, pattern, start_unit)
+        # A regex needs the whole text.
+        whole = evidence_text(paged.data)
+        source = replace(source, text=Utf16Text.of(whole))
     text = source.text
+    assert isinstance(text, Utf16Text)
     start = text.index_of_unit(start_unit)
     if regex:
         try:
@@ -377,7 +423,7 @@ class LedgerEvidenceReader:
         """
         ref = arguments.get("ref")
         if not isinstance(ref, str) or not ref:
-            raise EvidenceError("ref is required: the evt_… id shown in a reference")
+            raise EvidenceError("ref is required: the evt_… id or E-ordinal shown in a reference")
         page = read_evidence(
             self.ledger,
             self.session_id,

@@ -59,7 +59,7 @@ def index_text(ledger: Ledger, session_id: str) -> str:
             if call is not None
             else (name if isinstance(name, str) else "tool")
         )
-        lines.append(f"{len(lines) + 1}. {index_line(entry, what)}")
+        lines.append(f"E{len(lines) + 1}. {index_line(entry, what)}")
     if not lines:
         return "(no tool results recorded in this session)"
     return "\n".join(lines)

@@ -218,6 +218,20 @@ def notable_lines(lines: list[str], budget: int) -> list[tuple[int, str]]:
     return [(i, _clip(lines[i].rstrip())) for i in sorted(chosen)]
 
 
+def _whole_lines(head: str, rest: str) -> list[str]:
+    """The lines between `head` and the tail, a line cut by either end blanked.
+
+    A line of note is quoted by its line number, so a piece of a line (the head or the tail may
+    end or start mid-line) must not be quoted as if it were the whole line.
+    """
+    lines = rest[len(head) :].splitlines()
+    if lines and head and not head.endswith("\n"):
+        lines[0] = ""
+    if lines and not rest.endswith("\n"):
+        lines[-1] = ""
+    return lines
+
+
 def preview_text(facts: ResultFacts, body: bytes, chars: int) -> str:
     """A large output as it enters active memory: header, head, elision note, tail, calls.
 
@@ -230,11 +244,11 @@ def preview_text(facts: ResultFacts, body: bytes, chars: int) -> str:
     tail = _cut_tail(text, chars // 4)
     rest = text[: len(text) - len(tail)]
     head = _cut_head(rest, chars * 3 // 4)
-    middle_lines = rest[len(head) :].splitlines()
+    middle_lines = _whole_lines(head, rest)
     notes = notable_lines(middle_lines, chars // 8) if middle_lines else []
     if notes:
         head = _cut_head(rest, chars * 3 // 4 - sum(len(n) + 8 for _, n in notes))
-        middle_lines = rest[len(head) :].splitlines()
+        middle_lines = _whole_lines(head, rest)
         notes = notable_lines(middle_lines, chars // 8)
     if len(head) == len(rest):
         head, tail = text, ""

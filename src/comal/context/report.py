@@ -1,8 +1,11 @@
 """`/context` and `comal context`: where the window goes, row by row.
 
 Rows: system prompt, custom instructions, native tools, MCP tools, media, checkpoint,
-conversation, free space, and the buffer (output reserve + margin), each with its share of the
-window. The total used is *measured* when a valid anchor exists (provider-measured input of a
+conversation, free space, and the buffer (output reserve + margin), each with its share. The
+component rows add up to `used` exactly (the conversation row takes the difference between
+local counts and a measured total), and the shares to exactly 100 % — of the window, or of
+history + buffer when those exceed it, which the report then says. The total used is
+*measured* when a valid anchor exists (provider-measured input of a
 recent request plus an estimate of what came after), otherwise `~` estimated; component rows are
 local counts (exact tokenizer or calibrated estimate) and say so. Unknown is never shown as 0.
 """
@@ -53,6 +56,9 @@ class ContextReport:
     checkpoint_count: int
     latest_checkpoint: str | None
     pending_compaction: bool
+    over_window_tokens: int = 0
+    """How far history + buffer exceed the window (0 when they fit); shares are then of
+    their total, so they still add to 100 %."""
 
     def to_json(self) -> JSONObject:
         """The `--json` object."""
@@ -75,6 +81,7 @@ class ContextReport:
             "checkpoints": self.checkpoint_count,
             "latest_checkpoint": self.latest_checkpoint,
             "pending_compaction": self.pending_compaction,
+            "over_window_tokens": self.over_window_tokens,
         }
 
     def render(self) -> str:
@@ -88,6 +95,11 @@ class ContextReport:
             f"Window {self.window_tokens:,} tokens ({self.window_source}) · used {used} ({base})"
             f" · automatic threshold {self.threshold_tokens:,}",
         ]
+        if self.over_window_tokens:
+            lines.append(
+                f"History exceeds this window by ~{self.over_window_tokens:,} tokens (with the"
+                " buffer): the next request relieves pressure first; shares are of the total"
+            )
         width = max(len(r.name) for r in self.rows)
         for r in self.rows:
             mark = "" if r.measured else "~"
@@ -103,6 +115,36 @@ class ContextReport:
         return "\n".join(lines)
 
 
+def reconcile(parts: list[int], total: int) -> list[int]:
+    """`parts` (local counts) adjusted to sum to `total` (what `used` says, maybe measured).
+
+    The last part (the conversation) takes the difference; when the others alone exceed the
+    total, all are scaled down in proportion (largest remainders keep the sum exact).
+    """
+    fixed = sum(parts[:-1])
+    if fixed <= total:
+        return [*parts[:-1], total - fixed]
+    whole = sum(parts)
+    return _apportion([p * total / whole for p in parts], total) if whole else parts
+
+
+def shares_of(tokens: list[int]) -> list[float]:
+    """Each row's share in percent, one decimal, summing to exactly 100.0 (largest remainder)."""
+    whole = sum(tokens)
+    if whole <= 0:
+        return [0.0 for _ in tokens]
+    tenths = _apportion([1000 * t / whole for t in tokens], 1000)
+    return [t / 10 for t in tenths]
+
+
+def _apportion(exact: list[float], total: int) -> list[int]:
+    floors = [int(x) for x in exact]
+    order = sorted(range(len(exact)), key=lambda i: exact[i] - floors[i], reverse=True)
+    for i in order[: total - sum(floors)]:
+        floors[i] += 1
+    return floors
+
+
 def context_report(engine: ContextEngine) -> ContextReport:
     """The report for the engine's next request (appends nothing)."""
     budget = engine.budget()
@@ -113,9 +155,6 @@ def context_report(engine: ContextEngine) -> ContextReport:
     exact = engine.counter.exact
     window = budget.window
 
-    def row(name: str, tokens: int, is_measured: bool = False) -> ReportRow:
-        return ReportRow(name, tokens, round(100 * tokens / window, 1), is_measured)
-
     def scaled(tokens: int) -> int:
         return calibrated(tokens, ratio, exact=exact)
 
@@ -123,16 +162,23 @@ def context_report(engine: ContextEngine) -> ContextReport:
     checkpoint = asm.tokens_of("checkpoint")
     conversation = scaled(asm.conversation_tokens) - scaled(media) - scaled(checkpoint)
     buffer = budget.output_reserve + budget.margin
-    rows = (
-        row("System prompt", scaled(asm.system_tokens)),
-        row("Custom instructions", scaled(asm.instructions_tokens)),
-        row("Native tools", scaled(asm.tools_tokens)),
-        row("MCP tools", scaled(asm.mcp_tokens)),
-        row("Media", scaled(media)),
-        row("Checkpoint", scaled(checkpoint)),
-        row("Conversation", max(conversation, 0)),
-        row("Free space", max(window - used - buffer, 0)),
-        row("Buffer (output reserve + margin)", buffer, True),
+    parts = [
+        ("System prompt", scaled(asm.system_tokens)),
+        ("Custom instructions", scaled(asm.instructions_tokens)),
+        ("Native tools", scaled(asm.tools_tokens)),
+        ("MCP tools", scaled(asm.mcp_tokens)),
+        ("Media", scaled(media)),
+        ("Checkpoint", scaled(checkpoint)),
+        ("Conversation", max(conversation, 0)),
+    ]
+    tokens = reconcile([t for _, t in parts], used)
+    named = [(name, t, False) for (name, _), t in zip(parts, tokens, strict=True)]
+    named.append(("Free space", max(window - used - buffer, 0), False))
+    named.append(("Buffer (output reserve + margin)", buffer, True))
+    shares = shares_of([t for _, t, _ in named])
+    rows = tuple(
+        ReportRow(name, t, share, is_measured)
+        for (name, t, is_measured), share in zip(named, shares, strict=True)
     )
     entries = engine.entries()
     number = state.checkpoint.number if state.checkpoint else None
@@ -165,4 +211,5 @@ def context_report(engine: ContextEngine) -> ContextReport:
         checkpoint_count=len(cps),
         latest_checkpoint=latest,
         pending_compaction=engine.pending_compaction() is not None,
+        over_window_tokens=max(used + buffer - window, 0),
     )

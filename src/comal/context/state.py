@@ -192,6 +192,6 @@ def pending_compaction(entries: Sequence[Entry]) -> str | None:
         if entry.kind == "compact.requested":
             by = entry.payload.get("by")
             requested = by if isinstance(by, str) else "user"
-        elif entry.kind == "checkpoint":
+        elif entry.kind in ("checkpoint", "compact.cancelled"):
             requested = None
     return requested

@@ -20,8 +20,8 @@ MAX_FILES = 16
 MAX_COMMANDS = 8
 MAX_ERRORS = 5
 MAX_PENDING = 8
-_PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
-_COMMAND_KEYS = ("command", "cmd")
+PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
+COMMAND_KEYS = ("command", "cmd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,14 +66,39 @@ def first_arg(arguments: JSONObject, keys: Sequence[str]) -> str | None:
 
 def describe_call(name: str, arguments: JSONObject, size: int = 100) -> str:
     """A short, exact-enough description: the main argument, else the JSON arguments."""
-    main = first_arg(arguments, (*_COMMAND_KEYS, *_PATH_KEYS, "pattern", "ref", "query"))
+    main = first_arg(arguments, (*COMMAND_KEYS, *PATH_KEYS, "pattern", "ref", "query"))
     if main is not None:
         return f"{name} {clip(main, size)}"
     return f"{name} {clip(canonical_json(arguments), size)}"
 
 
+def _prefix_key(entries: Sequence[Entry]) -> tuple[str, str, int]:
+    """Identifies a session's entries up to a point: ids are unique and the ledger only grows,
+    so the same first id, last id and length mean the same entries."""
+    if not entries:
+        return ("", "", 0)
+    return (entries[0].id, entries[-1].id, len(entries))
+
+
+_CALLS: dict[tuple[str, str, int], dict[str, Call]] = {}
+_STATES: dict[tuple[tuple[str, str, int], int], WorkState] = {}
+
+
 def collect_calls(entries: Sequence[Entry]) -> dict[str, Call]:
-    """Calls by id (the latest call with an id wins; `tool.started` adds its receipt)."""
+    """Calls by id (the latest call with an id wins; `tool.started` adds its receipt).
+
+    Memoized for the last entries seen: a derivation reads the same calls several times.
+    The result is shared: callers must not modify it."""
+    key = _prefix_key(entries)
+    hit = _CALLS.get(key)
+    if hit is None:
+        hit = _collect_calls(entries)
+        _CALLS.clear()
+        _CALLS[key] = hit
+    return hit
+
+
+def _collect_calls(entries: Sequence[Entry]) -> dict[str, Call]:
     calls: dict[str, Call] = {}
     for entry in entries:
         if entry.kind == "message.assistant":
@@ -133,7 +158,17 @@ def _failed(item: ResultEntry) -> bool:
 
 
 def work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
-    """The work state of a session from its entries."""
+    """The work state of a session from its entries (memoized for the last entries seen)."""
+    key = (_prefix_key(entries), id(blobs))
+    hit = _STATES.get(key)
+    if hit is None:
+        hit = _work_state(entries, blobs)
+        _STATES.clear()
+        _STATES[key] = hit
+    return hit
+
+
+def _work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
     calls = collect_calls(entries)
     board: tuple[str, ...] = ()
     files: dict[str, tuple[int, str]] = {}
@@ -151,12 +186,12 @@ def work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
         call = calls.get(item.call_id)
         name = call.name if call else item.facts.name
         args = call.arguments if call else {}
-        path = first_arg(args, _PATH_KEYS)
+        path = first_arg(args, PATH_KEYS)
         op = _file_op(name)
         if path and op and call:
             files.pop(path, None)
             files[path] = (entry.seq, _file_line(call, item, op))
-        command = first_arg(args, _COMMAND_KEYS)
+        command = first_arg(args, COMMAND_KEYS)
         if command is not None:
             status = (
                 f"exit {item.facts.exit_code}"

@@ -11,6 +11,9 @@ import sqlite3
 
 from comal.messages import digest_bytes
 
+_STREAM_BYTES = 1 << 20
+"""Blobs at least this large are written piecewise (see `insert_blob`)."""
+
 
 def has_blob(conn: sqlite3.Connection, digest: str) -> bool:
     """Whether a blob with this digest is stored."""
@@ -21,11 +24,24 @@ def insert_blob(conn: sqlite3.Connection, data: bytes, digest: str | None = None
     """Store `data` unless already present; return its digest (pass it if already known)."""
     digest = digest or digest_bytes(data)
     # Check first so a large duplicate is not written only to be ignored.
-    if not has_blob(conn, digest):
+    if has_blob(conn, digest):
+        return digest
+    if len(data) < _STREAM_BYTES:
         conn.execute(
             "INSERT INTO blobs (hash, size_bytes, data) VALUES (?, ?, ?)",
             (digest, len(data), data),
         )
+        return digest
+    # A large blob is written in pieces into a zeroed one: binding it whole would make SQLite
+    # copy all of it first, so storing a 50 MB output would hold several copies at once.
+    cursor = conn.execute(
+        "INSERT INTO blobs (hash, size_bytes, data) VALUES (?, ?, zeroblob(?))",
+        (digest, len(data), len(data)),
+    )
+    view = memoryview(data)
+    with conn.blobopen("blobs", "data", cursor.lastrowid or 0) as handle:
+        for start in range(0, len(data), _STREAM_BYTES):
+            handle.write(view[start : start + _STREAM_BYTES])
     return digest
 
 
@@ -37,3 +53,9 @@ def read_blob(conn: sqlite3.Connection, digest: str) -> bytes | None:
     # Incremental blob I/O reads a large blob about twice as fast as a column fetch.
     with conn.blobopen("blobs", "data", row[0], readonly=True) as handle:
         return handle.read()
+
+
+def blob_size(conn: sqlite3.Connection, digest: str) -> int | None:
+    """The stored blob's length in bytes, or None."""
+    row = conn.execute("SELECT size_bytes FROM blobs WHERE hash = ?", (digest,)).fetchone()
+    return None if row is None else int(row[0])

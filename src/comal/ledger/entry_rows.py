@@ -107,6 +107,17 @@ def select_entries(
     return [entry_from_row(row) for row in rows]
 
 
+def first_entries(conn: sqlite3.Connection, kind: str) -> dict[str, Entry]:
+    """Each session's first entry of `kind` (one query, for listings)."""
+    rows = conn.execute(
+        f"SELECT {ENTRY_COLUMNS} FROM entries WHERE seq IN"
+        " (SELECT MIN(seq) FROM entries WHERE kind = ? GROUP BY session_id)",
+        (kind,),
+    ).fetchall()
+    found = [entry_from_row(row) for row in rows]
+    return {entry.session_id: entry for entry in found}
+
+
 def select_entry(conn: sqlite3.Connection, entry_id: str) -> Entry | None:
     """One entry by its `evt_` id, or None."""
     row = conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,)).fetchone()

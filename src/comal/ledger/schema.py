@@ -135,7 +135,7 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     return row is not None
 
 
-def _check_version(conn: sqlite3.Connection, path: Path, *, probe: bool = False) -> None:
+def check_version(conn: sqlite3.Connection, path: Path, *, probe: bool = False) -> None:
     """Raise unless this Comal may write the ledger behind `conn` (which may be read-only).
 
     With `probe` (a read-only look before any write), a ledger that has its `migrations`
@@ -172,6 +172,32 @@ def _check_version(conn: sqlite3.Connection, path: Path, *, probe: bool = False)
             )
 
 
+def _unwritable(path: Path) -> str | None:
+    """Why the ledger's directory cannot be written, if it cannot (read-only mount, mode)."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return f"{folder} is on a read-only file system"
+    except OSError:
+        return None
+    if not os.access(folder, os.W_OK):
+        return f"{folder} is not writable by this user"
+    return None
+
+
+def _open_failure(path: Path, exc: BaseException, fallback: str) -> LedgerError:
+    """The error for a ledger that cannot be opened, naming a read-only directory first."""
+    reason = _unwritable(path)
+    if reason is not None:
+        return LedgerError(
+            f"cannot open ledger {path}: {reason} (SQLite needs to write beside the ledger even"
+            f" to read it: {exc}); set COMAL_HOME to a writable directory"
+        )
+    return LedgerError(f"{fallback}: {exc}")
+
+
 def check_readable(path: Path) -> None:
     """Refuse, without writing a byte, a file that is not a ledger this Comal may write.
 
@@ -182,11 +208,11 @@ def check_readable(path: Path) -> None:
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
-        raise LedgerError(f"cannot open ledger {path}: {exc}") from exc
+        raise _open_failure(path, exc, f"cannot open ledger {path}") from exc
     try:
-        _check_version(conn, path, probe=True)
+        check_version(conn, path, probe=True)
     except sqlite3.DatabaseError as exc:
-        raise LedgerError(f"{path} is not a Comal ledger: {exc}") from exc
+        raise _open_failure(path, exc, f"{path} is not a Comal ledger") from exc
     finally:
         conn.close()
 
@@ -199,7 +225,7 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
-        _check_version(conn, path)
+        check_version(conn, path)
         if not _has_table(conn, "migrations"):
             conn.execute(
                 "CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"
@@ -213,7 +239,10 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
                     "INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
                     (migration.__name__, now_ms()),
                 )
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        # Written only when it changes: an up-to-date ledger opens without writing a byte, so
+        # reading still works on a full disk.
+        if int(conn.execute("PRAGMA user_version").fetchone()[0]) != SCHEMA_VERSION:
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -231,7 +260,7 @@ def _create_file(path: Path) -> None:
     except FileExistsError:
         return
     except OSError as exc:
-        raise LedgerError(f"cannot create ledger {path}: {exc.strerror or exc}") from exc
+        raise _open_failure(path, exc, f"cannot create ledger {path}") from exc
     os.close(fd)
 
 
@@ -248,7 +277,7 @@ def connect(path: Path, *, durable: bool) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
     except sqlite3.Error as exc:
-        raise LedgerError(f"cannot open ledger {path}: {exc}") from exc
+        raise _open_failure(path, exc, f"cannot open ledger {path}") from exc
     try:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'OFF'}")
@@ -261,7 +290,7 @@ def connect(path: Path, *, durable: bool) -> sqlite3.Connection:
         migrate(conn, path)
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise LedgerError(f"{path} is not a usable Comal ledger: {exc}") from exc
+        raise _open_failure(path, exc, f"{path} is not a usable Comal ledger") from exc
     except BaseException:
         conn.close()
         raise

@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 from comal.errors import AmbiguousSessionError, LedgerError, UnknownSessionError
-from comal.ids import new_session_id
+from comal.ids import SHORT_ID_MIN_CHARS, new_session_id, session_tail, shortest_unique
 from comal.ledger.entry import SessionInfo
 
 STATUSES = ("active", "finished", "failed", "interrupted")
@@ -133,11 +133,21 @@ def fork_ids(conn: sqlite3.Connection, session_id: str) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
+def short_ids(conn: sqlite3.Connection) -> dict[str, str]:
+    """Every session's short id: its random tail's shortest unique prefix (≥ 8 characters)."""
+    ids = [str(row[0]) for row in conn.execute("SELECT id FROM sessions")]
+    lengths = shortest_unique([session_tail(i) for i in ids])
+    return {i: session_tail(i)[: lengths[session_tail(i)]] for i in ids}
+
+
 def resolve_prefix(conn: sqlite3.Connection, prefix: str, where: Path) -> str:
-    """The full session id that `prefix` (git-like, case-insensitive) uniquely starts.
+    """The full session id that `prefix` uniquely names (case-insensitive).
+
+    `prefix` is the start of a full id (git-like) or of a short id (the start of the id's
+    random tail, as `comal sessions` shows it); a full id always wins.
 
     Raises:
-        UnknownSessionError: no session starts with `prefix`.
+        UnknownSessionError: no session matches `prefix`.
         AmbiguousSessionError: several do; the message lists them.
     """
     wanted = prefix.strip().lower()
@@ -150,10 +160,28 @@ def resolve_prefix(conn: sqlite3.Connection, prefix: str, where: Path) -> str:
         (wanted, wanted + "\x7f", CANDIDATES_SHOWN + 1),
     ).fetchall()
     exact = [row for row in rows if row[0] == wanted]
-    if exact or len(rows) == 1:
-        return str((exact or rows)[0][0])
+    if exact:
+        return str(exact[0][0])
+    short: list[tuple[str, int, str]] = []
+    if "-" not in wanted:
+        # Short ids: the start of the last group (characters 25-36 of the canonical text).
+        short = conn.execute(
+            "SELECT id, created_at, cwd FROM sessions WHERE substr(id, 25, ?) = ?"
+            " ORDER BY created_at DESC LIMIT ?",
+            (len(wanted), wanted, CANDIDATES_SHOWN + 1),
+        ).fetchall()
+    # A short id as shown (≥ 8 characters) names its session even when it also happens to
+    # start some other full id; below that length a unique full-id prefix is tried first.
+    if len(short) == 1 and len(wanted) >= SHORT_ID_MIN_CHARS:
+        return str(short[0][0])
+    if len(rows) == 1 and not short:
+        return str(rows[0][0])
+    if len(short) == 1 and not rows:
+        return str(short[0][0])
+    seen = {row[0] for row in rows}
+    rows += [row for row in short if row[0] not in seen]
     if not rows:
-        raise UnknownSessionError(f"no session id starts with {prefix!r} in {where}")
+        raise UnknownSessionError(f"no session id or short id starts with {prefix!r} in {where}")
     listed = "\n".join(f"  {row[0]}  {row[2]}" for row in rows[:CANDIDATES_SHOWN])
     more = "\n  …" if len(rows) > CANDIDATES_SHOWN else ""
     raise AmbiguousSessionError(

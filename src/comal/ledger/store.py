@@ -26,11 +26,12 @@ from types import TracebackType
 
 from comal.errors import LedgerError, UnknownEntryError
 from comal.ids import new_id, now_ms
-from comal.ledger.blobs import insert_blob, read_blob
+from comal.ledger.blobs import blob_size, insert_blob, read_blob
 from comal.ledger.canonical import content_hash, encode_payload
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.entry_rows import (
     entry_payload,
+    first_entries,
     insert_entry,
     require_body_blob,
     select_entries,
@@ -48,6 +49,7 @@ from comal.ledger.locks import (
     read_lock,
     write_lock,
 )
+from comal.ledger.salvage import SalvageReport, salvage
 from comal.ledger.schema import connect
 from comal.ledger.session_rows import (
     STATUSES,
@@ -61,6 +63,7 @@ from comal.ledger.session_rows import (
     resolve_prefix,
     select_session,
     session_id_to_create,
+    short_ids,
 )
 from comal.ledger.verify import VerifyReport, verify_ledger
 from comal.messages import JSONObject
@@ -138,8 +141,13 @@ class Ledger:
                 raise LedgerError(f"cannot write ledger {self.path}: {exc}") from exc
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+            except BaseException as exc:
+                # SQLite already rolled back on SQLITE_FULL and some I/O errors; a second
+                # ROLLBACK would replace the real cause with "no transaction is active".
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise LedgerError(f"cannot write ledger {self.path}: {exc}") from exc
                 raise
             try:
                 self._conn.execute("COMMIT")
@@ -225,6 +233,15 @@ class Ledger:
         with self._mutex:
             return resolve_prefix(self._conn, prefix, self.path)
 
+    def short_ids(self) -> dict[str, str]:
+        """Every session's short id (shortest unique start of its random tail, ≥ 8 chars)."""
+        with self._mutex:
+            return short_ids(self._conn)
+
+    def short_id(self, session_id: str) -> str:
+        """The short id of one session (the full id when the ledger does not hold it)."""
+        return self.short_ids().get(session_id, session_id)
+
     def latest_session(self, cwd: str) -> str | None:
         """The top-level session in `cwd` with the most recent activity, if any."""
         with self._mutex:
@@ -288,6 +305,18 @@ class Ledger:
         """Store `data` once (content-addressed) and return its digest `sha256:<hex>`."""
         with self._write() as conn:
             return insert_blob(conn, bytes(data))
+
+    def blob_size(self, digest: str) -> int:
+        """Length in bytes of the blob stored under `digest`.
+
+        Raises:
+            LedgerError: no blob has that digest.
+        """
+        with self._mutex:
+            size = blob_size(self._conn, digest)
+        if size is None:
+            raise LedgerError(f"no blob {digest} in {self.path}")
+        return size
 
     def blob(self, digest: str) -> bytes:
         """The exact bytes stored under `digest`.
@@ -376,6 +405,11 @@ class Ledger:
         with self._mutex:
             return fork_ids(self._conn, session_id)
 
+    def first_entries(self, kind: str) -> dict[str, Entry]:
+        """Each session's first entry of `kind`, by session id (e.g. every first ask)."""
+        with self._mutex:
+            return first_entries(self._conn, kind)
+
     def entry(self, entry_id: str) -> Entry:
         """One entry by its `evt_` id.
 
@@ -398,6 +432,17 @@ class Ledger:
             if session_id is not None:
                 self._require_session(session_id)
             return verify_ledger(self._conn, session_id)
+
+    def salvage_from(self, source: Path) -> SalvageReport:
+        """Copy every intact entry of the ledger file `source` (maybe damaged) into this one.
+
+        Raises:
+            LedgerError: this ledger already holds sessions, or `source` cannot be opened.
+        """
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is not None:
+                raise LedgerError(f"{self.path} already holds sessions; salvage into a new file")
+            return salvage(source, conn)
 
     # --- locks ------------------------------------------------------------------------------
 

@@ -7,7 +7,8 @@
   stable prefix is cached. Empty text blocks are omitted (the API rejects them).
 - `decode_stream` is pure: content blocks by index; `message_start` usage overlaid by the
   cumulative `message_delta` usage (latest wins, never summed); `message_stop` → usage and
-  `Completed`. `max_tokens` is `length`; `model_context_window_exceeded` stays distinct.
+  `Completed`. `max_tokens` is `length`; `model_context_window_exceeded` stays distinct;
+  `refusal` keeps its `stop_details` (category, explanation) on `Completed.details`.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ def encode_request(request: ModelRequest) -> JSONObject:
         ]
         tools[-1] = {**tools[-1], "cache_control": _CACHE}
         body["tools"] = list[JSONValue](tools)
+        body["tool_choice"] = {"type": "auto"}
     budget = _THINKING_BUDGET.get(request.reasoning_effort or "")
     if budget is not None and request.max_output_tokens > 1024:
         # The budget must stay below max_tokens and at or above 1,024.
@@ -165,6 +167,7 @@ class AnthropicDecoder:
     _blocks: dict[int, _Block] = field(default_factory=dict)
     _usage: JSONObject = field(default_factory=dict)
     _stop: str | None = None
+    _stop_details: JSONObject | None = None
     _saw_delta: bool = False
 
     def feed(self, event: SseEvent) -> list[ProviderEvent]:
@@ -193,6 +196,9 @@ class AnthropicDecoder:
             stop = delta.get("stop_reason") if isinstance(delta, dict) else None
             if isinstance(stop, str):
                 self._stop = stop
+            details = delta.get("stop_details") if isinstance(delta, dict) else None
+            if isinstance(details, dict):
+                self._stop_details = details
             usage = obj.get("usage")
             if isinstance(usage, dict):
                 self._usage = merge_anthropic_usage(self._usage, usage)
@@ -278,7 +284,8 @@ class AnthropicDecoder:
         self._blocks.clear()
         if self._usage:
             out.append(UsageReport(usage_from_anthropic(self._usage), dict(self._usage)))
-        out.append(Completed(_STOP.get(self._stop or "", "unknown"), self._stop))
+        finish = _STOP.get(self._stop or "", "unknown")
+        out.append(Completed(finish, self._stop, self._stop_details))
         return out
 
     def end(self) -> list[ProviderEvent]:

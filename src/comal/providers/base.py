@@ -67,6 +67,14 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class RefusalDelta:
+    """A piece of a refusal the wire marks as such (Chat `delta.refusal`, Responses refusal
+    parts); kept apart from answer text so a refusal is never reported as an answer."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReasoningDelta:
     """A piece of provider reasoning, or the close of a reasoning block.
 
@@ -125,10 +133,18 @@ class Completed:
     """One of `FINISHES`."""
     raw_finish: str | None
     """The wire's own value (`end_turn`, `incomplete:max_output_tokens`, …)."""
+    details: JSONObject | None = None
+    """The wire's own explanation of the finish, when it sends one (Anthropic `stop_details`)."""
 
 
 ProviderEvent: TypeAlias = (
-    TextDelta | ReasoningDelta | ToolCallDone | ToolCallInvalid | UsageReport | Completed
+    TextDelta
+    | RefusalDelta
+    | ReasoningDelta
+    | ToolCallDone
+    | ToolCallInvalid
+    | UsageReport
+    | Completed
 )
 
 

@@ -56,6 +56,12 @@ _NOT_OVERFLOW = "string_above_max_length"
 
 _NUM = r"([\d,]+)"
 
+_VALIDATION = re.compile(r"\b\d+ validation errors?\b|\bvalidation error for\b", re.IGNORECASE)
+"""Pydantic's summary line, which FastAPI-based servers (llama-cpp-python) return as the message
+of a 500 or 422 when the request body does not fit their schema."""
+_WRONG_ENDPOINT = {404: "Not Found", 405: "Method Not Allowed", 501: "Not Implemented"}
+"""Statuses that mean nothing answers this wire at this URL: a wrong wire or base URL."""
+
 
 @dataclass(frozen=True, slots=True)
 class _Form:
@@ -234,6 +240,40 @@ def _error_fields(obj: JSONValue) -> tuple[str, str | None, str | None, JSONObje
     )
 
 
+def is_validation_error(obj: JSONValue, raw: str) -> bool:
+    """Whether an error body says the request failed the server's schema validation.
+
+    FastAPI's 422 carries `detail` as a list of `{loc, msg, type}`; llama-cpp-python wraps the
+    same pydantic error in a 500 whose message starts `N validation errors`.
+    """
+    detail = obj.get("detail") if isinstance(obj, dict) else None
+    if (
+        isinstance(detail, list)
+        and detail
+        and all(isinstance(d, dict) and "loc" in d and "msg" in d for d in detail)
+    ):
+        return True
+    return _VALIDATION.search(raw) is not None
+
+
+def _wrong_endpoint(
+    status: int, summary: str, raw: str, url: str, provider: str
+) -> InvalidRequestError:
+    where = f"providers.{provider}" if provider else "the provider"
+    if "model" in summary.lower():
+        hint = f"the server does not serve that model: check {where}.model (`comal models`)"
+    else:
+        hint = (
+            f"nothing speaks this wire at that URL: check {where}.wire and {where}.base_url"
+            " (OpenAI-compatible servers usually need the /v1 suffix; anthropic-messages adds"
+            " /v1/messages to the host itself)"
+        )
+    text = f"HTTP {status} {_WRONG_ENDPOINT[status]} from {url or 'the server'}: {hint}"
+    if summary and summary != f"HTTP {status}":
+        text += f" (server said: {summary[:200]})"
+    return InvalidRequestError(text, status=status, raw=raw)
+
+
 def classify_error_object(
     obj: JSONValue, *, status: int | None, raw: str, retry_after: float | None = None
 ) -> ProviderError:
@@ -249,6 +289,13 @@ def classify_error_object(
         is_context_overflow(message or raw, code) or status == 413
     ):
         return context_length_error(text, status=status, raw=raw, extra=err)
+    if status in (400, 422, 500) and is_validation_error(obj, raw):
+        # The same bytes fail the same way: never retried, whatever the status says.
+        return InvalidRequestError(
+            f"{text} (the server rejected the request's shape; retrying cannot help)",
+            status=status,
+            raw=raw,
+        )
     if status == 429 or kinds & {"rate_limit_error", "rate_limit_exceeded", "insufficient_quota"}:
         error = RateLimitError(text, status=status, retry_after=retry_after, raw=raw)
         if "insufficient_quota" in kinds:
@@ -267,7 +314,13 @@ def classify_error_object(
 
 
 def classify_http_error(
-    status: int, body: str, headers: Mapping[str, str], *, secrets: Iterable[str] = ()
+    status: int,
+    body: str,
+    headers: Mapping[str, str],
+    *,
+    secrets: Iterable[str] = (),
+    url: str = "",
+    provider: str = "",
 ) -> ProviderError:
     """Classify a non-2xx HTTP answer.
 
@@ -276,12 +329,17 @@ def classify_http_error(
         body: the response body text.
         headers: the response headers (for retry-after).
         secrets: strings that must not appear in the error (the API key).
+        url: the URL that answered (named by wrong-endpoint errors).
+        provider: the configured provider's name (named in the suggested fix).
     """
     clean = redact(body, tuple(secrets))
     try:
         obj: JSONValue = json.loads(clean)
     except (ValueError, RecursionError):
         obj = None
+    if status in _WRONG_ENDPOINT:
+        message = _error_fields(obj)[0] or clean.strip()[:200]
+        return _wrong_endpoint(status, message or f"HTTP {status}", clean[:4000], url, provider)
     error = classify_error_object(
         obj, status=status, raw=clean[:4000], retry_after=parse_retry_after(headers)
     )

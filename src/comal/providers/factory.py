@@ -3,7 +3,8 @@
 The effective window follows DESIGN §2: the model's advertised window (server discovery when
 the server says, else the built-in catalog), combined with every explicit value
 (`--context-window`, `COMAL_CONTEXT_WINDOW`, `providers.NAME.context_window`) by taking the
-**smaller**; with nothing known, 45,000 tokens. `window_source` says which figure won.
+**smaller**; with nothing known, 45,000 tokens. `window_source` says which figure won. Vision
+is `providers.NAME.vision` when set, else the catalog's word (an unknown model has none).
 Providers come back wrapped in the one retry wrapper (`RetryingProvider`).
 """
 
@@ -60,7 +61,7 @@ def combine_capabilities(
         context_window=window,
         max_output_tokens=min(max_output, window),
         window_source=source,
-        vision=entry.vision if entry is not None else False,
+        vision=cfg.vision if cfg.vision is not None else entry is not None and entry.vision,
         window_note=note,
     )
 

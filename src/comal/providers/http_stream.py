@@ -23,6 +23,20 @@ from comal.providers.error_mapping import classify_error_object, classify_http_e
 from comal.providers.sse import StreamDecoder, adrive
 
 
+def merge_extra_body(body: JSONObject, extra: JSONObject) -> JSONObject:
+    """`body` with the configured `extra_body` merged in: tables merge key by key, any other
+    value (a string, a list, null) replaces the encoded one, so `tool_choice = "required"`
+    overrides Comal's `auto`."""
+    out = dict(body)
+    for key, value in extra.items():
+        current = out.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            out[key] = merge_extra_body(current, value)
+        else:
+            out[key] = value
+    return out
+
+
 def encode_body(body: JSONObject) -> bytes:
     """The request bytes: compact JSON in insertion order, UTF-8 (deterministic for equal input)."""
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -36,6 +50,7 @@ async def post_sse(
     *,
     secrets: tuple[str, ...],
     timeout_s: float,
+    provider: str = "",
 ) -> AsyncGenerator[str, None]:
     """POST `body` and yield the response's lines.
 
@@ -50,7 +65,12 @@ async def post_sse(
             if response.status_code >= 400:
                 text = (await response.aread()).decode("utf-8", "replace")
                 raise classify_http_error(
-                    response.status_code, text, dict(response.headers), secrets=secrets
+                    response.status_code,
+                    text,
+                    dict(response.headers),
+                    secrets=secrets,
+                    url=url,
+                    provider=provider,
                 )
             ctype = response.headers.get("content-type", "")
             if "event-stream" not in ctype:
@@ -115,8 +135,8 @@ class WireProvider:
         raise NotImplementedError
 
     def encode(self, request: ModelRequest) -> bytes:
-        """The exact request body bytes `stream()` POSTs."""
-        return encode_body(self.encode_json(request))
+        """The exact request body bytes `stream()` POSTs: the wire JSON plus `extra_body`."""
+        return encode_body(merge_extra_body(self.encode_json(request), self._cfg.extra_body))
 
     def headers(self) -> dict[str, str]:
         """Content negotiation, authentication and configured extra headers."""
@@ -136,6 +156,7 @@ class WireProvider:
             self.encode(request),
             secrets=secrets,
             timeout_s=self._cfg.timeout_s,
+            provider=self.name,
         )
         async with aclosing(lines), aclosing(adrive(lines, self.decoder(request))) as events:
             async for event in events:

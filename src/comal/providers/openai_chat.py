@@ -3,10 +3,13 @@
 - `encode_request` is pure: system first, tool results split out of user messages into `tool`
   messages placed right after the assistant turn that called them, images as data URLs,
   `stream_options.include_usage` always requested so usage arrives in the final chunk.
-- `decode_stream` is pure: text and `reasoning_content` (or `reasoning`) deltas, tool-call
-  fragments accumulated by index and emitted complete when the choice finishes, usage from the
-  chunk with `"choices": []`, `Completed` at `[DONE]`. A server that sends `finish_reason: stop`
-  with tool calls (Ollama does) is normalized to `tool_calls`; `raw_finish` keeps its word.
+- `decode_stream` is pure: text and `reasoning_content` (or `reasoning`, a string or an object
+  with `text`/`content`) deltas, `refusal` deltas, tool-call fragments accumulated by index and
+  emitted complete when the choice finishes, usage from the chunk with `"choices": []`,
+  `Completed` at `[DONE]`. A chunk may carry its choice as `message` instead of `delta` (a
+  server that sends the final message whole). A server that sends `finish_reason: stop` with
+  tool calls (Ollama does) is normalized to `tool_calls`, and a stream that carried a refusal
+  finishes as `refusal`; `raw_finish` keeps the server's word.
 - Reasoning (`reasoning_content`) is replayed only to the same wire and model.
 """
 
@@ -31,6 +34,7 @@ from comal.providers.base import (
     ModelRequest,
     ProviderEvent,
     ReasoningDelta,
+    RefusalDelta,
     TextDelta,
     UsageReport,
     WireApi,
@@ -94,7 +98,9 @@ def _assistant_message(message: Message, model: str) -> JSONObject:
     ]
     calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
     text = message.text
-    out: JSONObject = {"role": "assistant", "content": text if text or not calls else None}
+    # `""`, not null, when the turn is only tool calls: llama-cpp-python's validation rejects a
+    # null content (HTTP 500), and every other server takes the empty string.
+    out: JSONObject = {"role": "assistant", "content": text}
     if reasoning:
         out["reasoning_content"] = "".join(reasoning)
     if calls:
@@ -147,9 +153,31 @@ def encode_request(request: ModelRequest, *, max_tokens_field: str = "max_tokens
             }
             for t in request.tools
         ]
+        # Said explicitly: some servers (llama-cpp-python) leave the tools out of the prompt
+        # without it.
+        body["tool_choice"] = "auto"
     if request.reasoning_effort:
         body["reasoning_effort"] = request.reasoning_effort
     return body
+
+
+def _first_choice(choices: JSONValue) -> JSONObject | None:
+    """Choice 0 (Comal asks for one; a stream with `n > 1` interleaves the others)."""
+    for choice in choices if isinstance(choices, list) else []:
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            return choice
+    return None
+
+
+def _reasoning_text(delta: JSONObject) -> str:
+    """`reasoning_content` or `reasoning`: a string, or an object with `text` or `content`."""
+    for key in ("reasoning_content", "reasoning"):
+        value = delta.get(key)
+        if isinstance(value, dict):
+            value = value.get("text", value.get("content"))
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 @dataclass(slots=True)
@@ -169,6 +197,7 @@ class ChatDecoder:
     _finish: str | None = None
     _calls_flushed: bool = False
     _saw_calls: bool = False
+    _saw_refusal: bool = False
     _usage: JSONObject | None = None
 
     def _close_reasoning(self) -> list[ProviderEvent]:
@@ -194,6 +223,8 @@ class ChatDecoder:
         finish = _FINISH.get(self._finish or "", "unknown")
         if finish == "stop" and self._saw_calls:
             finish = "tool_calls"
+        if self._saw_refusal and finish in ("stop", "unknown"):
+            finish = "refusal"
         out.append(Completed(finish, self._finish))
         return out
 
@@ -208,11 +239,12 @@ class ChatDecoder:
         usage = obj.get("usage")
         if isinstance(usage, dict) and usage:
             self._usage = usage
-        choices = obj.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices else None
-        if not isinstance(choice, dict):
+        choice = _first_choice(obj.get("choices"))
+        if choice is None:
             return out
         delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            delta = choice.get("message")
         if isinstance(delta, dict):
             out.extend(self._delta(delta))
         finish = choice.get("finish_reason")
@@ -223,16 +255,19 @@ class ChatDecoder:
 
     def _delta(self, delta: JSONObject) -> list[ProviderEvent]:
         out: list[ProviderEvent] = []
-        reasoning = delta.get("reasoning_content")
-        if not isinstance(reasoning, str):
-            reasoning = delta.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
+        reasoning = _reasoning_text(delta)
+        if reasoning:
             self._reasoning.append(reasoning)
             out.append(ReasoningDelta(reasoning))
         content = delta.get("content")
         if isinstance(content, str) and content:
             out.extend(self._close_reasoning())
             out.append(TextDelta(content))
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            out.extend(self._close_reasoning())
+            self._saw_refusal = True
+            out.append(RefusalDelta(refusal))
         fragments = delta.get("tool_calls")
         if isinstance(fragments, list):
             out.extend(self._close_reasoning())

@@ -6,7 +6,9 @@
   `truncation: "disabled"` keeps the server from silently dropping the start of the
   conversation: Comal manages the context itself.
 - `decode_stream` is pure: `response.output_text.delta` → text, reasoning summary/text deltas →
-  reasoning, `response.output_item.done` closes reasoning items and function calls,
+  reasoning, `response.refusal.delta` (or a message's `refusal` part) → refusal, which makes a
+  completed response finish as `refusal`, `response.output_item.done` closes reasoning items
+  and function calls,
   `response.completed` / `response.incomplete` carry usage and the finish, `error` and
   `response.failed` are classified errors. `incomplete/max_output_tokens` is `length`.
 """
@@ -32,6 +34,7 @@ from comal.providers.base import (
     ModelRequest,
     ProviderEvent,
     ReasoningDelta,
+    RefusalDelta,
     TextDelta,
     UsageReport,
     WireApi,
@@ -136,6 +139,7 @@ def encode_request(request: ModelRequest) -> JSONObject:
             }
             for t in request.tools
         ]
+        body["tool_choice"] = "auto"
     body["max_output_tokens"] = request.max_output_tokens
     if request.reasoning_effort:
         body["reasoning"] = {"effort": request.reasoning_effort, "summary": "auto"}
@@ -167,7 +171,9 @@ class ResponsesDecoder:
 
     model: str
     _text_items: set[str] = field(default_factory=set)
+    _refusal_items: set[str] = field(default_factory=set)
     _saw_calls: bool = False
+    _saw_refusal: bool = False
 
     def feed(self, event: SseEvent) -> list[ProviderEvent]:
         """Decode one event."""
@@ -181,6 +187,12 @@ class ResponsesDecoder:
             if isinstance(item_id, str):
                 self._text_items.add(item_id)
             return [TextDelta(delta)] if delta else []
+        if kind == "response.refusal.delta" and isinstance(delta, str):
+            item_id = obj.get("item_id")
+            if isinstance(item_id, str):
+                self._refusal_items.add(item_id)
+            self._saw_refusal = True
+            return [RefusalDelta(delta)] if delta else []
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             return [ReasoningDelta(delta)] if isinstance(delta, str) and delta else []
         if kind == "response.output_item.done":
@@ -227,11 +239,24 @@ class ResponsesDecoder:
                     arguments if isinstance(arguments, str) else "",
                 )
             ]
-        if kind == "message" and item_id not in self._text_items:
-            # The server sent the message whole, without deltas.
-            text = "".join(_text_of(item.get("content"), "output_text"))
-            return [TextDelta(text)] if text else []
+        if kind == "message":
+            return self._whole_message(item, item_id)
         return []
+
+    def _whole_message(self, item: JSONObject, item_id: JSONValue) -> list[ProviderEvent]:
+        """The parts of a message the server sent whole, without deltas."""
+        out: list[ProviderEvent] = []
+        if item_id not in self._text_items:
+            text = "".join(_text_of(item.get("content"), "output_text"))
+            out.extend([TextDelta(text)] if text else [])
+        if item_id not in self._refusal_items:
+            parts = item.get("content")
+            for part in parts if isinstance(parts, list) else []:
+                refusal = part.get("refusal") if isinstance(part, dict) else None
+                if isinstance(part, dict) and part.get("type") == "refusal" and refusal:
+                    self._saw_refusal = True
+                    out.append(RefusalDelta(str(refusal)))
+        return out
 
     def _completed(self, response: JSONObject) -> list[ProviderEvent]:
         out: list[ProviderEvent] = []
@@ -247,6 +272,7 @@ class ResponsesDecoder:
             finish = _INCOMPLETE.get(reason if isinstance(reason, str) else "", "unknown")
         elif status == "completed":
             raw, finish = "completed", ("tool_calls" if self._saw_calls else "stop")
+            finish = "refusal" if self._saw_refusal and finish == "stop" else finish
         else:
             raw, finish = (status if isinstance(status, str) else None), "unknown"
         out.append(Completed(finish, raw))

@@ -2,9 +2,11 @@
 
 Parts keep stream order: consecutive text deltas form one `TextPart`, consecutive reasoning
 deltas one `ReasoningPart` (the closing delta's `part`, when present, is taken verbatim), and
-each complete tool call a `ToolCallPart`. Invalid tool calls are kept aside, never in the
-message. The last `UsageReport` wins (wires report cumulative usage). A stream that ends
-without `Completed` raises `NetworkError`: a partial reply is never passed off as whole.
+each complete tool call a `ToolCallPart`. Refusal deltas become text of the message too (the
+conversation the model sees next stays faithful) and are also kept apart in `refusal`, so a
+refusal is reported as one. Invalid tool calls are kept aside, never in the message. The last
+`UsageReport` wins (wires report cumulative usage). A stream that ends without `Completed`
+raises `NetworkError`: a partial reply is never passed off as whole.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from comal.providers.base import (
     Completed,
     ProviderEvent,
     ReasoningDelta,
+    RefusalDelta,
     TextDelta,
     ToolCallDone,
     ToolCallInvalid,
@@ -37,11 +40,31 @@ class Reply:
     usage: Usage
     usage_raw: JSONObject
     invalid_calls: tuple[ToolCallInvalid, ...]
+    refusal: str = ""
+    """Text the wire marked as a refusal (Chat `delta.refusal`, Responses refusal parts)."""
+    details: JSONObject | None = None
+    """The wire's explanation of the finish (Anthropic `stop_details`)."""
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
         """The valid tool calls of the message, in order."""
         return self.message.tool_calls
+
+    @property
+    def refused(self) -> bool:
+        """Whether the model declined to answer."""
+        return self.finish == "refusal"
+
+    def refusal_text(self) -> str:
+        """What the model said in refusing: the marked refusal, else the message's text."""
+        return self.refusal or self.message.text
+
+    def refusal_reason(self) -> str:
+        """The wire's reason for a refusal (`category: explanation`), or "" when it gives none."""
+        if self.details is None:
+            return ""
+        parts = [self.details.get(k) for k in ("category", "explanation")]
+        return ": ".join(p for p in parts if isinstance(p, str) and p)
 
 
 class _Builder:
@@ -80,6 +103,7 @@ async def collect(
     usage: Usage = Usage()
     usage_raw: JSONObject = {}
     invalid: list[ToolCallInvalid] = []
+    refusal: list[str] = []
     completed: Completed | None = None
     try:
         async for event in events:
@@ -89,9 +113,11 @@ async def collect(
                 continue
             if on_event is not None:
                 on_event(event)
-            if isinstance(event, TextDelta):
+            if isinstance(event, TextDelta | RefusalDelta):
                 build.flush_reasoning()
                 build.text.append(event.text)
+                if isinstance(event, RefusalDelta):
+                    refusal.append(event.text)
             elif isinstance(event, ReasoningDelta):
                 build.flush_text()
                 if event.part is not None:
@@ -124,4 +150,6 @@ async def collect(
         usage=usage,
         usage_raw=usage_raw,
         invalid_calls=tuple(invalid),
+        refusal="".join(refusal),
+        details=completed.details,
     )

@@ -21,6 +21,7 @@ from comal.providers.base import (
     ModelRequest,
     ProviderEvent,
     ReasoningDelta,
+    RefusalDelta,
     TextDelta,
     ToolCallDone,
     ToolCallInvalid,
@@ -48,6 +49,8 @@ class ScriptedTurn:
     error_after_events: bool = False
     chunk_size: int = 0
     """Split text into deltas of this many characters (0: one delta)."""
+    refusal: str = ""
+    """Refusal text (as Chat's `delta.refusal`); a turn with one finishes as `refusal`."""
 
 
 def _chunks(text: str, size: int) -> list[str]:
@@ -122,11 +125,14 @@ class ScriptedProvider:
             part = ReasoningPart(self.wire.value, self.model, text=turn.reasoning)
             out.append(ReasoningDelta("", part=part))
         out.extend(TextDelta(c) for c in _chunks(turn.text, turn.chunk_size))
+        out.extend(RefusalDelta(c) for c in _chunks(turn.refusal, turn.chunk_size))
         out.extend(ToolCallDone(call) for call in turn.tool_calls)
         out.extend(turn.invalid_tool_calls)
         if turn.usage is not None:
             out.append(UsageReport(turn.usage, turn.usage_raw or turn.usage.to_json()))
-        finish = turn.finish or ("tool_calls" if turn.tool_calls else "stop")
+        finish = turn.finish or (
+            "refusal" if turn.refusal else "tool_calls" if turn.tool_calls else "stop"
+        )
         out.append(Completed(finish, turn.raw_finish or finish))
         return out
 

@@ -7,6 +7,8 @@ Invariants (the harness must never break them; each break is a counted violation
   (Chat: in the `tool` messages that follow; Anthropic: in the next user message; Responses:
   after the call, before the next user message);
 - no result without its call, and no call id used twice.
+- Chat: an assistant message's `content` is never an explicit null (llama-cpp-python's
+  validation answers it with HTTP 500; `""` is what every server takes).
 
 Request size: the o200k token count (toktok) of every text the request carries (instructions,
 message text, tool results, tool-call arguments, tool schemas), plus 4 tokens per message.
@@ -173,6 +175,8 @@ def check_chat(body: JSONObject) -> list[str]:
             )
             pending = []
         if role == "assistant":
+            if "content" in message and message["content"] is None:
+                problems.append(f"messages.[{i}].content: Input should be a valid string")
             ids = [str(_dict(c).get("id")) for c in _list(message.get("tool_calls"))]
             all_ids.extend(ids)
             pending = list(ids)

@@ -144,13 +144,21 @@ def anthropic_events(turn: FakeTurn, ctx: RenderContext) -> list[SseItem]:
     output = usage_numbers(turn, ctx)[3]
     stop = _STOP.get(turn.normalized_finish, "end_turn")
     updates = max(1, turn.usage_updates)
+    delta: JSONObject = {"stop_reason": stop, "stop_sequence": None}
+    if stop == "refusal":
+        # The form of the Messages API's refusals (the SDK's recorded refusal stream).
+        delta["stop_details"] = {
+            "type": "refusal",
+            "category": "cyber",
+            "explanation": "This request was refused due to policy.",
+        }
     for step in range(1, updates + 1):
         # Cumulative: each delta carries the running total, the last one the final count.
         so_far = output if step == updates else max(1, output * step // updates)
         events.append(
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "delta": delta,
                 "usage": {"output_tokens": so_far},
             }
         )

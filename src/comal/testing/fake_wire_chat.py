@@ -40,9 +40,13 @@ def chat_events(turn: FakeTurn, ctx: RenderContext) -> list[SseItem]:
         choice: JSONObject = {"index": 0, "delta": delta, "finish_reason": finish}
         return None, dump_json({**base, "choices": [choice]})
 
-    out = [chunk({"role": "assistant", "content": ""})]
+    refusal = turn.normalized_finish == "refusal"
+    # A refusal comes as `delta.refusal` with null content and finish `stop` (gpt-4o's form).
+    first: JSONObject = {"role": "assistant", "content": None, "refusal": ""}
+    out = [chunk(first if refusal else {"role": "assistant", "content": ""})]
     out += [chunk({"reasoning_content": p}) for p in pieces(turn.reasoning, turn.chunk_chars)]
-    out += [chunk({"content": p}) for p in pieces(turn.text, turn.chunk_chars)]
+    field = "refusal" if refusal else "content"
+    out += [chunk({field: p}) for p in pieces(turn.text, turn.chunk_chars)]
     for index, call in enumerate(turn.tool_calls):
         head: JSONObject = {"index": index, "id": call.call_id, "type": "function"}
         out.append(

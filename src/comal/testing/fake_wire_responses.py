@@ -19,6 +19,13 @@ from comal.testing.fake_render import (
 from comal.testing.fake_script import FakeTurn
 
 
+def _content_part(turn: FakeTurn, text: str) -> JSONObject:
+    """An `output_text` part, or a `refusal` part when the turn is scripted as a refusal."""
+    if turn.normalized_finish == "refusal":
+        return {"type": "refusal", "refusal": text}
+    return {"type": "output_text", "text": text, "annotations": []}
+
+
 def _responses_output(turn: FakeTurn, ctx: RenderContext) -> list[JSONObject]:
     items: list[JSONObject] = []
     if turn.reasoning:
@@ -37,7 +44,7 @@ def _responses_output(turn: FakeTurn, ctx: RenderContext) -> list[JSONObject]:
                 "id": f"msg_fake_{ctx.serial}",
                 "role": "assistant",
                 "status": "completed",
-                "content": [{"type": "output_text", "text": turn.text, "annotations": []}],
+                "content": [_content_part(turn, turn.text)],
             }
         )
     for index, call in enumerate(turn.tool_calls):
@@ -134,27 +141,34 @@ def responses_events(turn: FakeTurn, ctx: RenderContext) -> list[SseItem]:
                     "item": {**item, "status": "in_progress", "content": []},
                 }
             )
-            part: JSONObject = {"type": "output_text", "text": "", "annotations": []}
+            refusal = turn.normalized_finish == "refusal"
+            stem, field = ("refusal", "refusal") if refusal else ("output_text", "text")
+            extra: JSONObject = {} if refusal else {"logprobs": []}
             events.append(
-                {"type": "response.content_part.added", **at, "content_index": 0, "part": part}
+                {
+                    "type": "response.content_part.added",
+                    **at,
+                    "content_index": 0,
+                    "part": _content_part(turn, ""),
+                }
             )
             for piece in pieces(turn.text, turn.chunk_chars):
                 events.append(
                     {
-                        "type": "response.output_text.delta",
+                        "type": f"response.{stem}.delta",
                         **at,
                         "content_index": 0,
                         "delta": piece,
-                        "logprobs": [],
+                        **extra,
                     }
                 )
             events.append(
                 {
-                    "type": "response.output_text.done",
+                    "type": f"response.{stem}.done",
                     **at,
                     "content_index": 0,
-                    "text": turn.text,
-                    "logprobs": [],
+                    field: turn.text,
+                    **extra,
                 }
             )
             events.append(
@@ -162,7 +176,7 @@ def responses_events(turn: FakeTurn, ctx: RenderContext) -> list[SseItem]:
                     "type": "response.content_part.done",
                     **at,
                     "content_index": 0,
-                    "part": {**part, "text": turn.text},
+                    "part": _content_part(turn, turn.text),
                 }
             )
         else:

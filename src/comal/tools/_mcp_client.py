@@ -13,6 +13,12 @@ Invariants:
   "returned an error response".
 - A call never raises: transport errors, timeouts, a dead server and cancellation (Esc) come
   back as error outcomes that say the effect is unknown where it is.
+- A stdio server's stdout lines that are not JSON-RPC (a banner, a stray print) are written to
+  that server's log, never to Comal's stderr: the SDK's per-line traceback is filtered out, and
+  the session gets one notice naming the log. The filter finds the server through a context
+  variable the connection task sets, which the SDK's reader task inherits.
+- A tool that needs a capability Comal lacks (task-augmented execution,
+  `execution.taskSupport: "required"`) is not offered: every call would fail; a notice names it.
 - `outcome_from_result` keeps what the server returned: text blocks joined by newlines,
   structured content as canonical JSON when no text block carries it, images as media; other
   blocks (audio, binary resources, links) are described by a bracketed note, never invented.
@@ -21,6 +27,8 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -29,6 +37,7 @@ from typing import Any, TextIO
 
 import httpx2
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -49,6 +58,7 @@ from comal.config import McpServerConfig
 from comal.messages import JSONObject, MediaPart, ToolSpec, canonical_json
 from comal.tools.base import NoPreparation, Preparation, ToolContext, ToolOutcome, error_outcome
 from comal.tools.mcp import (
+    McpNotice,
     McpServerFailure,
     McpToolset,
     input_schema,
@@ -64,6 +74,59 @@ _MAX_PAGES = 100
 _STDERR_TAIL = 600
 _AUTH_REFUSALS = (401, 403)
 """HTTP statuses that say the server refused who Comal is (its `headers`), not the request."""
+_STRAY_LINE_CHARS = 2_000
+"""How much of one stray stdout line is kept in the server's log."""
+_SDK_PARSE_FAILURE = "Failed to parse JSONRPC message from server"
+"""The SDK's log message for a stdout line that is not JSON-RPC (logged with a traceback)."""
+_UNSUPPORTED_TASK_SUPPORT = "required"
+"""A tool whose `execution.taskSupport` is this can only be called as a task."""
+
+_link_of_task: contextvars.ContextVar[McpServerLink | None] = contextvars.ContextVar(
+    "comal_mcp_link", default=None
+)
+
+
+def _stray_line(record: logging.LogRecord) -> str:
+    """The stdout line an SDK parse failure was about (pydantic keeps it as the input)."""
+    exc = record.exc_info[1] if record.exc_info else None
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            found = errors()
+        except Exception:  # noqa: BLE001 - any shape: fall back to the message
+            found = []
+        if found and isinstance(found[0], dict) and isinstance(found[0].get("input"), str):
+            return str(found[0]["input"])
+    return str(exc) if exc is not None else record.getMessage()
+
+
+class _StrayStdoutFilter(logging.Filter):
+    """Routes the SDK's parse failures to the server they came from, off Comal's stderr."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != _SDK_PARSE_FAILURE:
+            return True
+        link = _link_of_task.get()
+        if link is not None:
+            link.note_stray_line(_stray_line(record))
+        return False
+
+
+_STRAY_FILTER = _StrayStdoutFilter()
+
+
+def _install_stray_filter() -> None:
+    logger = logging.getLogger("mcp.client.stdio")
+    if _STRAY_FILTER not in logger.filters:
+        logger.addFilter(_STRAY_FILTER)
+
+
+def needs_missing_capability(tool: RemoteTool) -> str | None:
+    """Why Comal cannot call `tool` (a capability it lacks), or None when it can."""
+    execution = tool.execution
+    if execution is not None and execution.task_support == _UNSUPPORTED_TASK_SUPPORT:
+        return "needs task-augmented execution (execution.taskSupport: required)"
+    return None
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -139,6 +202,9 @@ class McpServerLink:
         self._task: asyncio.Task[None] | None = None
         self._refused: str | None = None
         """The first HTTP 401/403 the server answered ("401 Unauthorized"), else None."""
+        self._log: TextIO | None = None
+        self.stray_lines = 0
+        """Stdout lines of this run that were not MCP messages (kept in the log)."""
 
     def _stdio_env(self) -> dict[str, str]:
         base = {k: self._env[k] for k in _INHERITED_ENV if k in self._env}
@@ -150,7 +216,29 @@ class McpServerLink:
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
         log = stack.enter_context(self._log_path.open("a", encoding="utf-8"))
         self._log_start = log.tell()
+        self._log = log
         return log
+
+    def note_stray_line(self, line: str) -> None:
+        """Keep a stdout line that is not an MCP message in the server's log."""
+        self.stray_lines += 1
+        log = self._log
+        if log is None or log.closed:
+            return
+        # The server's stderr shares this file (opened for appending): each write lands whole.
+        log.write(f"[comal: stdout line that is not MCP, ignored] {line[:_STRAY_LINE_CHARS]}\n")
+        log.flush()
+
+    def stray_notice(self) -> McpNotice | None:
+        """The one notice about stray stdout lines, when there were any at start."""
+        if not self.stray_lines:
+            return None
+        where = f"; they are in {self._log_path}" if self._log_path is not None else ""
+        return McpNotice(
+            self.name,
+            f"MCP server {self.name!r} wrote {self.stray_lines} stdout line(s) that are not MCP"
+            f" messages; they were ignored{where}",
+        )
 
     def stderr_tail(self) -> str:
         """The last lines the server wrote to stderr in this run ("" when none or discarded)."""
@@ -172,6 +260,21 @@ class McpServerLink:
         if response.status_code in _AUTH_REFUSALS and self._refused is None:
             self._refused = f"{response.status_code} {response.reason_phrase}".strip()
 
+    def _sse_http_client(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        """The SSE transport's HTTP client, noting 401/403 like the Streamable HTTP one."""
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout or httpx2.Timeout(self.config.startup_timeout_s),
+            auth=auth,
+            follow_redirects=True,
+            event_hooks={"response": [self._note_refusal]},
+        )
+
     async def _enter_client(self, stack: AsyncExitStack) -> Client:
         cfg = self.config
         if cfg.command is not None:
@@ -179,6 +282,15 @@ class McpServerLink:
                 command=cfg.command, args=list(cfg.args), env=self._stdio_env(), cwd=self._cwd
             )
             transport = stdio_client(params, errlog=self._open_log(stack))
+        elif cfg.transport == "sse":
+            assert cfg.url is not None  # the configuration requires command or url
+            transport = sse_client(
+                cfg.url,
+                headers=dict(cfg.headers),
+                timeout=cfg.startup_timeout_s,
+                sse_read_timeout=cfg.timeout_s,
+                httpx_client_factory=self._sse_http_client,
+            )
         else:
             assert cfg.url is not None  # the configuration requires command or url
             http = await stack.enter_async_context(
@@ -193,6 +305,8 @@ class McpServerLink:
         return await stack.enter_async_context(client)
 
     async def _serve(self, ready: asyncio.Future[list[RemoteTool]]) -> None:
+        # The SDK's reader task, started inside, inherits this: its parse failures find us.
+        _link_of_task.set(self)
         try:
             async with AsyncExitStack() as stack:
                 client = await self._enter_client(stack)
@@ -214,6 +328,7 @@ class McpServerLink:
                 self._ended = describe_error(exc)
         finally:
             self._client = None
+            self._log = None
             if self._ended is None:
                 self._ended = "it has stopped"
             self._gone.set()
@@ -315,10 +430,23 @@ class McpTool(NoPreparation):
         return await self._link.call(self.remote_name, arguments, ctx.cancel)
 
 
+def _unusable_notice(link: McpServerLink, remote: Sequence[RemoteTool]) -> McpNotice | None:
+    reasons = [(t.name, why) for t in remote if (why := needs_missing_capability(t))]
+    if not reasons:
+        return None
+    listed = "; ".join(f"{name} ({why})" for name, why in sorted(reasons))
+    return McpNotice(
+        link.name,
+        f"MCP server {link.name!r}: {len(reasons)} tool(s) not offered, Comal cannot call them:"
+        f" {listed}",
+    )
+
+
 def _tools_of(link: McpServerLink, remote: Sequence[RemoteTool]) -> list[McpTool]:
     taken: set[str] = set()
     tools: list[McpTool] = []
-    for item in sorted(remote, key=lambda t: t.name):
+    usable = [t for t in remote if needs_missing_capability(t) is None]
+    for item in sorted(usable, key=lambda t: t.name):
         name = mcp_tool_name(link.name, item.name, taken)
         taken.add(name)
         schema: dict[str, Any] = dict(item.input_schema or {})
@@ -343,8 +471,11 @@ class McpConnections:
         log_dir: Path | None,
     ) -> None:
         self._links = [McpServerLink(s, env, cwd, log_dir) for s in servers]
+        _install_stray_filter()
 
-    async def _start(self, link: McpServerLink) -> list[McpTool] | McpServerFailure:
+    async def _start(
+        self, link: McpServerLink
+    ) -> tuple[list[McpTool], list[McpNotice]] | McpServerFailure:
         missing = link.config.missing_env
         if missing:
             names = ", ".join(missing)
@@ -364,19 +495,22 @@ class McpConnections:
             if tail:
                 message += f"; its stderr ends with: {tail}"
             return McpServerFailure(link.name, message)
-        return _tools_of(link, remote)
+        notices = [n for n in (link.stray_notice(), _unusable_notice(link, remote)) if n]
+        return _tools_of(link, remote), notices
 
     async def start(self) -> McpToolset:
         """Start every server at once; the toolset lists tools and failures in server order."""
         started = await asyncio.gather(*(self._start(link) for link in self._links))
         tools: list[McpTool] = []
         failures: list[McpServerFailure] = []
+        notices: list[McpNotice] = []
         for item in started:
             if isinstance(item, McpServerFailure):
                 failures.append(item)
             else:
-                tools.extend(item)
-        return McpToolset(tuple(tools), tuple(failures))
+                tools.extend(item[0])
+                notices.extend(item[1])
+        return McpToolset(tuple(tools), tuple(failures), tuple(notices))
 
     async def aclose(self) -> None:
         """Shut every server down (in parallel; each shutdown is bounded by the SDK)."""

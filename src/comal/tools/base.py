@@ -33,6 +33,7 @@ from comal.tools.schema import validate_arguments
 
 if TYPE_CHECKING:
     from comal.tools.permissions import PermissionPolicy
+    from comal.tools.sandbox import Sandbox
 
 __all__ = [
     "Observation",
@@ -82,6 +83,14 @@ class Observation:
 
 
 @dataclass(frozen=True, slots=True)
+class OutputCut:
+    """An output cut at a tool's size limit: the receipt records both sizes."""
+
+    limit_bytes: int
+    total_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class ToolOutcome:
     """What a tool returned: exact output bytes plus status."""
 
@@ -91,6 +100,8 @@ class ToolOutcome:
     """A command's exit code; None for tools that have none, or when it was killed."""
     media: tuple[MediaPart, ...] = ()
     status: OutcomeStatus = "ok"
+    cut: OutputCut | None = None
+    """Set when the output exceeded the tool's limit and only its start was kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +129,8 @@ class ToolContext:
     cancel: asyncio.Event | None = None
     """Set to stop a running call (Esc in the TUI); Bash kills its process group."""
     interactive: bool = False
+    sandbox: Sandbox | None = None
+    """How Bash is confined; None runs it unconfined (`full-access`)."""
 
 
 class Tool(Protocol):

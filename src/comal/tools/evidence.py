@@ -37,7 +37,10 @@ EVIDENCE_SPEC = ToolSpec(
         "properties": {
             "ref": {
                 "type": "string",
-                "description": "Evidence id, e.g. evt_0193…, or `index` for the list of results.",
+                "description": (
+                    "Evidence id, e.g. evt_0193…, a session ordinal such as E17 (as a"
+                    " checkpoint lists them), or `index` for the list of results."
+                ),
             },
             "field": {
                 "type": "string",

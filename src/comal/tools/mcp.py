@@ -36,6 +36,7 @@ from comal.tools.base import Tool
 
 __all__ = [
     "MCP_PREFIX",
+    "McpNotice",
     "McpOrigin",
     "McpServerFailure",
     "McpToolset",
@@ -64,11 +65,20 @@ class McpServerFailure:
 
 
 @dataclass(frozen=True, slots=True)
+class McpNotice:
+    """Something about a started server worth telling once (stray stdout, tools not offered)."""
+
+    server: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class McpToolset:
-    """What the configured servers offer: their tools, and the servers that failed."""
+    """What the configured servers offer: their tools, the servers that failed, and notices."""
 
     tools: tuple[Tool, ...] = ()
     failures: tuple[McpServerFailure, ...] = ()
+    notices: tuple[McpNotice, ...] = ()
 
 
 @runtime_checkable

@@ -1,8 +1,9 @@
 """Bash: run a command in the workspace and return its combined output and exit code.
 
 Invariants:
-- The command runs as `bash -c COMMAND` with the workspace as working directory, stdin from
-  /dev/null, stdout and stderr merged into one pipe, in its **own process group**
+- The command runs as `bash -c COMMAND` with the workspace as working directory (under
+  bubblewrap when the context has a sandbox, see `tools/sandbox.py`), stdin from /dev/null,
+  stdout and stderr merged into one pipe, in its **own process group**
   (`start_new_session=True`), so a timeout, a cancel (`ctx.cancel`) or the cancellation of the
   calling task kills the whole group: no orphaned children keep running.
 - The output is kept byte for byte (binary and invalid UTF-8 included) up to
@@ -27,6 +28,7 @@ from comal.errors import ToolError
 from comal.messages import JSONObject, ToolSpec
 from comal.tools.base import (
     NoPreparation,
+    OutputCut,
     Preparation,
     ToolContext,
     ToolOutcome,
@@ -172,11 +174,18 @@ class BashTool(NoPreparation):
         env = dict(ctx.env)
         env.setdefault("PAGER", "cat")
         env.setdefault("GIT_PAGER", "cat")
+        argv = ["bash", "-c", command]
+        sandbox = ctx.sandbox
+        if sandbox is not None and sandbox.unavailable is None:
+            argv = sandbox.wrap(argv)
+        elif sandbox is not None and sandbox.config.required:
+            return error_outcome(
+                f"not run: [sandbox] required = true, and the sandbox is unavailable: "
+                f"{sandbox.unavailable}"
+            )
         try:
             proc = await asyncio.create_subprocess_exec(
-                "bash",
-                "-c",
-                command,
+                *argv,
                 cwd=ctx.workspace,
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
@@ -185,7 +194,7 @@ class BashTool(NoPreparation):
                 start_new_session=True,
             )
         except OSError as exc:
-            return error_outcome(f"cannot start bash: {exc.strerror or exc}")
+            return error_outcome(f"cannot start {argv[0]}: {exc.strerror or exc}")
         assert proc.stdout is not None  # stdout=PIPE guarantees it
         capture = _Capture(self.output_limit_bytes, bytearray())
         try:
@@ -254,9 +263,12 @@ class BashTool(NoPreparation):
     ) -> ToolOutcome:
         output = bytes(capture.kept)
         notes: list[str] = []
+        cut = None
         if capture.total > len(capture.kept):
+            cut = OutputCut(self.output_limit_bytes, capture.total)
             notes.append(
-                f"[output truncated: kept the first {len(capture.kept)} of {capture.total} bytes]"
+                f"[output cut at the {self.output_limit_bytes:,}-byte limit: kept the first"
+                f" {len(capture.kept):,} of {capture.total:,} bytes; the rest was not recorded]"
             )
         if ending == "timeout":
             notes.append(f"[timed out after {timeout_s:g}s; process group killed]")
@@ -271,5 +283,5 @@ class BashTool(NoPreparation):
             sep = b"" if not output or output.endswith(b"\n") else b"\n"
             output += sep + "\n".join(notes).encode("utf-8") + b"\n"
         if ending in ("timeout", "cancelled"):
-            return ToolOutcome(output, is_error=True, exit_code=None, status="error")
-        return ToolOutcome(output, exit_code=returncode)
+            return ToolOutcome(output, is_error=True, exit_code=None, status="error", cut=cut)
+        return ToolOutcome(output, exit_code=returncode, cut=cut)

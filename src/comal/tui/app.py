@@ -15,7 +15,8 @@ Invariants:
 - `/compact` derives at once when idle; during a turn it records `compact.requested`, which
   the loop honours before its next model call, and whatever is still pending when the turn
   ends is derived then.
-- Permission `ask` verdicts become a modal yes/no; nothing else asks the user anything.
+- Permission `ask` verdicts become a modal yes / no / always allow this pattern (written to
+  `.comal/config.toml`); nothing else asks the user anything.
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ from comal.agent.init_file import write_agents_md
 from comal.agent.rewind import apply_rewind, plan_rewind, turns
 from comal.agent.session import Session, SessionOptions, open_session, reconfigure
 from comal.agent.state import open_calls, render_state, session_state
-from comal.config import Config
+from comal.config import Config, PermissionRule, add_workspace_rule
 from comal.errors import ComalError, ConfigError
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
 from comal.providers.base import Provider
 from comal.tools.base import Tool
+from comal.tools.permissions import PermissionPolicy, suggest_rules
 from comal.tui.commands import HELP_ROWS, SlashCommand, UnknownCommandError, parse_command
 from comal.tui.replay import past_items
 from comal.tui.widgets.confirm import ConfirmScreen
@@ -170,7 +172,7 @@ class ComalApp(App[int]):
             session_id=s.session_id,
             workspace=s.workspace,
         )
-        self._set_status(session_id=self.session.id)
+        self._set_status(session_id=s.ledger.short_id(self.session.id))
         return self.session
 
     def _set_status(self, **changes: Any) -> None:
@@ -217,22 +219,52 @@ class ComalApp(App[int]):
                 self._set_status(activity=f"thinking · step {self._step}")
 
     async def _ask(self, tool: str, arguments: JSONObject, reason: str) -> bool:
-        """The permission hook: a modal yes/no."""
-        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        """The permission hook: a modal yes / no / always allow this pattern."""
+        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
-        def done(allowed: bool | None) -> None:
+        def done(given: str | None) -> None:
             if not answer.done():
-                answer.set_result(bool(allowed))
+                answer.set_result(given or "no")
 
-        screen = ConfirmScreen(tool, arguments, reason)
+        rules = self._always_rules(tool, arguments)
+        screen = ConfirmScreen(tool, arguments, reason, tuple(r.pattern for r in rules))
         self._set_status(activity=f"waiting for your answer ({tool})")
         self.push_screen(screen, callback=done)
         try:
-            return await answer
+            given = await answer
         except asyncio.CancelledError:
             if screen.is_current:
-                screen.dismiss(False)
+                screen.dismiss("no")
             raise
+        if given == "always":
+            self._remember(rules)
+        return given in ("yes", "always")
+
+    def _always_rules(self, name: str, arguments: JSONObject) -> tuple[PermissionRule, ...]:
+        """The allow rules "always" would add: only when they make this very call allowed."""
+        s = self.session
+        tool = s.runner.registry.get(name) if s is not None else None
+        if s is None or tool is None:
+            return ()
+        rules = suggest_rules(tool, arguments)
+        trial = PermissionPolicy(s.runner.permissions.config, s.runner.context.workspace)
+        for rule in (*s.runner.permissions.rules[len(trial.rules) :], *rules):
+            trial.add_rule(rule)
+        return rules if rules and trial.decide(tool, arguments).allowed else ()
+
+    def _remember(self, rules: tuple[PermissionRule, ...]) -> None:
+        """Apply the rules now and write them to the workspace config."""
+        s = self.session
+        if s is None:
+            return
+        for rule in rules:
+            s.runner.permissions.add_rule(rule)
+            try:
+                path = add_workspace_rule(s.runner.context.workspace, rule)
+            except ConfigError as exc:
+                self.transcript.add_notice(f"not saved: {exc.message}", "warning")
+                continue
+            self.transcript.add_notice(f"always allowed {rule.tool}({rule.pattern}) in {path}")
 
     # --- input ------------------------------------------------------------------------------
 
@@ -308,6 +340,7 @@ class ComalApp(App[int]):
             return
         self._cancelling = True
         self.queued.clear()
+        self._cancel_queued_compaction()
         self.cancel_event.set()
         self._set_status(activity="cancelling")
         if not self._tool_running:
@@ -319,6 +352,14 @@ class ComalApp(App[int]):
                 turn.cancel()
 
         self.set_timer(CANCEL_GRACE_S, force)
+
+    def _cancel_queued_compaction(self) -> None:
+        """Esc drops a `/compact` waiting for the turn boundary, as it drops queued messages."""
+        session = self.session
+        if session is None or session.engine.pending_compaction() != "user":
+            return
+        session.record("compact.cancelled", {"by": "user"})
+        self.transcript.add_notice("◆ queued compaction cancelled", "context")
 
     async def action_quit(self) -> None:
         """Leave; a running turn is cancelled first and the lock released by the launcher."""

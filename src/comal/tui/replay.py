@@ -23,7 +23,7 @@ class PastItem:
     """One line of recorded history."""
 
     kind: str
-    """`user`, `assistant`, `tool` or `context`."""
+    """`user`, `assistant`, `refused` (a reply that declined), `tool` or `context`."""
     text: str
     failed: bool = False
     """For `tool`: the receipt was an error, a denial or uncertain."""
@@ -55,7 +55,9 @@ def past_items(entries: Sequence[Entry], limit: int = PAST_ITEMS_LIMIT) -> tuple
             items.append(PastItem("user", _message_text(entry)))
         elif entry.kind == "message.assistant":
             text = _message_text(entry)
-            if text.strip():
+            if p.get("finish") == "refusal":
+                items.append(PastItem("refused", text))
+            elif text.strip():
                 items.append(PastItem("assistant", text))
         elif entry.kind == "tool.started":
             call_id, name, args = p.get("call_id"), p.get("name"), p.get("arguments")

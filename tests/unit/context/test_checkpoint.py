@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from comal.context.checkpoint import FACTS_HORIZON_TOKENS
+from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.evidence_index import INDEX_CALL
+from comal.context.evidence_names import named_ordinals
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
-from comal.testing.sessions import SessionBuilder
-from tests.unit.context.conftest import listing, make_engine
+from comal.messages import ToolResultPart
+from comal.testing.sessions import SessionBuilder, ToolStep
+from tests.unit.context.conftest import BASH, listing, make_engine
 
 REMINDER = "Please answer with exactly one command in a fenced block."
 
@@ -68,22 +70,63 @@ def test_what_the_tail_shows_is_not_repeated(ledger: Ledger, builder: SessionBui
     assert in_tail
     assert covered
     assert not [r.id for r in in_tail if r.id in checkpoint.text]
-    # The newest covered command is still named, with its exact reference; the rest by range.
+    # The newest covered command is still named with its full id; every other one by ordinal.
     assert covered[-1].id in checkpoint.text
-    assert "older: " in checkpoint.text
+    evidence = checkpoint.text.split("## Evidence", 1)[1]
+    named = named_ordinals(evidence)
+    for ordinal, result in enumerate(results, start=1):
+        if result in covered:
+            assert result.id in checkpoint.text or ordinal in named, ordinal
+    # What the work state names by full id is not listed again.
+    work = checkpoint.text.split("## Work state", 1)[1].split("## Evidence", 1)[0]
+    assert not [r.id for r in covered if r.id in work and r.id in evidence]
     assert INDEX_CALL in checkpoint.text
 
 
-def test_checkpoint_and_tail_stay_within_the_facts_horizon(
-    ledger: Ledger, builder: SessionBuilder
-) -> None:
-    builder.user("Survey the source tree.")
-    command_turns(builder, 60, lines=40)
-    engine = make_engine(ledger, builder.session_id, window=128_000)
+def _tail_tokens(ledger: Ledger, session_id: str, window: int) -> tuple[int, int]:
+    """(tokens carried before the newest turn, request size) after a /compact at `window`."""
+    engine = make_engine(ledger, session_id, window=window)
     engine.compact(by="user")
     asm = engine.assemble()
     newest = max(p.seq for p in asm.parts if p.role == "assistant")
-    carried = sum(p.tokens for p in asm.parts if p.seq < newest)
-    # Everything carried before the newest turn (which is always kept whole) fits the horizon.
-    assert carried <= FACTS_HORIZON_TOKENS
-    assert sum(1 for p in asm.parts if p.role == "assistant") > 1
+    tail = sum(p.tokens for p in asm.parts if p.seq < newest and p.role != "checkpoint")
+    return tail, engine.view().estimated_tokens
+
+
+def test_the_kept_tail_grows_with_the_window(ledger: Ledger) -> None:
+    tails = []
+    for window in (32_000, 64_000, 128_000):
+        # The same session, recorded once per window.
+        builder = SessionBuilder(ledger, model="gpt-4o", window=window)
+        builder.user("Survey the source tree.")
+        command_turns(builder, 200, lines=40)
+        tail, size = _tail_tokens(ledger, builder.session_id, window)
+        budget = make_engine(ledger, builder.session_id, window=window).budget()
+        # The view stays under the threshold with room for the next calls.
+        assert size < budget.threshold
+        tails.append(tail)
+    assert tails[0] < tails[1] < tails[2]
+
+
+def test_the_newest_turn_stays_in_view_when_the_landing_leaves_no_room(ledger: Ledger) -> None:
+    # Large fixed parts and two ~11 KB outputs per call: even the deepest checkpoint leaves no
+    # room under the threshold for one more such call. The turn the next request continues
+    # must still be in it, or the model never sees the results it asked for.
+    builder = SessionBuilder(ledger, model="gpt-4o", window=16_000)
+    builder.user("Check the sequences.")
+    fixed = FixedParts("You are a coding agent. " * 200, "Rules. " * 800, (BASH,))
+    settings = EngineSettings(window_tokens=16_000, max_output_tokens=4_096)
+    engine = ContextEngine(ledger, builder.session_id, settings, fixed, model="gpt-4o")
+    numbers = "\n".join(str(i) for i in range(2_500))
+    events = 0
+    for i in range(8):
+        steps: list[ToolStep] = [
+            ("Bash", {"command": f"seq {i} a"}, numbers, 0),
+            ("Bash", {"command": f"seq {i} b"}, numbers, 0),
+        ]
+        results = builder.turn(f"Step {i}.", steps)
+        view = engine.prepare()
+        events += len(view.actions)
+        shown = {p.call_id for m in view.messages for p in m.parts if isinstance(p, ToolResultPart)}
+        assert {r.payload["call_id"] for r in results} <= shown
+    assert events

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from comal.cli import cmd_checkpoints, cmd_compact, cmd_context, cmd_evidence
 from comal.config import load_config
 from comal.context.evidence import PAGE_UNITS, LedgerEvidenceReader, read_evidence
+from comal.context.units import Utf16Text
 from comal.errors import ComalError, DigestMismatchError, EvidenceAccessError, EvidenceError
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, digest_bytes
@@ -180,7 +182,7 @@ def test_cli_evidence_context_checkpoints(capsys: pytest.CaptureFixture[str]) ->
     assert capsys.readouterr().out.startswith("  1  ")
     assert main(["checkpoints", sid, "1"]) == 0
     assert capsys.readouterr().out.startswith("[checkpoint 1")
-    assert main(["checkpoints", sid, "7"]) == 2
+    assert main(["checkpoints", sid, "7"]) == 3  # an unknown checkpoint: a ledger error
 
 
 def test_the_index_lists_every_result_oldest_first_and_pages_like_any_evidence(
@@ -231,3 +233,46 @@ def test_the_index_is_reachable_through_the_tool_and_printed_in_checkpoints(
     other.user("elsewhere")
     # Another session's index lists only its own results.
     assert ref not in read_evidence(ledger, other.session_id, "index").text
+
+
+def test_an_ordinal_reads_the_same_evidence_as_its_full_id(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    first = _result(builder, "first output\n")
+    second = builder.turn("", [("Bash", {"command": "ls"}, "second output\n" * 2_000, 0)])[0].id
+    by_ordinal = read_evidence(ledger, builder.session_id, "E2", offset=0, limit=100)
+    by_id = read_evidence(ledger, builder.session_id, second, offset=0, limit=100)
+    assert by_ordinal.text == by_id.text == ("second output\n" * 8)[:100]
+    assert by_ordinal.digest == by_id.digest
+    assert read_evidence(ledger, builder.session_id, "E1").text == "first output\n"
+    page = LedgerEvidenceReader(ledger, builder.session_id).read({"ref": "E2", "limit": 50})
+    assert page["next_call"] is not None
+    # Past the last output: a clear error that says how many there are.
+    with pytest.raises(EvidenceError, match="E1 to E2"):
+        read_evidence(ledger, builder.session_id, "E3")
+    assert first != second
+
+
+def test_a_large_output_pages_and_searches_exactly_as_its_whole_text(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    # Over a megabyte, with multi-byte characters and surrogate pairs: paged by its index.
+    line = "ok 😀 ünï line {i}\n"
+    text = "".join(line.format(i=i) for i in range(80_000)) + "FATAL 😀 needle at the end\n"
+    ref = _result(builder, text)
+    whole = Utf16Text.of(text)
+    for offset in (0, 1, 7, 65_535, 65_536, 1_000_003, whole.units - 5):
+        page = read_evidence(ledger, builder.session_id, ref, offset=offset)
+        expected, start, end = whole.slice(offset, offset + PAGE_UNITS)
+        assert (page.text, page.offset, page.offset + page.length) == (expected, start, end)
+        assert page.total_units == whole.units
+    assert read_evidence(ledger, builder.session_id, ref).digest == digest_bytes(text.encode())
+    # A literal search finds what the whole-text search finds: offsets, lines, snippets, next.
+    for needle, start in (("line 7999", 0), ("😀 ünï line 4", 500_000), ("FATAL", 0), ("zz", 0)):
+        paged = read_evidence(ledger, builder.session_id, ref, search=needle, offset=start)
+        escaped = re.escape(needle)
+        reference = read_evidence(
+            ledger, builder.session_id, ref, search=escaped, regex=True, offset=start
+        )
+        assert paged.hits == reference.hits
+        assert (paged.next_call or {}).get("offset") == (reference.next_call or {}).get("offset")

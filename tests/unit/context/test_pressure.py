@@ -37,25 +37,30 @@ def small_turn(builder: SessionBuilder, i: int) -> None:
 
 
 def test_projection_then_derivation_then_fits(ledger: Ledger, builder: SessionBuilder) -> None:
-    # Projection wins the cost model when it frees a lot late in the prompt (little to re-send)
-    # and calls keep appending a lot (the prompt refills fast, so re-sending weighs most); a
-    # detailed task, which a checkpoint must re-send but a projection keeps cached, adds to it.
+    # While the conversation is mostly old large reads, projecting them lands about where the
+    # deepest checkpoint would, keeping every message verbatim: stage 1 is enough. Once many
+    # small turns have piled up, only a checkpoint gets the view back down.
     builder.user(TASK)
-    for i in range(20):
-        small_turn(builder, i)
     engine = make_engine(ledger, builder.session_id)
     previous = engine.prepare()
-    big = [
-        builder.turn(
-            f"Reading part {k}.", [("Read", {"path": f"src/p{k}.py"}, listing(f"p{k}", 150), None)]
-        )[0]
-        for k in range(3)
-    ]
     actions: list[tuple[str, ...]] = []
+    big = []
+    for k in range(6):
+        table = "".join(f"{k},{i},{i * i}\n" for i in range(500))  # ~3.5k tokens, no salience
+        big += builder.turn(
+            f"Reading part {k}.", [("Read", {"path": f"data/p{k}.csv"}, table, None)]
+        )
+        view = engine.prepare()
+        actions.append(view.actions)
+        previous = view
+        if view.actions:
+            break
     for i in range(400):
+        if ("checkpoint",) in actions:
+            break
         builder.turn(
             f"Checking part {i}.",
-            [("Bash", {"command": f"grep -n part{i} src"}, listing(f"m{i}", 40), 0)],
+            [("Bash", {"command": f"grep -n part{i} src"}, listing(f"m{i}", 12), 0)],
         )
         view = engine.prepare()
         check_pairs(view.messages)
@@ -66,14 +71,16 @@ def test_projection_then_derivation_then_fits(ledger: Ledger, builder: SessionBu
             assert flat(view.messages)[: len(before)] == before
         actions.append(view.actions)
         previous = view
-        if ("checkpoint",) in actions:
-            break
     assert ("projection",) in actions
     assert actions.index(("projection",)) < actions.index(("checkpoint",))
     projections = ledger.entries(builder.session_id, kinds=("projection",))
     projected = set(projections[0].payload["result_ids"])  # type: ignore[arg-type]
     assert projected <= {r.id for r in big}
-    assert projections[0].payload["after_tokens"] <= projections[0].payload["target_tokens"]  # type: ignore[operator]
+    # The event records why and what it weighed.
+    assert projections[0].payload["trigger"] == "threshold"
+    options = projections[0].payload["options"]
+    assert isinstance(options, list)
+    assert [o["action"] for o in options if isinstance(o, dict)] == ["projection", "checkpoint"]
     checkpoint = ledger.entries(builder.session_id, kinds=("checkpoint",))[0]
     assert checkpoint.payload["number"] == 1
     text = previous.messages[0].parts[0].text  # type: ignore[union-attr]
@@ -257,17 +264,23 @@ def test_compact_now_and_requested_compaction(ledger: Ledger, builder: SessionBu
     assert [c.number for c in engine.checkpoints()] == [1, 2]
 
 
-def test_the_cost_model_prices_deep_cheap_events_lower() -> None:
-    from comal.context.pressure import CACHED_RATE, cycle_cost, growth_per_call
+def test_the_cost_model_and_the_landing_rule() -> None:
+    from comal.context.pressure import (
+        CACHED_RATE,
+        TIE_PRECISION,
+        Growth,
+        landing,
+        measure_growth,
+        stretch_cost,
+    )
     from comal.context.view import PartCost
 
-    # resent / room + 0.1 × mean size / growth, by hand.
-    assert cycle_cost(1_000, 2_000, 10_000, 500) == pytest.approx(
-        1_000 / 8_000 + CACHED_RATE * 12_000 / 1_000
+    # re-send spread over the stretch + cached re-reads + growth, by hand.
+    assert stretch_cost(2_000, 1_000, 10_000, 500) == pytest.approx(
+        1_000 * 500 / 8_000 + CACHED_RATE * 12_000 / 2 + 500
     )
-    # Landing lower is cheaper at equal re-send; not getting under the threshold is never chosen.
-    assert cycle_cost(1_000, 2_000, 10_000, 500) < cycle_cost(1_000, 6_000, 10_000, 500)
-    assert cycle_cost(0, 10_000, 10_000, 500) == float("inf")
+    assert stretch_cost(2_000, 1_000, 10_000, 500) < stretch_cost(6_000, 1_000, 10_000, 500)
+    assert stretch_cost(10_000, 0, 10_000, 500) == float("inf")
     parts = [
         PartCost(1, 50, "text", role="user"),
         PartCost(2, 30, "call", role="assistant"),
@@ -275,9 +288,25 @@ def test_the_cost_model_prices_deep_cheap_events_lower() -> None:
         PartCost(4, 20, "call", role="assistant"),
         PartCost(5, 100, "full", role="result"),
     ]
-    assert growth_per_call(parts) == pytest.approx(600 / 2)
-    assert growth_per_call(parts, since_seq=3) == pytest.approx(120)
-    assert growth_per_call(parts, since_seq=9) == pytest.approx(300)
+    # The user text before the first call is no call's growth.
+    assert measure_growth(parts) == Growth(550 / 2, 430, 2)
+    assert measure_growth(parts, since_seq=3) == Growth(120, 120, 1)
+    assert measure_growth(parts, since_seq=9).mean == pytest.approx(275)
+    # The landing is the largest size whose stretch ties with the deepest cut's.
+    growth = Growth(1_500, 4_000, 40)
+    floor, threshold, fixed = 6_000, 100_000, 2_000
+    land = landing(floor, threshold, fixed, growth)
+    deepest = stretch_cost(floor, floor - fixed, threshold, growth.mean)
+    assert floor < land < threshold - growth.stretch_room
+    assert stretch_cost(land, land - fixed, threshold, growth.mean) <= (1 + TIE_PRECISION) * deepest
+    assert (
+        stretch_cost(land + 2, land + 2 - fixed, threshold, growth.mean)
+        > (1 + TIE_PRECISION) * deepest
+    )
+    # A larger window (threshold) leaves a larger view for the same session.
+    assert landing(floor, 2 * threshold, fixed, growth) > land
+    # No room for one more call of the largest kind: aim below the deepest normal cut.
+    assert landing(floor, floor + 1_000, fixed, growth) == floor + 1_000 - growth.stretch_room
 
 
 def test_the_threshold_is_a_share_of_the_window_buffer_included() -> None:

@@ -60,10 +60,24 @@ BLANK_AT_CUT = (
     + "\n"
 )
 
+# A traceback frame whose code line is cut by the tail: the piece before the cut is not quoted
+# as the whole line (found by hypothesis, pinned as an example).
+FRAGMENT_AT_CUT = (
+    "plain output line\n" * 25
+    + "src/app/models.py:120: warning about something\n" * 16
+    + "x" * 313
+    + '\n  File "/srv/app/run.py", line 42, in main\n'
+    + "x" * 313
+    + "\n"
+    + "plain output line\n" * 4
+    + "src/app/models.py:120: warning about something\n" * 3
+)
+
 
 @settings(max_examples=60, deadline=None)
 @given(TEXTS, st.sampled_from([2_048, 4_096, 16_384]))
 @example(BLANK_AT_CUT, 4_096)
+@example(FRAGMENT_AT_CUT, 2_048)
 def test_every_piece_of_a_preview_is_exact(text: str, chars: int) -> None:
     body = text.encode()
     preview = preview_text(FACTS, body, chars)

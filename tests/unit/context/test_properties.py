@@ -5,13 +5,15 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from comal.context.checkpoint import derive
+from comal.context.evidence_names import named_ordinals
 from comal.context.invariants import check_pairs
 from comal.context.tokens import MemoCounter, counter_for_model
 from comal.ledger.store import Ledger
+from comal.messages import ToolResultPart
 from comal.testing.sessions import SessionBuilder, ToolStep
 from tests.unit.context.conftest import make_engine
 
@@ -112,3 +114,42 @@ def test_derivation_is_byte_identical_when_rerun(steps: list) -> None:  # type: 
         first = engine.compact(by="user")
         second_engine = make_engine(ledger, builder.session_id, window=12_000)
         assert second_engine.view().messages[0].parts[0].text == first.text  # type: ignore[union-attr]
+
+
+def _named_outputs(ledger: Ledger, session_id: str, messages: tuple) -> set[str]:  # type: ignore[type-arg]
+    """`tool.result` ids the request shows or names by an exact reference (id or ordinal)."""
+    text = "\n".join(
+        getattr(p, "text", "") or getattr(p, "content", "") for m in messages for p in m.parts
+    )
+    shown = {p.call_id for m in messages for p in m.parts if isinstance(p, ToolResultPart)}
+    ordinals = named_ordinals(text)
+    named = set()
+    results = [e for e in ledger.entries(session_id) if e.kind == "tool.result"]
+    for ordinal, entry in enumerate(results, start=1):
+        if entry.payload.get("call_id") in shown or entry.id in text or ordinal in ordinals:
+            named.add(entry.id)
+    return named
+
+
+@SETTINGS
+@given(script, st.sampled_from([9_000, 12_000, 24_000]))
+# Many events for sure: small and large outputs mixed, far over the window.
+@example([("turn", [(120, 0), (3, 1)]), ("turn", [(400, 0)])] * 20, 9_000)
+def test_every_earlier_output_stays_named_after_any_event(steps: list, window: int) -> None:  # type: ignore[type-arg]
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Ledger.open(Path(tmp) / "l.db", durable=False) as ledger,
+    ):
+        builder = SessionBuilder(ledger)
+        builder.user("start")
+        engine = make_engine(ledger, builder.session_id, window=window)
+        events = 0
+        for n, item in enumerate(steps):
+            _apply(builder, item, n)
+            view = engine.prepare()
+            events += len(view.actions)
+            if not events:
+                continue
+            results = {e.id for e in ledger.entries(builder.session_id) if e.kind == "tool.result"}
+            # Every output is in view or named by its exact reference: never only via an index.
+            assert _named_outputs(ledger, builder.session_id, view.messages) == results

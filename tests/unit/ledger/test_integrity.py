@@ -77,7 +77,11 @@ def test_verify_reports_tampered_entries_and_blobs(ledger_path: Path) -> None:
         assert (report.entries, report.blobs) == (2, 1)
         assert any("seq 1" in p and "content hash mismatch" in p for p in report.problems)
         assert any(p.startswith("blob sha256:") for p in report.problems)
-        assert len(report.problems) == 2
+        # The entry whose body blob is damaged is damaged too: both are listed by id.
+        assert any("seq 2): body blob" in p and "damaged" in p for p in report.problems)
+        assert len(report.problems) == 3
+        assert len(report.damaged) == 2
+        assert all(name.startswith("evt_") for name in report.damaged)
 
 
 def test_verify_reports_a_missing_body_blob_and_noncanonical_payload(ledger_path: Path) -> None:
@@ -91,7 +95,7 @@ def test_verify_reports_a_missing_body_blob_and_noncanonical_payload(ledger_path
     with Ledger.open(ledger_path) as ledger:
         report = ledger.verify(sid)
     assert not report.ok
-    assert any("seq 2: body blob" in p and "missing" in p for p in report.problems)
+    assert any("seq 2): body blob" in p and "missing" in p for p in report.problems)
     assert any("seq 1" in p and "not canonical" in p for p in report.problems)
 
 

@@ -163,7 +163,7 @@ def test_resolve_prefixes_like_git(ledger: Ledger) -> None:
         ledger.resolve("abcd")
     assert a in ambiguous.value.message
     assert b in ambiguous.value.message
-    with pytest.raises(UnknownSessionError, match="no session id starts with"):
+    with pytest.raises(UnknownSessionError, match="no session id or short id starts with"):
         ledger.resolve("0123")
     with pytest.raises(UnknownSessionError, match="not a session id"):
         ledger.resolve("xyz")

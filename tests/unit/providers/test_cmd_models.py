@@ -74,7 +74,7 @@ def test_doctor_reports_reachability_and_key_presence_without_the_key(
         assert main(["doctor", "--json"]) == 0
         report = capsys.readouterr().out
         monkeypatch.delenv("LOCAL_KEY")
-        assert main(["doctor"]) == 1
+        assert main(["doctor"]) == 2  # a missing key is a configuration error
         plain = capsys.readouterr().out
     assert secret not in report
     data = json.loads(report)
@@ -90,7 +90,7 @@ def test_doctor_unreachable_server(isolated_env, monkeypatch, capsys) -> None:
     write_config(isolated_env, dead)
     monkeypatch.chdir(isolated_env)
     monkeypatch.setenv("LOCAL_KEY", "k")
-    assert main(["doctor"]) == 1
+    assert main(["doctor"]) == 4  # a provider error, as the README table says
     assert "unreachable" in capsys.readouterr().out
 
 

@@ -102,7 +102,7 @@ def test_deny_rule_wins_over_allow_rule(workspace: Path) -> None:
     p = policy(workspace, rules=rules)
     denied = p.decide(BashTool(), {"command": "git push origin main"})
     assert denied.decision == "deny"
-    assert denied.reason == "denied by deny rule Bash(git push*)"
+    assert denied.reason == "denied by deny rule Bash(git push*): git push origin main"
     allowed = p.decide(BashTool(), {"command": "git status"})
     assert allowed.reason == "allowed by allow rule Bash(*)"
 
@@ -170,5 +170,5 @@ async def test_interactive_hook_confirms_or_declines(workspace: Path) -> None:
 def test_bad_configuration_is_a_clear_error(workspace: Path) -> None:
     with pytest.raises(ToolError, match="unknown permission mode"):
         policy(workspace, "yolo")
-    with pytest.raises(ToolError, match="allow or deny"):
+    with pytest.raises(ToolError, match="allow, ask or deny"):
         policy(workspace, rules=(PermissionRule("maybe", "Bash"),))

@@ -118,8 +118,13 @@ async def test_output_cap_keeps_a_prefix_and_says_so(ctx: ToolContext) -> None:
         {"command": "head -c 5000 /dev/zero | tr '\\0' 'a'"}, ctx, None
     )
     assert outcome.output.startswith(b"a" * 1000)
-    assert outcome.output[1000:] == b"\n[output truncated: kept the first 1000 of 5000 bytes]\n"
+    assert outcome.output[1000:] == (
+        b"\n[output cut at the 1,000-byte limit: kept the first 1,000 of 5,000 bytes;"
+        b" the rest was not recorded]\n"
+    )
     assert outcome.exit_code == 0
+    assert outcome.cut is not None
+    assert (outcome.cut.limit_bytes, outcome.cut.total_bytes) == (1000, 5000)
 
 
 async def test_environment_comes_from_the_context(workspace: Path, ctx: ToolContext) -> None:

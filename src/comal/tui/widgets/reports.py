@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -94,16 +95,18 @@ class TextReport(Static):
         self.body = body
 
 
-class HelpView(Vertical):
-    """The `/help` answer."""
+class HelpView(Static):
+    """The `/help` answer.
+
+    A Rich table in a Static, not a DataTable: a DataTable in an auto-height container has no
+    height on its first layout, so the box stayed empty until the terminal was resized.
+    """
 
     def __init__(self, rows: tuple[tuple[str, str], ...]) -> None:
-        super().__init__(classes="report")
-        self.rows = rows
-
-    def compose(self) -> ComposeResult:
-        table = ReportTable(id="help-table", show_cursor=False, show_header=False)
-        table.add_columns("keys", "what")
-        for keys, what in self.rows:
+        table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
+        table.add_column("keys", style="bold", no_wrap=True)
+        table.add_column("what")
+        for keys, what in rows:
             table.add_row(keys, what)
-        yield table
+        super().__init__(table, classes="report")
+        self.rows = rows

@@ -20,6 +20,7 @@ class StatusLine:
     used_tokens: int | None = None
     measured: bool = False
     session_id: str | None = None
+    """The session's short id, as `comal sessions` shows it."""
     activity: str = "idle"
 
     def render_text(self) -> str:
@@ -31,7 +32,7 @@ class StatusLine:
             amount = f"{self.used_tokens:,}" if self.measured else f"~{self.used_tokens:,}"
             base = " measured base" if self.measured else ""
             ctx = f"ctx {amount} / {self.window_tokens:,} ({share}%{base})"
-        session = self.session_id[:8] if self.session_id else "new session"
+        session = self.session_id or "new session"
         return f" {self.model} · {ctx} · {session} · {self.activity}"
 
 

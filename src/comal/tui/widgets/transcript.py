@@ -22,6 +22,7 @@ from comal.agent.events import (
     Failed,
     Notice,
     ReasoningStreamed,
+    Refused,
     ResponseDiscarded,
     SessionOpened,
     TextStreamed,
@@ -65,6 +66,11 @@ class AssistantItem(Static):
         self.text = text or self.text
         self.done = True
         self.update(Markdown(self.text))
+
+    def refuse(self) -> None:
+        """The reply was a refusal: shown as the model's words, marked as not an answer."""
+        self.add_class("refused")
+        self.update(Text(self.text, style="italic"))
 
     def discard(self, reason: str) -> None:
         """The response did not finish and was recorded as discarded."""
@@ -129,6 +135,8 @@ class Transcript(VerticalScroll):
     def __init__(self) -> None:
         super().__init__(id="transcript")
         self._assistant: AssistantItem | None = None
+        self._replied: AssistantItem | None = None
+        """The last recorded reply (a refusal that follows it marks it)."""
         self._reasoning: ReasoningItem | None = None
         self._tools: dict[str, ToolItem] = {}
 
@@ -147,7 +155,7 @@ class Transcript(VerticalScroll):
         return item
 
     def add_notice(self, text: str, kind: str = "info") -> NoticeItem:
-        """Append a notice (`info`, `context`, `warning` or `error`)."""
+        """Append a notice (`info`, `context`, `warning`, `refused` or `error`)."""
         item = NoticeItem(text, kind)
         self.mount(item)
         return item
@@ -161,6 +169,11 @@ class Transcript(VerticalScroll):
                 widget = AssistantItem()
                 widget.finish(item.text)
                 self.mount(widget)
+            elif item.kind == "refused":
+                widget = AssistantItem(item.text)
+                self.mount(widget)
+                widget.refuse()
+                self.add_notice("⊘ the model refused — this is not an answer", "refused")
             elif item.kind == "tool":
                 mark = "✗" if item.failed else "✓"
                 self.mount(NoticeItem(f"{mark} {item.text}", "tool-past"))
@@ -192,13 +205,19 @@ class Transcript(VerticalScroll):
                     self.mount(self._reasoning)
                 self._reasoning.append(event.text)
         elif isinstance(event, AssistantReplied):
+            self._replied = self._assistant
             if self._assistant is not None:
                 self._assistant.finish(event.text)
             elif event.text.strip():
-                item = AssistantItem()
+                self._replied = item = AssistantItem()
                 item.finish(event.text)
                 self.mount(item)
             self.close_reply()
+        elif isinstance(event, Refused):
+            if self._replied is not None:
+                self._replied.refuse()
+            reason = f": {event.reason}" if event.reason else ""
+            self.add_notice(f"⊘ the model refused{reason} — this is not an answer", "refused")
         elif isinstance(event, ResponseDiscarded):
             if self._assistant is not None:
                 self._assistant.discard(event.reason)

@@ -1,0 +1,30 @@
+"""Loading the configuration for a command, and showing its warnings once on stderr.
+
+Commands that only read the ledger (`sessions`, `show`, `verify`, `state`, `context`,
+`evidence`, `checkpoints`) load it leniently: a broken config file is a warning there, since
+they need little more than where the ledger is.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from comal.config import Config, load_config
+
+
+def warn(config: Config) -> Config:
+    """Print the configuration's warnings to stderr and return it."""
+    for warning in config.warnings:
+        print(f"comal: warning: {warning}", file=sys.stderr)
+    return config
+
+
+def run_config(cwd: Path | None = None) -> Config:
+    """The configuration for a command that runs a session (a broken file stops it)."""
+    return warn(load_config(cwd=cwd))
+
+
+def read_only_config() -> Config:
+    """The configuration for a read-only command (a broken file is only a warning)."""
+    return warn(load_config(lenient=True))

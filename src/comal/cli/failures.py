@@ -1,0 +1,118 @@
+"""Every failure the CLI can meet, as one named `ComalError` with its documented exit code.
+
+A ComalError passes through (its cause named when SQLite or the OS said more than it did);
+anything else is classified here — a full disk, a read-only or missing directory, a damaged
+ledger file, an unexpected bug — so the user reads one line naming the cause, never a Python
+traceback. `COMAL_DEBUG=1` prints the traceback too, for a bug report.
+"""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+
+from comal.errors import ComalError, LedgerError
+
+
+class DiskFullError(LedgerError):
+    """The disk (or the ledger's size limit) is full: nothing more can be recorded."""
+
+    code = "DISK_FULL"
+
+
+class LedgerDamagedError(LedgerError):
+    """The ledger file is damaged: SQLite cannot read part of it."""
+
+    code = "LEDGER_DAMAGED"
+
+
+class FileAccessError(ComalError):
+    """A file or directory Comal needs cannot be read or written (permissions, read-only)."""
+
+    code = "FILE_ACCESS"
+    exit_code = 2
+
+
+class UnexpectedError(ComalError):
+    """A failure Comal does not name more precisely (a bug); one line, never a traceback."""
+
+    code = "UNEXPECTED"
+    exit_code = 1
+
+
+_FULL_MARKERS = ("database or disk is full", "no space left on device")
+_DAMAGE_MARKERS = (
+    "malformed",
+    "not a database",
+    "could not decode",
+    "disk i/o error",
+    "file is not a database",
+)
+_SALVAGE_HINT = (
+    "run `comal verify` to list the damaged entries, `comal verify --salvage OUT` to copy"
+    " every intact one into a new ledger"
+)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and every exception it was raised from or while handling, outermost first."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _disk_full(chain: list[BaseException]) -> BaseException | None:
+    for item in chain:
+        if isinstance(item, OSError) and item.errno in (errno.ENOSPC, errno.EDQUOT):
+            return item
+        if isinstance(item, sqlite3.Error) and any(m in str(item).lower() for m in _FULL_MARKERS):
+            return item
+    return None
+
+
+def _access(item: OSError) -> FileAccessError:
+    where = f" {item.filename}" if item.filename else ""
+    if item.errno == errno.EROFS:
+        detail = "is on a read-only file system"
+    elif item.errno in (errno.EACCES, errno.EPERM):
+        detail = "is not writable or readable by this user (permission denied)"
+    else:
+        detail = f"cannot be used: {item.strerror or item}"
+    return FileAccessError(f"{where.strip() or 'a file'} {detail}")
+
+
+def explain(exc: BaseException) -> ComalError:
+    """The one named error to report for `exc` (which is not changed)."""
+    chain = _chain(exc)
+    full = _disk_full(chain)
+    if full is not None:
+        return DiskFullError(
+            f"the disk is full ({full}); the failed write was rolled back and everything"
+            " recorded before it is intact — free space, then resume the session"
+        )
+    damage = next(
+        (
+            item
+            for item in chain
+            if isinstance(item, sqlite3.DatabaseError)
+            and any(m in str(item).lower() for m in _DAMAGE_MARKERS)
+        ),
+        None,
+    )
+    if damage is not None:
+        told = f"{exc.message} — " if isinstance(exc, ComalError) else ""
+        return LedgerDamagedError(f"{told}the ledger is damaged ({damage}); {_SALVAGE_HINT}")
+    if isinstance(exc, ComalError):
+        return exc
+    for item in chain:
+        if isinstance(item, sqlite3.Error):
+            return LedgerError(f"ledger error: {item}")
+        if isinstance(item, OSError) and item.errno is not None:
+            return _access(item)
+    return UnexpectedError(
+        f"unexpected {type(exc).__name__}: {exc} (a bug; please report it)."
+        " If the ledger may be damaged, " + _SALVAGE_HINT
+    )

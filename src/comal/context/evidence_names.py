@@ -1,0 +1,187 @@
+"""Naming every earlier output in a checkpoint, compactly: per-session ordinals such as `E17`.
+
+`E17` is the session's 17th `tool.result` entry, in ledger order (the numbering of the evidence
+index); the ledger only grows, so an ordinal never changes meaning, and `EvidenceRead` accepts
+it as `ref` beside the full `evt_…` id. A checkpoint lists every output it covers so the model
+never has to look an index up to learn that an output exists:
+
+- first the outputs the verbatim tail and the work state most likely need (`priority`, e.g.
+  the newest covered turn and those on files the tail works on) with ordinal, full id, call
+  and size;
+- then every other output grouped by tool and file (`Read src/app.py: E3 E9 E14`), commands
+  and other calls with a short description, newest groups first.
+
+The list must fit its token budget: when it does not, descriptions go, then consecutive
+ordinals of a group merge into ranges (`E20–E57`), always naming each output's ordinal.
+Pure: same inputs ⇒ same lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from comal.context.conversation import ResultEntry
+from comal.context.tokens import TokenCounter
+from comal.context.workstate import COMMAND_KEYS, PATH_KEYS, Call, clip, describe_call, first_arg
+from comal.ledger.entry import Entry
+
+ORDINAL = re.compile(r"^E([1-9][0-9]*)$")
+"""A per-session ordinal reference, as `EvidenceRead` accepts it."""
+
+
+def result_ordinals(entries: Iterable[Entry]) -> dict[str, int]:
+    """Ordinal (1-based) of every `tool.result` entry id, in ledger order."""
+    out: dict[str, int] = {}
+    for entry in entries:
+        if entry.kind == "tool.result":
+            out[entry.id] = len(out) + 1
+    return out
+
+
+_NAMED = re.compile(r"\bE([1-9][0-9]*)(?:–E([1-9][0-9]*))?\b")
+
+
+def named_ordinals(text: str) -> set[int]:
+    """Every ordinal `text` names, singly (`E17`) or in a range (`E20–E57`)."""
+    out: set[int] = set()
+    for match in _NAMED.finditer(text):
+        start = int(match.group(1))
+        end = int(match.group(2)) if match.group(2) else start
+        out.update(range(start, end + 1))
+    return out
+
+
+def ordinal_ref(ordinal: int) -> str:
+    """`E17` for ordinal 17."""
+    return f"E{ordinal}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Named:
+    ordinal: int
+    item: ResultEntry
+    group: str
+    what: str
+
+
+def _group(call: Call | None, item: ResultEntry) -> tuple[str, str]:
+    """(group label, short description within the group)."""
+    if call is None:
+        return item.facts.name, ""
+    path = first_arg(call.arguments, PATH_KEYS)
+    if path is not None and first_arg(call.arguments, COMMAND_KEYS) is None:
+        return f"{call.name} {clip(path, 80)}", ""
+    return call.name, describe_call("", call.arguments, 48).strip()
+
+
+def _status(item: ResultEntry) -> str:
+    notes = []
+    if item.facts.exit_code not in (None, 0):
+        notes.append(f"exit {item.facts.exit_code}")
+    if item.facts.status not in ("ok", "error"):
+        notes.append(item.facts.status)
+    return f" ({', '.join(notes)})" if notes else ""
+
+
+def _ranges(ordinals: Sequence[int]) -> str:
+    out: list[str] = []
+    start = prev = ordinals[0]
+    for n in [*ordinals[1:], -1]:
+        if n == prev + 1:
+            prev = n
+            continue
+        out.append(ordinal_ref(start) if start == prev else f"E{start}–E{prev}")
+        start = prev = n
+    return " ".join(out)
+
+
+def _grouped(named: Sequence[_Named], level: int, with_id: frozenset[int]) -> list[str]:
+    groups: dict[str, list[_Named]] = {}
+    for n in named:
+        groups.setdefault(n.group, []).append(n)
+    # Newest group first: the most recent work is the likeliest to be looked up again.
+    ordered = sorted(groups.items(), key=lambda kv: -kv[1][-1].ordinal)
+    lines = []
+    for label, members in ordered:
+        items = []
+        short = [m.ordinal for m in members if m.ordinal not in with_id]
+        for m in members:
+            if m.ordinal in with_id:
+                what = f" {m.what}" if m.what and level == 0 else ""
+                items.append(f"{ordinal_ref(m.ordinal)} {m.item.facts.ref}{what}{_status(m.item)}")
+            elif level == 0:
+                what = f" {m.what}" if m.what else ""
+                items.append(f"{ordinal_ref(m.ordinal)}{what}{_status(m.item)}")
+            elif level == 1:
+                items.append(f"{ordinal_ref(m.ordinal)}{_status(m.item)}")
+        if level == 2 and short:
+            items.append(_ranges(short))
+        lines.append(f"{label}: {'; '.join(items)}")
+    return lines
+
+
+def _titled(listed: Sequence[str], grouped: list[str]) -> list[str]:
+    title = "the others, by tool and file:" if listed else "by tool and file:"
+    return [title, *grouped]
+
+
+def evidence_names(
+    covered: Sequence[ResultEntry],
+    priority: Sequence[ResultEntry],
+    calls: Mapping[str, Call],
+    ordinals: Mapping[str, int],
+    counter: TokenCounter,
+    budget_tokens: int,
+    already: str = "",
+) -> list[str]:
+    """Lines naming every output in `covered` (see module docstring), within `budget_tokens`.
+
+    Args:
+        covered: the outputs the checkpoint replaces, oldest first.
+        priority: those to list first with their full ids (newest first), a subset of covered.
+        calls: calls by id (for tool, file and command).
+        ordinals: `result_ordinals` of the session.
+        counter: token counter for the budget.
+        budget_tokens: the most the lines may take (the ranges form is used if none fits).
+        already: text of the checkpoint that names outputs by full id already (the work
+            state); those are not listed again.
+
+    The newest of the other outputs keep their full id beside the ordinal, as many as the
+    budget allows (a full id is about nine ordinals' worth of tokens); descriptions go first,
+    then older ordinals merge into ranges.
+    """
+    first = {p.entry.id for p in priority}
+    lines: list[str] = []
+    for item in priority:
+        call = calls.get(item.call_id)
+        what = describe_call(call.name, call.arguments, 90) if call else item.facts.name
+        n = ordinals.get(item.entry.id)
+        label = f"{ordinal_ref(n)} " if n is not None else ""
+        lines.append(
+            f"{label}{item.facts.ref} · {what} · {item.facts.size_bytes:,} bytes{_status(item)}"
+        )
+    named = []
+    for item in covered:
+        n = ordinals.get(item.entry.id)
+        if item.entry.id in first or n is None or item.facts.ref in already:
+            continue
+        label, what = _group(calls.get(item.call_id), item)
+        named.append(_Named(n, item, label, what))
+    if not named:
+        return lines
+    room = budget_tokens - (counter.count("\n".join(lines)) if lines else 0)
+    newest = sorted((m.ordinal for m in named), reverse=True)
+    grouped: list[str] = []
+    # A full id is about twenty tokens: no more than that many fit.
+    keep = min(len(newest), max(room, 0) // 20)
+    while True:
+        with_id = frozenset(newest[:keep])
+        for level in range(3):
+            grouped = _grouped(named, level, with_id)
+            if counter.count("\n".join(grouped)) <= room:
+                return [*lines, *_titled(lines, grouped)]
+        if keep == 0:
+            return [*lines, *_titled(lines, grouped)]
+        keep //= 2

@@ -1,0 +1,208 @@
+"""Salvage: copy every intact entry of a (possibly damaged) ledger file into a new ledger.
+
+The source is opened read-only and never written. Intact means what `verify` accepts: the row
+reads, its payload hashes to its `content_hash`, and a body blob it names reads and hashes to
+its key. Each intact entry keeps its `evt_` id, kind, payload (hence its content hash) and
+creation time, in seq order; its session is recreated with the recorded id, cwd, model, title,
+source, parent and status as far as they read (a session row that does not read is recreated
+with empty fields and source `salvage`). Lock rows are not copied: no process holds the copy.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from comal.errors import LedgerError
+from comal.ledger.blobs import insert_blob
+from comal.ledger.entry_rows import insert_entry
+from comal.ledger.schema import check_version
+from comal.ledger.session_rows import STATUSES, insert_session, resolve_prefix
+from comal.ledger.verify import READ_ERRORS, Scan, VerifyReport, scan, verify_ledger
+
+
+@dataclass(frozen=True, slots=True)
+class SalvageReport:
+    """What `salvage` copied and what it left behind."""
+
+    sessions: int
+    entries: int
+    blobs: int
+    damaged: tuple[str, ...]
+    """Entries not copied (by `evt_` id, or `seq N` when unreadable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _SessionRow:
+    id: str
+    parent_id: str | None
+    cwd: str
+    model: str
+    title: str
+    source: str
+    status: str
+    created_at: int
+
+
+def open_read_only(path: Path, *, check: bool = True) -> sqlite3.Connection:
+    """A read-only connection to a ledger file that may be damaged (no migration, no write).
+
+    Raises:
+        SchemaTooNewError: the ledger records a newer schema.
+        LedgerError: the file does not exist, SQLite cannot open it at all, or it is another
+            program's database.
+    """
+    if not path.is_file():
+        raise LedgerError(f"no ledger file at {path}")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise LedgerError(f"cannot open ledger {path}: {exc}") from exc
+    if not check:
+        return conn
+    try:
+        # A newer schema or another program's database is refused, as `Ledger.open` does;
+        # a version that cannot be read is damage, which the scan reports.
+        check_version(conn, path, probe=True)
+    except READ_ERRORS:
+        pass
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def verify_file(path: Path, session_id: str | None = None) -> VerifyReport:
+    """Verify a ledger file without opening it for writing (works on a damaged file).
+
+    Raises:
+        LedgerError: the file does not exist or cannot be opened at all.
+    """
+    conn = open_read_only(path)
+    try:
+        return verify_ledger(conn, session_id)
+    except READ_ERRORS as exc:
+        return VerifyReport(False, 0, 0, (f"{path}: unreadable as a ledger ({exc})",))
+    finally:
+        conn.close()
+
+
+def resolve_in_file(path: Path, prefix: str) -> str:
+    """The session id `prefix` names in the ledger file, read-only (see `Ledger.resolve`).
+
+    Raises:
+        UnknownSessionError, AmbiguousSessionError: as `Ledger.resolve`.
+        LedgerError: the file cannot be opened or its sessions read.
+    """
+    conn = open_read_only(path)
+    try:
+        return resolve_prefix(conn, prefix, path)
+    except READ_ERRORS as exc:
+        raise LedgerError(f"{path}: cannot read its sessions ({exc})") from exc
+    finally:
+        conn.close()
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else ""
+
+
+def _sessions(conn: sqlite3.Connection, wanted: set[str]) -> dict[str, _SessionRow]:
+    """The session rows for `wanted` ids, each read on its own; unreadable ones made up."""
+    found: dict[str, _SessionRow] = {}
+    for sid in sorted(wanted):
+        row: tuple[object, ...] | None = None
+        try:
+            row = conn.execute(
+                "SELECT parent_id, cwd, model, title, source, status, created_at"
+                " FROM sessions WHERE id = ?",
+                (sid,),
+            ).fetchone()
+        except READ_ERRORS:
+            row = None
+        if row is None:
+            found[sid] = _SessionRow(sid, None, "", "", "", "salvage", "interrupted", 0)
+            continue
+        parent = _text(row[0]) or None
+        status = _text(row[5])
+        created = row[6] if isinstance(row[6], int) else 0
+        found[sid] = _SessionRow(
+            sid,
+            parent,
+            _text(row[1]),
+            _text(row[2]),
+            _text(row[3]),
+            _text(row[4]) or "salvage",
+            status if status in STATUSES else "interrupted",
+            created,
+        )
+    return found
+
+
+def _read_blob(conn: sqlite3.Connection, digest: str) -> bytes:
+    row = conn.execute("SELECT data FROM blobs WHERE hash = ?", (digest,)).fetchone()
+    data = row[0] if row is not None else None
+    if not isinstance(data, bytes):
+        raise LedgerError(f"blob {digest} became unreadable while salvaging")
+    return data
+
+
+def _copy(source: sqlite3.Connection, found: Scan, target: sqlite3.Connection) -> SalvageReport:
+    sids = {row.session_id for row in found.rows}
+    sessions = _sessions(source, sids)
+    ordered = sorted(sessions.values(), key=lambda s: (s.created_at, s.id))
+    for info in ordered:
+        insert_session(
+            target,
+            info.id,
+            parent_id=None,
+            cwd=info.cwd,
+            model=info.model,
+            title=info.title,
+            source=info.source,
+            created_at=info.created_at,
+        )
+    # Parents once every session exists (a damaged creation time may misorder them); a parent
+    # that was not salvaged is dropped from its child.
+    for info in ordered:
+        if info.parent_id in sessions and info.parent_id != info.id:
+            target.execute(
+                "UPDATE sessions SET parent_id = ? WHERE id = ?", (info.parent_id, info.id)
+            )
+    for digest in found.blob_digests:
+        insert_blob(target, _read_blob(source, digest), digest)
+    for row in found.rows:
+        insert_entry(target, row.session_id, row.kind, row.payload, row.id, row.created_at)
+    for info in ordered:
+        target.execute("UPDATE sessions SET status = ? WHERE id = ?", (info.status, info.id))
+    return SalvageReport(
+        sessions=len(sessions),
+        entries=len(found.rows),
+        blobs=len(found.blob_digests),
+        damaged=tuple(dict.fromkeys(name for name, _ in found.damaged)),
+    )
+
+
+def salvage(source_path: Path, target: sqlite3.Connection) -> SalvageReport:
+    """Copy every intact entry of `source_path` through `target` (inside its transaction).
+
+    Raises:
+        LedgerError: the source cannot be opened at all.
+    """
+    # No version check: a flipped byte in the header can make a ledger claim any schema, and
+    # only rows that hash to their recorded content are copied.
+    source = open_read_only(source_path, check=False)
+    # Text read as bytes throughout: damage can turn a column's stored type (a blob read as
+    # text that is not UTF-8), and the scan accepted the bytes, not a decoding of them.
+    source.text_factory = bytes
+    try:
+        try:
+            found = scan(source, None)
+        except READ_ERRORS as exc:
+            raise LedgerError(f"{source_path}: unreadable as a ledger ({exc})") from exc
+        return _copy(source, found, target)
+    finally:
+        source.close()

@@ -1,0 +1,96 @@
+"""One real-terminal smoke test: `comal` in tmux, the screen read after `/help` and `/context`.
+
+tmux is installed by `.ci/run`; the TUI talks to the loopback fake server.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from comal.testing.fake_server import FakeServer
+from tests.e2e.headless_support import configure
+
+pytestmark = [
+    pytest.mark.tui,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by .ci/run"),
+]
+
+
+def _tmux(socket: str, *args: str) -> str:
+    done = subprocess.run(
+        ["tmux", "-L", socket, *args], capture_output=True, text=True, check=True, timeout=20
+    )
+    return done.stdout
+
+
+def _screen_until(socket: str, test: Callable[[str], bool], timeout_s: float = 30) -> str:
+    deadline = time.monotonic() + timeout_s
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _tmux(socket, "capture-pane", "-p", "-t", "comal")
+        if test(screen):
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"the screen never showed what was expected:\n{screen}")
+
+
+def test_help_and_context_on_a_real_terminal(tmp_path: Path) -> None:
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    workspace.mkdir()
+    socket = f"comal-test-{uuid.uuid4().hex[:8]}"
+    with FakeServer(["Hi there, ready."]) as server:
+        configure(workspace, server, "openai-chat")
+        env = {
+            "COMAL_HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / "xdg"),
+            "TERM": "xterm-256color",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(tmp_path),
+        }
+        command = " ".join(
+            [
+                "env",
+                *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
+                shlex.quote(sys.executable),
+                "-m",
+                "comal",
+            ]
+        )
+        _tmux(
+            socket,
+            "new-session",
+            "-d",
+            "-s",
+            "comal",
+            "-x",
+            "120",
+            "-y",
+            "45",
+            "-c",
+            str(workspace),
+            command,
+        )
+        try:
+            _screen_until(socket, lambda s: "ctx" in s)  # the status bar is up
+            _tmux(socket, "send-keys", "-t", "comal", "/help", "Enter")
+            shown = _screen_until(socket, lambda s: "/quit" in s)
+            assert "/context" in shown
+            assert "/compact" in shown
+            _tmux(socket, "send-keys", "-t", "comal", "hello", "Enter")
+            _screen_until(socket, lambda s: "Hi there, ready." in s)
+            _tmux(socket, "send-keys", "-t", "comal", "/context", "Enter")
+            report = _screen_until(socket, lambda s: "Free space" in s)
+            assert "System prompt" in report
+            assert "Buffer" in report
+        finally:
+            subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
