@@ -328,16 +328,11 @@ def _int_env(env: Mapping[str, str], name: str) -> int | None:
 
 
 EFFORTS = ("low", "medium", "high")
-"""Reasoning efforts Comal asks for; each wire maps them (`providers/*`: Chat
-`reasoning_effort`, Responses `reasoning.effort`, Anthropic a `thinking` budget)."""
+"""Reasoning efforts; each wire maps them (Chat, Responses, Anthropic `thinking` budget)."""
 
 
 def check_effort(value: object, where: str) -> str | None:
-    """A valid effort, or None.
-
-    Raises:
-        ConfigError: not one of `EFFORTS`.
-    """
+    """A valid effort, or None (raises ConfigError for anything else)."""
     if value is None:
         return None
     if value not in EFFORTS:
@@ -398,11 +393,7 @@ PRICE_FIELDS = ("input", "cached_input", "cache_write", "output")
 
 
 def _prices(raw: Mapping[str, Any]) -> dict[str, Price]:
-    """The configured prices, by model name.
-
-    Raises:
-        ConfigError: a price that is missing, not a number or negative.
-    """
+    """The configured prices, by model name (raises ConfigError for a bad one)."""
     found: dict[str, Price] = {}
     for model, table in dict(raw).items():
         where = f'prices."{model}"'

@@ -41,16 +41,12 @@ HELP_ROWS: tuple[tuple[str, str], ...] = (
     ("/state", "session status, board, pending and uncertain calls, usage, lock"),
     ("/compact", "derive a checkpoint now (no model call; waits for the turn boundary)"),
     ("/session checkpoints [N]", "list the checkpoints, or show checkpoint N"),
-    ("/rewind [N] [files|conversation] [force]", "go back to before turn N (a picker without N)"),
-    ("/model [NAME]", "show the model, or switch to NAME from the next call on"),
-    ("/effort [low|medium|high|off]", "show or set the reasoning effort"),
-    ("/init", "write a starter AGENTS.md from the workspace (never overwrites)"),
-    ("/clear", "start a new session (this one stays resumable)"),
-    ("/NAME [args]", "a custom command from .comal/commands/NAME.md (or .claude/commands/)"),
-    ("/help", "this list"),
-    ("/quit · Ctrl+Q", "leave (the session stays resumable: comal --resume UUID)"),
-    ("Esc", "cancel the running turn"),
-    ("Enter · Ctrl+J", "send · new line (pasted text keeps its lines)"),
+    ("/rewind [N]", "back to before turn N (picker without N; files, conversation, force)"),
+    ("/model · /effort", "show, or switch from the next call on, the model · the effort"),
+    ("/init · /clear", "a starter AGENTS.md · a new session (this one stays resumable)"),
+    ("/NAME [args]", "a custom command: .comal/commands/NAME.md (.claude/commands too)"),
+    ("/help · /quit · Ctrl+Q", "this list · leave (the session stays resumable)"),
+    ("Esc · Enter · Ctrl+J", "cancel the running turn · send · new line"),
 )
 """The `/help` table: (what to type, what it does)."""
 
