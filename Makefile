@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint slow bench clean
+.PHONY: run test lint slow live bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,13 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/pytest -q
 	$(BIN)/pytest -q -m slow
+	$(MAKE) live
+
+# The live suite against a real llama-server (built once, cached outside the checkout).
+live: $(STAMP)
+	COMAL_LLAMA_SERVER="$$(scripts/build-llama-server.sh)" \
+	COMAL_LIVE_MODEL="$$(scripts/fetch-smollm2.sh)" \
+	$(BIN)/pytest -q -m live tests/live
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all

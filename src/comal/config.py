@@ -81,7 +81,7 @@ class ContextConfig:
     large_output_threshold_bytes: int = 20 * 1024
     """Outputs larger than this enter active memory as preview + exact reference."""
     output_reserve_tokens: int | None = None
-    """Fixed output reserve; None sizes it from the session's own outputs."""
+    """The largest output reserve sent; None: only the model and the window limit it."""
     margin_tokens: int | None = None
     """Safety margin; None derives it from the window."""
     soft_limit: int | float | None = None

@@ -107,6 +107,16 @@ class NetworkError(ProviderError):
     retryable = True
 
 
+class EmptyStreamError(NetworkError):
+    """A server answered a streamed request with HTTP 200 and no event at all.
+
+    Not retried: the same request gets the same empty answer; the adapter asks once without
+    streaming to learn the real error instead.
+    """
+
+    retryable = False
+
+
 class InvalidRequestError(ProviderError):
     """The provider rejected the request for another reason (400, 404, 422, malformed replies)."""
 

@@ -10,6 +10,7 @@ Invariants kept here:
 - a provider CONTEXT_LENGTH is recovered at most once per turn (recalibrate, then the next
   `prepare()` projects or derives); "input + max_tokens exceed" lowers the reserve instead;
 - pressure is re-checked before every model call, i.e. after every batch of tool results;
+- a run's first request is prepared with the server's exact count where it offers one;
 - a refusal ends the turn as `RefusedError` once recorded: it is never passed off as an answer.
 """
 
@@ -24,6 +25,7 @@ from comal.agent.events import (
 )
 from comal.agent.mentions import mention_message
 from comal.agent.recording import error_json, record_discarded, record_reply, record_request
+from comal.agent.server_count import prepare_first
 from comal.agent.session import Session
 from comal.errors import (
     ContextLengthError,
@@ -69,7 +71,7 @@ async def run_turn(s: Session, text: str | None) -> str:
     overflow_retried = False
     stops = 0
     for step in range(1, s.options.max_turns + 1):
-        view = s.engine.prepare()
+        view = await prepare_first(s) if step == 1 else s.engine.prepare()
         for action in view.actions:
             s.emit(ContextActed(action, None, view.estimated_tokens, view.checkpoint_number))
         request = ModelRequest(
@@ -99,7 +101,7 @@ async def run_turn(s: Session, text: str | None) -> str:
             continue
         message = record_reply(s, reply, request_entry, view.estimated_tokens)
         if reply.refused:
-            s.emit(Refused(reply.refusal, reply.refusal_reason()))
+            s.emit(Refused(reply.refusal_text(), reply.refusal_reason()))
             raise RefusedError(reply.refusal_text(), reply.refusal_reason())
         if not message.tool_calls:
             if hooks is None or not hooks.configured("Stop") or stops >= MAX_STOP_BLOCKS:

@@ -71,7 +71,7 @@ def register_top_level(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--model", help="model name (overrides the provider's configured model)")
     group.add_argument("--provider", help="provider name from config.toml")
     group.add_argument("--context-window", type=int, metavar="N", help="cap the context window")
-    group.add_argument("--max-output-tokens", type=int, metavar="N", help="fix the output reserve")
+    group.add_argument("--max-output-tokens", type=int, metavar="N", help="cap the output reserve")
     group.add_argument(
         "--max-turns", type=_at_least_one, metavar="N", help="model calls allowed per turn (≥ 1)"
     )

@@ -1,24 +1,23 @@
 """Choosing the provider for a run.
 
 Order: explicit `--provider` → `default_provider` in config → providers implied by API keys in
-the environment (Anthropic first, then OpenAI) → the only configured provider → a local
-OpenAI-compatible server answering on loopback (Ollama 11434, llama.cpp 8080, vLLM 8000).
+the environment (Anthropic first, then OpenAI) → the only configured provider → a model server
+that identifies itself on loopback (Ollama 11434, llama.cpp 8080, vLLM 8000, LM Studio 1234;
+see `providers.identify`: an open port that is not a model server is not used). Its model is
+taken when it serves exactly one; otherwise the message lists them for `--model`.
 Otherwise a clear message explains how to configure one and that `comal demo` runs offline.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
+
+import httpx2
 
 from comal.config import Config, ProviderConfig
 from comal.errors import ConfigError
-
-LOCAL_SERVERS: tuple[tuple[str, int, str], ...] = (
-    ("ollama", 11434, "http://127.0.0.1:11434/v1"),
-    ("llama.cpp", 8080, "http://127.0.0.1:8080/v1"),
-    ("vllm", 8000, "http://127.0.0.1:8000/v1"),
-)
+from comal.providers.discovery import server_root
+from comal.providers.identify import detect_loopback, identify_server
 
 NO_PROVIDER_HELP = """no model provider is configured.
 Configure one in ~/.config/comal/config.toml or ./.comal/config.toml, for example:
@@ -33,13 +32,25 @@ Configure one in ~/.config/comal/config.toml or ./.comal/config.toml, for exampl
 or set ANTHROPIC_API_KEY / OPENAI_API_KEY. `comal demo` runs offline with a scripted model."""
 
 
-async def _answers(port: int) -> bool:
-    try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 0.3)
-    except (OSError, TimeoutError):
-        return False
-    writer.close()
-    return True
+async def _detected(model: str | None) -> ProviderConfig | None:
+    """The first model server on loopback that identifies itself, with its model chosen.
+
+    Raises:
+        ConfigError: it serves several models and `--model` names none of them.
+    """
+    async with httpx2.AsyncClient() as client:
+        servers = await detect_loopback(client)
+    if not servers:
+        return None
+    server = servers[0]
+    chosen = ProviderConfig(name=server.label, wire="openai-chat", base_url=server.base_url)
+    if model or len(server.models) == 1:
+        return dataclasses.replace(chosen, model=model or server.models[0])
+    listed = ", ".join(server.models) if server.models else "none loaded"
+    raise ConfigError(
+        f"found {server.describe()}; it serves {len(server.models)} models ({listed}):"
+        " pass --model NAME"
+    )
 
 
 async def choose_provider(config: Config, name: str | None, model: str | None) -> ProviderConfig:
@@ -66,14 +77,26 @@ async def choose_provider(config: Config, name: str | None, model: str | None) -
         if chosen is None and len(config.providers) == 1:
             chosen = next(iter(config.providers.values()))
         if chosen is None:
-            for label, port, url in LOCAL_SERVERS:
-                if await _answers(port):
-                    chosen = ProviderConfig(name=label, wire="openai-chat", base_url=url)
-                    break
+            chosen = await _detected(model)
     if chosen is None:
         raise ConfigError(NO_PROVIDER_HELP)
     if model:
         chosen = dataclasses.replace(chosen, model=model)
+    if not chosen.model and chosen.wire != "anthropic-messages":
+        chosen = await _served_model(chosen)
     if not chosen.model:
         raise ConfigError(f"provider {chosen.name!r} has no model: pass --model or set model")
+    return chosen
+
+
+async def _served_model(chosen: ProviderConfig) -> ProviderConfig:
+    """A configured provider without a model takes the one its server serves, if only one."""
+    async with httpx2.AsyncClient() as client:
+        server = await identify_server(client, server_root(chosen.base_url))
+    if server is not None and len(server.models) == 1:
+        return dataclasses.replace(chosen, model=server.models[0])
+    if server is not None and server.models:
+        raise ConfigError(
+            f"provider {chosen.name!r} has no model and {server.describe()}: pass --model NAME"
+        )
     return chosen

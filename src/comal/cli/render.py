@@ -107,7 +107,9 @@ class Renderer:
                 self.out.write(("\n" if self._mid_line else "") + event.text + "\n")
                 self.out.flush()
                 self._mid_line = False
-            self._line(f"⊘ refused{f': {event.reason}' if event.reason else ''} (not an answer)")
+            # Like a failure, a refusal is the run's outcome, not progress: always said.
+            reason = f": {event.reason}" if event.reason else ""
+            self._line(f"⊘ refused{reason} (not an answer)", always=True)
         elif isinstance(event, Notice):
             self._line(f"  ! {event.code}: {event.message}", always=True)
         elif isinstance(event, Failed):

@@ -12,11 +12,14 @@ so pressure starts when everything, buffer included, reaches 90 % of the window.
 below half the usable room, so a window that a large reserve nearly fills still leaves the
 conversation room to grow between events.
 
-The output reserve is sized from the outputs the session actually produced (twice their 95th
-percentile, at least ~4k, at most the model's maximum) and grows after every OUTPUT_LENGTH
-(at least twice the reserve that was too small). Both come from ledger entries only, so a
-resumed session computes the same numbers. A fixed reserve can be configured instead; it still
-grows on OUTPUT_LENGTH.
+The output reserve is sized from the outputs the session actually produced: twice their 95th
+percentile, never below `RESERVE_FLOOR` (256 tokens), 4,096 before any output is recorded, and
+at least twice a reserve an OUTPUT_LENGTH proved too small. It never exceeds the smallest of the
+model's maximum output, the configured `[context] output_reserve_tokens` (a maximum, not a fixed
+size) and half of what the window leaves after the fixed parts and the margin: a small local
+window keeps room for the conversation instead of spending it all on a reply it rarely needs.
+Everything comes from ledger entries and the fixed parts, so a resumed session computes the
+same numbers.
 """
 
 from __future__ import annotations
@@ -32,7 +35,10 @@ from comal.messages import JSONValue
 if TYPE_CHECKING:
     from comal.context.view import Assembly
 
-RESERVE_FLOOR = 4_096
+RESERVE_FLOOR = 256
+"""The least a reply is given while the window leaves room for it."""
+RESERVE_START = 4_096
+"""The reserve before the session has recorded any output."""
 TARGET_DEPTH = 0.20
 """How far below the threshold a pressure event lands, as a share of the usable room."""
 
@@ -47,7 +53,8 @@ class EngineSettings:
     threshold_ratio: float = 0.90
     large_output_threshold_bytes: int = 20 * 1024
     output_reserve_tokens: int | None = None
-    """Fixed reserve; None sizes it from the session's own outputs (grown on OUTPUT_LENGTH)."""
+    """The largest reserve ever sent (`[context] output_reserve_tokens`); None: no maximum
+    beyond the model's and the window's."""
     margin_tokens: int | None = None
     """Safety margin; None is 1/16 of the window (256 … 16,384)."""
     vision: bool = False
@@ -139,32 +146,54 @@ def truncated_reserves(entries: Sequence[Entry]) -> list[int]:
     return out
 
 
+def reserve_room(window: int, fixed_tokens: int, margin: int) -> int:
+    """The most the reserve may take: half of what the window leaves after fixed parts and
+    margin (the other half is the conversation's), 0 when nothing is left."""
+    return max(window - fixed_tokens - margin, 0) // 2
+
+
+def discarded_preview(entries: Sequence[Entry], chars: int = 300) -> str:
+    """`: "…"` with the start of the latest discarded reply's text, or "" when it had none."""
+    for entry in reversed(entries):
+        if entry.kind != "response.discarded":
+            continue
+        message = entry.payload.get("message")
+        parts = message.get("parts") if isinstance(message, dict) else None
+        texts = [
+            str(p.get("text"))
+            for p in (parts if isinstance(parts, list) else [])
+            if isinstance(p, dict) and p.get("type") == "text"
+        ]
+        text = " ".join("".join(texts).split())
+        if not text:
+            return ""
+        return f": {text[:chars]!r}" + (" …" if len(text) > chars else "")
+    return ""
+
+
 def size_output_reserve(
     outputs: Sequence[int],
     truncated: Sequence[int],
     *,
     max_output: int,
-    fixed: int | None = None,
+    configured: int | None = None,
+    room: int | None = None,
 ) -> int:
-    """The output reserve for the next request.
+    """The output reserve for the next request (see the module docstring).
 
     Args:
         outputs: output tokens of the session's finished responses.
         truncated: reserves that a response overflowed (each at least doubles the next one).
-        max_output: the model's maximum output tokens (the cap).
-        fixed: a configured reserve, used instead of the measured size.
+        max_output: the model's maximum output tokens.
+        configured: `[context] output_reserve_tokens`, a maximum.
+        room: what the window leaves for the reserve (`reserve_room`).
     """
-    cap = max(1, max_output)
-    floor = min(RESERVE_FLOOR, cap)
-    if fixed is not None:
-        base = min(max(fixed, 1), cap)
-    elif outputs:
-        base = min(max(2 * percentile(outputs, 0.95), floor), cap)
-    else:
-        base = floor
+    caps = [max_output] + [c for c in (configured, room) if c is not None]
+    cap = max(1, min(caps))
+    base = max(2 * percentile(outputs, 0.95), RESERVE_FLOOR) if outputs else RESERVE_START
     for reserve in truncated:
-        base = max(base, min(2 * reserve, cap))
-    return base
+        base = max(base, 2 * reserve)
+    return min(base, cap)
 
 
 def overhead_message(asm: Assembly, budget: Budget, fixed: int) -> str:

@@ -21,11 +21,14 @@ from typing import TypeVar, cast
 
 from comal.context.anchors import Fingerprint, calibration_ratio, find_anchor, tools_digest
 from comal.context.budget import (
+    RESERVE_FLOOR,
     Budget,
     EngineSettings,
     default_margin,
+    discarded_preview,
     no_fit_message,
     overhead_message,
+    reserve_room,
     session_outputs,
     size_output_reserve,
     soft_limit_tokens,
@@ -33,6 +36,7 @@ from comal.context.budget import (
 )
 from comal.context.calibration import (
     PROVIDER_WINDOW_SOURCE,
+    RECALIBRATE_SHIFT,
     calibration_payload,
     provider_window,
     refused_size,
@@ -73,6 +77,7 @@ from comal.context.view import (
     ResultTexts,
     ViewState,
     build_view,
+    tool_schema_text,
 )
 from comal.errors import (
     ContextLengthError,
@@ -189,11 +194,10 @@ class ContextEngine:
     def budget(self) -> Budget:
         """The budget for the next request."""
         window = self.window()[0]
-        margin = self.settings.margin_tokens
         return Budget(
             window,
             self.output_reserve(),
-            default_margin(window) if margin is None else margin,
+            self.margin(window),
             self.settings.threshold_ratio,
             soft_limit_tokens(self.settings.soft_limit, window),
         )
@@ -241,17 +245,35 @@ class ContextEngine:
         return anchor.measured_tokens + calibrated(delta, ratio, exact=self.counter.exact), True
 
     def output_reserve(self) -> int:
-        """The output reserve for the next request, from the session's recorded outputs."""
-        cap = min(self.settings.max_output_tokens, max(self.window()[0] // 2, 1))
+        """The output reserve for the next request: sized from the session's recorded outputs,
+        within the model's maximum, the configured maximum and what the window leaves."""
+        window = self.window()[0]
+        room = reserve_room(window, self.fixed_tokens(), self.margin(window))
         return self._at_last_seq(
             "reserve",
             lambda: size_output_reserve(
                 session_outputs(self._entries),
                 truncated_reserves(self._entries),
-                max_output=cap,
-                fixed=self.settings.output_reserve_tokens,
+                max_output=self.settings.max_output_tokens,
+                configured=self.settings.output_reserve_tokens,
+                room=room,
             ),
         )
+
+    def margin(self, window: int) -> int:
+        """The safety margin for `window` (configured, or 1/16 of it)."""
+        margin = self.settings.margin_tokens
+        return default_margin(window) if margin is None else margin
+
+    def fixed_tokens(self) -> int:
+        """System prompt, instructions and tool schemas as the budget counts them (calibrated)."""
+        fixed = self.fixed
+        counted = (
+            self.counter.count(fixed.system)
+            + self.counter.count(fixed.instructions)
+            + sum(self.counter.count(tool_schema_text(spec)) for spec in fixed.all_tools)
+        )
+        return calibrated(counted, self.ratio(), exact=self.counter.exact)
 
     def grow_output_reserve(self) -> int:
         """The larger reserve after an OUTPUT_LENGTH (call after `response.discarded`).
@@ -262,11 +284,24 @@ class ContextEngine:
         truncated = truncated_reserves(self.entries())
         new = self.output_reserve()
         last = truncated[-1] if truncated else 0
-        if new <= last:
+        window = self.window()[0]
+        # Beside the context as it stands (already relieved for this window): a reserve that
+        # leaves it no room would only turn the cut reply into a pressure loop.
+        beside = window - self.margin(window) - self.view().estimated_tokens
+        if new <= last or new > beside:
+            limits = [f"model max output {self.settings.max_output_tokens:,}"]
+            if self.settings.output_reserve_tokens is not None:
+                limits.append(
+                    f"configured output_reserve_tokens {self.settings.output_reserve_tokens:,}"
+                )
+            room = reserve_room(window, self.fixed_tokens(), self.margin(window))
+            limits.append(f"half of what the {window:,}-token window leaves: {room:,}")
+            limits.append(f"beside the current context: {max(beside, 0):,}")
             raise OutputLengthError(
-                f"the response needed more than {last:,} output tokens, the most this model and"
-                f" window allow ({self.settings.max_output_tokens:,} max output, window"
-                f" {self.window()[0]:,}); ask for smaller steps"
+                f"the reply was cut at the output limit ({last:,} tokens) and no larger reserve"
+                f" fits ({'; '.join(limits)}). The partial reply is kept in the ledger as"
+                f" discarded{discarded_preview(self._entries)}. Ask for smaller steps, or use a"
+                " larger window or output limit."
             )
         return new
 
@@ -305,7 +340,10 @@ class ContextEngine:
 
     def _check_overhead(self, asm: Assembly, budget: Budget) -> None:
         fixed = calibrated(asm.fixed_tokens, self.ratio(), exact=self.counter.exact)
-        if fixed + budget.output_reserve + budget.margin > budget.window:
+        # The reserve shrinks to fit a small window, but not below a useful reply: the fixed
+        # parts must leave room for the floor and as much again for the conversation.
+        least = min(RESERVE_FLOOR, self.settings.max_output_tokens)
+        if fixed + max(budget.output_reserve, least) * 2 + budget.margin > budget.window:
             raise ContextOverheadError(overhead_message(asm, budget, fixed))
 
     def prepare(self) -> PreparedView:
@@ -441,6 +479,24 @@ class ContextEngine:
         if payload:
             self.ledger.append(self.session_id, "context.calibrated", payload)
 
+    def on_server_count(self, measured: int, counted: int) -> bool:
+        """Calibrate from the server's exact count of a request this engine assembled.
+
+        A count is a measurement, so the ratio follows it up or down; nothing is recorded
+        when it moves the ratio by 5 % or less.
+
+        Returns:
+            Whether a `context.calibrated` entry (source `server_count`) was appended.
+        """
+        if measured <= 0 or counted <= 0:
+            return False
+        ratio = measured / counted
+        if abs(ratio / self.ratio() - 1) <= RECALIBRATE_SHIFT:
+            return False
+        payload = calibration_payload(self.model, ratio, measured, counted, "server_count")
+        self.ledger.append(self.session_id, "context.calibrated", payload)
+        return True
+
     def on_context_length(self, error: ContextLengthError) -> None:
         """Recalibrate from a provider CONTEXT_LENGTH so the next `prepare()` relieves pressure.
 
@@ -453,7 +509,11 @@ class ContextEngine:
         counted = self._last_counted[1] if self._last_counted else self.assemble().total_tokens
         window = self.window()[0]
         measured = refused_size(error, window)
-        ratio = max(measured / max(counted, 1), self.ratio())
+        # A count the provider reported is a measurement: the ratio follows it either way. A
+        # refusal without numbers only proves a lower bound, so the ratio can only grow.
+        ratio = measured / max(counted, 1)
+        if error.reported_tokens is None:
+            ratio = max(ratio, self.ratio())
         limit = error.limit_tokens
         stated = limit if limit is not None and 0 < limit < window else None
         payload = calibration_payload(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, TypeAlias
+from typing import Protocol, TypeAlias, runtime_checkable
 
 from comal.messages import JSONObject, Message, ReasoningPart, ToolCallPart, ToolSpec
 from comal.usage import Usage
@@ -166,4 +166,16 @@ class Provider(Protocol):
 
     def encode(self, request: ModelRequest) -> bytes:
         """The exact request body bytes `stream()` would POST."""
+        ...
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """A provider whose server can count a request's input tokens exactly before it is sent."""
+
+    async def count_input_tokens(self, request: ModelRequest) -> int | None:
+        """The server's own count of the request's input, or None when it does not offer one.
+
+        Never raises: counting is best effort.
+        """
         ...

@@ -4,7 +4,8 @@ Probes (research tech.md §3.6), each with a short timeout, failures ignored:
 - Anthropic: `GET /v1/models/{id}` → `max_input_tokens`, `max_tokens`.
 - vLLM: `GET {base}/models` → `data[].max_model_len` (the served window).
 - llama.cpp: `GET /props` → `default_generation_settings.n_ctx` (the real per-slot window),
-  else `GET {base}/models` → `data[].meta.n_ctx_train` (the trained maximum).
+  else `GET {base}/models` → `data[].meta.n_ctx` (the runtime window, where listed), and only
+  then `meta.n_ctx_train` (the trained maximum, which the server may not give).
 - Ollama: `POST /api/show` → `parameters` `num_ctx N` (a Modelfile override) first, then the
   loaded `context_length` from `GET /api/ps`, then `model_info["<arch>.context_length"]`.
 - LM Studio: `GET /api/v0/models` → `loaded_context_length` / `max_context_length`.
@@ -142,6 +143,10 @@ async def _openai_compatible(
     n_ctx = _positive(settings.get("n_ctx")) if isinstance(settings, dict) else None
     if n_ctx:
         return DiscoveredWindow(n_ctx, None, "llama.cpp /props n_ctx")
+    meta = entry.get("meta") if entry is not None else None
+    runtime = _positive(meta.get("n_ctx")) if isinstance(meta, dict) else None
+    if runtime:
+        return DiscoveredWindow(runtime, None, "llama.cpp /v1/models meta.n_ctx (runtime)")
     ollama = await _ollama(client, cfg, root, timeout_s)
     if ollama is not None:
         return ollama
@@ -153,7 +158,6 @@ async def _openai_compatible(
             length = _positive(studio.get(key))
             if length:
                 return DiscoveredWindow(length, None, f"LM Studio /api/v0/models {key}")
-    meta = entry.get("meta") if entry is not None else None
     trained = _positive(meta.get("n_ctx_train")) if isinstance(meta, dict) else None
     if trained:
         return DiscoveredWindow(trained, None, "llama.cpp /v1/models meta.n_ctx_train (trained)")

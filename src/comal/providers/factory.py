@@ -98,11 +98,26 @@ def make_provider(
     Raises:
         ConfigError: the wire is unknown or no model is configured.
     """
+    caps = capabilities or combine_capabilities(cfg, None, context_window_override)
+    inner = make_adapter(cfg, client=client, api_key=api_key, capabilities=caps)
+    return RetryingProvider(inner, cfg.max_retries)
+
+
+def make_adapter(
+    cfg: ProviderConfig,
+    *,
+    client: httpx2.AsyncClient,
+    api_key: str | None,
+    capabilities: Capabilities,
+) -> WireProvider:
+    """The bare wire adapter for a configuration (no retries: `comal doctor --probe`).
+
+    Raises:
+        ConfigError: the wire is unknown or no model is configured.
+    """
     adapter = _ADAPTERS.get(cfg.wire)
     if adapter is None:
         raise ConfigError(f"providers.{cfg.name}.wire {cfg.wire!r} is not a known wire")
     if not cfg.model:
         raise ConfigError(f"providers.{cfg.name}.model is required")
-    caps = capabilities or combine_capabilities(cfg, None, context_window_override)
-    inner = adapter(cfg, client=client, api_key=api_key, capabilities=caps)
-    return RetryingProvider(inner, cfg.max_retries)
+    return adapter(cfg, client=client, api_key=api_key, capabilities=capabilities)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
+from dataclasses import replace
 
 import httpx2
 
 from comal.config import ProviderConfig
-from comal.errors import InvalidRequestError, NetworkError
+from comal.errors import EmptyStreamError, InvalidRequestError, NetworkError, ProviderError
 from comal.messages import JSONObject
 from comal.providers.base import Capabilities, ModelRequest, ProviderEvent, WireApi
 from comal.providers.error_mapping import classify_error_object, classify_http_error, redact
@@ -75,6 +76,8 @@ async def post_sse(
             ctype = response.headers.get("content-type", "")
             if "event-stream" not in ctype:
                 text = redact((await response.aread()).decode("utf-8", "replace"), secrets)
+                if not text.strip():
+                    raise EmptyStreamError(f"{url} answered HTTP 200 with an empty body")
                 try:
                     obj = json.loads(text)
                 except ValueError:
@@ -147,7 +150,12 @@ class WireProvider:
         return out
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        """POST the encoded request and yield its decoded events."""
+        """POST the encoded request and yield its decoded events.
+
+        Raises:
+            ProviderError: classified failures; for an empty 200 stream, what asking once
+                without streaming revealed (`diagnose_empty_stream`).
+        """
         secrets = (self._api_key,) if self._api_key else ()
         lines = post_sse(
             self._client,
@@ -158,6 +166,51 @@ class WireProvider:
             timeout_s=self._cfg.timeout_s,
             provider=self.name,
         )
-        async with aclosing(lines), aclosing(adrive(lines, self.decoder(request))) as events:
-            async for event in events:
-                yield event
+        try:
+            async with aclosing(lines), aclosing(adrive(lines, self.decoder(request))) as events:
+                async for event in events:
+                    yield event
+        except EmptyStreamError:
+            raise await self.diagnose_empty_stream(request) from None
+
+    async def diagnose_empty_stream(self, request: ModelRequest) -> ProviderError:
+        """Ask once without streaming (one output token) to learn why a stream was empty.
+
+        Some servers (llama-cpp-python over its `n_ctx`) fail a streamed request with HTTP 200
+        and no body while the same request without streaming gets a proper error: that error is
+        returned, classified (a CONTEXT_LENGTH then takes the normal recovery).
+        """
+        body = merge_extra_body(
+            self.encode_json(replace(request, max_output_tokens=1)), self._cfg.extra_body
+        )
+        body["stream"] = False
+        body.pop("stream_options", None)
+        secrets = (self._api_key,) if self._api_key else ()
+        headers = {**self.headers(), "accept": "application/json"}
+        url = self.url()
+        try:
+            response = await self._client.post(
+                url,
+                content=encode_body(body),
+                headers=headers,
+                timeout=httpx2.Timeout(min(self._cfg.timeout_s, 120.0)),
+            )
+        except httpx2.HTTPError as exc:
+            found = f"asking again without streaming failed too ({type(exc).__name__})"
+        else:
+            if response.status_code >= 400:
+                return classify_http_error(
+                    response.status_code,
+                    response.text,
+                    dict(response.headers),
+                    secrets=secrets,
+                    url=url,
+                    provider=self.name,
+                )
+            found = f"asked again without streaming it answered HTTP {response.status_code}"
+        return EmptyStreamError(
+            f"{url} answered a streamed request with HTTP 200 and an empty stream; {found}."
+            " This usually means a proxy in between that buffers or drops server-sent events,"
+            " or a server that fails streamed requests silently (llama-cpp-python does so for"
+            " a prompt over its n_ctx: lower --context-window or raise the server's n_ctx)."
+        )

@@ -39,9 +39,11 @@ from comal.providers.base import (
     UsageReport,
     WireApi,
 )
+from comal.providers.discovery import is_openai_hosted, server_root
 from comal.providers.error_mapping import classify_error_object
 from comal.providers.http_stream import WireProvider
 from comal.providers.reasoning import is_replayable
+from comal.providers.server_counts import llamacpp_count
 from comal.providers.sse import SseEvent, StreamDecoder, drive, parse_json_object
 from comal.providers.tool_calls import decode_tool_call
 from comal.providers.usage_mapping import usage_from_openai_chat
@@ -314,6 +316,8 @@ class OpenAIChatProvider(WireProvider):
     """Chat Completions over an injected `httpx2.AsyncClient`."""
 
     wire = WIRE
+    _counts: bool | None = None
+    """Whether the server counts tokens (`count_input_tokens`); None until asked."""
 
     def url(self) -> str:
         """`{base_url}/chat/completions`."""
@@ -330,3 +334,18 @@ class OpenAIChatProvider(WireProvider):
     def decoder(self, request: ModelRequest) -> StreamDecoder:
         """A `ChatDecoder` for the request's model."""
         return ChatDecoder(request.model)
+
+    async def count_input_tokens(self, request: ModelRequest) -> int | None:
+        """llama.cpp's exact count of the request (see `server_counts`); None elsewhere.
+
+        Asked only of a server whose window discovery showed it is llama.cpp (`/props`).
+        """
+        llamacpp = self.capabilities.window_note.startswith("llama.cpp")
+        if self._counts is False or not llamacpp or is_openai_hosted(self._cfg.base_url):
+            return None
+        headers = {k: v for k, v in self.headers().items() if k != "accept"}
+        count = await llamacpp_count(
+            self._client, server_root(self._cfg.base_url), headers, self.encode(request)
+        )
+        self._counts = count is not None
+        return count

@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from comal.errors import ComalError, InvalidRequestError, NetworkError
+from comal.errors import ComalError, EmptyStreamError, InvalidRequestError, NetworkError
 from comal.messages import JSONObject, JSONValue
 from comal.providers.base import Completed, ProviderEvent
 
@@ -111,15 +111,17 @@ def _guarded(decoder: StreamDecoder, event: SseEvent | None) -> list[ProviderEve
 def drive(lines: Iterable[str], decoder: StreamDecoder) -> Iterator[ProviderEvent]:
     """Run a decoder over lines; stops after `Completed`."""
     parser = SseParser()
+    seen = False
     for line in lines:
         event = parser.feed_line(line)
         if event is None:
             continue
+        seen = True
         for out in _guarded(decoder, event):
             yield out
             if isinstance(out, Completed):
                 return
-    yield from _end(decoder, parser)
+    yield from _end(decoder, parser, seen)
 
 
 async def adrive(
@@ -127,19 +129,23 @@ async def adrive(
 ) -> AsyncGenerator[ProviderEvent, None]:
     """`drive` over a live response body (same decoder, same rules)."""
     parser = SseParser()
+    seen = False
     async for line in lines:
         event = parser.feed_line(line)
         if event is None:
             continue
+        seen = True
         for out in _guarded(decoder, event):
             yield out
             if isinstance(out, Completed):
                 return
-    for out in _end(decoder, parser):
+    for out in _end(decoder, parser, seen):
         yield out
 
 
-def _end(decoder: StreamDecoder, parser: SseParser) -> list[ProviderEvent]:
+def _end(decoder: StreamDecoder, parser: SseParser, seen: bool) -> list[ProviderEvent]:
+    if not seen and not parser.pending:
+        raise EmptyStreamError("the server sent an empty event stream (no event at all)")
     events = _guarded(decoder, None)
     if not any(isinstance(e, Completed) for e in events):
         cut = " mid-event" if parser.pending else ""

@@ -18,7 +18,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from comal.errors import ContextLengthError, ProviderError
-from comal.providers.base import ModelRequest, Provider, ProviderEvent
+from comal.providers.base import CountsTokens, ModelRequest, Provider, ProviderEvent
 
 
 def is_retryable(error: ProviderError) -> bool:
@@ -80,6 +80,12 @@ class RetryingProvider:
             return retry_after * (1.0 + 0.1 * self._jitter())
         step = min(self._cap, self._base * (2.0**attempt))
         return step * (0.5 + 0.5 * self._jitter())
+
+    async def count_input_tokens(self, request: ModelRequest) -> int | None:
+        """The inner provider's exact count, when its server offers one (`CountsTokens`)."""
+        if isinstance(self.inner, CountsTokens):
+            return await self.inner.count_input_tokens(request)
+        return None
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         """The inner stream, retried while nothing has been yielded."""

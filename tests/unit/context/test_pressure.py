@@ -159,9 +159,10 @@ def test_pressure_loop_stops_after_two_fruitless_derivations(
     ledger: Ledger, builder: SessionBuilder
 ) -> None:
     builder.user("Go.")
-    # The fixed parts alone fill the room past the threshold (10,137 of 11,264
-    # usable): fixed parts + checkpoint can never get under it, so no derivation progresses.
-    heavy = FixedParts("system", "rule " * 10_600, (BASH,))
+    # The fixed parts alone fill the room past the threshold (~13,000 tokens; the reserve
+    # shrinks to half of what the window leaves, ~1,180, so the threshold is ~12,540): fixed
+    # parts + checkpoint can never get under it, so no derivation progresses.
+    heavy = FixedParts("system", "rule " * 13_600, (BASH,))
     engine = ContextEngine(
         ledger,
         builder.session_id,

@@ -99,3 +99,31 @@ def test_no_providers_configured(isolated_env, monkeypatch, capsys, command) -> 
     monkeypatch.chdir(isolated_env)
     main(command)
     assert "no providers configured" in capsys.readouterr().err
+
+
+def test_doctor_names_the_url_status_and_fix_for_a_base_url_without_v1(
+    isolated_env, monkeypatch, capsys
+) -> None:
+    with FakeServer(discovery_style="none") as server:
+        write_config(isolated_env, server.base_url)  # no /v1
+        monkeypatch.chdir(isolated_env)
+        monkeypatch.setenv("LOCAL_KEY", "k")
+        assert main(["doctor", "--probe"]) == 1
+    out = capsys.readouterr().out
+    assert f"{server.base_url}/models  HTTP 404" in out
+    assert f"try {server.base_url}/v1" in out
+    assert f"{server.base_url}/chat/completions" in out  # the probe's URL
+
+
+def test_doctor_probe_sends_one_token(isolated_env, monkeypatch, capsys) -> None:
+    with FakeServer(["pong"], model="local-model") as server:
+        write_config(isolated_env, server.openai_base_url)
+        monkeypatch.chdir(isolated_env)
+        monkeypatch.setenv("LOCAL_KEY", "k")
+        assert main(["doctor", "--probe", "--json"]) == 0
+        (request,) = server.received
+    report = json.loads(capsys.readouterr().out)
+    checks = report["providers"][0]["checks"]
+    assert [c["what"] for c in checks] == ["models", "probe"]
+    assert all(c["ok"] for c in checks)
+    assert request.body["max_tokens"] == 1

@@ -1,0 +1,184 @@
+"""`comal doctor`: does each configured provider really answer, and if not, what to change.
+
+For every provider it GETs the models endpoint of the configured wire (`{base_url}/models` for
+the OpenAI wires, `/v1/models` for Anthropic) and, with `--probe`, sends a 1-token request
+through the real adapter. Each line names the URL, the status and the likely fix (a base URL
+without `/v1`, a wire the server does not speak, a missing key). Model servers found on
+loopback are listed too. No key is ever printed: only its variable's name and whether it is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import httpx2
+
+from comal.cli.configuring import run_config
+from comal.config import Config, ProviderConfig
+from comal.errors import ProviderError
+from comal.messages import user_text
+from comal.providers.base import Capabilities, ModelRequest
+from comal.providers.factory import make_adapter
+from comal.providers.identify import detect_loopback
+from comal.providers.reply import collect
+
+_TIMEOUT = httpx2.Timeout(5.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of the report."""
+
+    ok: bool
+    what: str
+    """`models`, `probe` or `key`."""
+    url: str
+    status: str
+    fix: str = ""
+
+
+def models_url(provider: ProviderConfig) -> str:
+    """The models endpoint of the provider's wire."""
+    base = provider.base_url.rstrip("/")
+    if provider.wire == "anthropic-messages":
+        return f"{base}/models" if base.endswith("/v1") else f"{base}/v1/models"
+    return f"{base}/models"
+
+
+def _fix_for(provider: ProviderConfig, status: int) -> str:
+    base = provider.base_url.rstrip("/")
+    if status in (401, 403):
+        env = provider.api_key_env or "api_key_env"
+        return f"the server refused the credentials: check {env}"
+    if status in (404, 405, 501):
+        if provider.wire != "anthropic-messages" and not base.endswith("/v1"):
+            return f"base_url usually ends with /v1: try {base}/v1"
+        other = "openai-chat" if provider.wire != "openai-chat" else "openai-responses"
+        return f"this server may not speak {provider.wire}: try wire = {other!r}"
+    return ""
+
+
+def _headers(config: Config, provider: ProviderConfig) -> dict[str, str]:
+    key = config.api_key(provider)
+    if not key:
+        return {}
+    if provider.wire == "anthropic-messages":
+        return {"x-api-key": key, "anthropic-version": "2023-06-01"}
+    return {"authorization": f"Bearer {key}"}
+
+
+async def check_models(
+    client: httpx2.AsyncClient, config: Config, provider: ProviderConfig
+) -> Check:
+    """GET the models endpoint and say what the answer means."""
+    url = models_url(provider)
+    try:
+        response = await client.get(url, headers=_headers(config, provider), timeout=_TIMEOUT)
+    except httpx2.HTTPError as exc:
+        return Check(
+            False, "models", url, f"unreachable ({type(exc).__name__})", "is the server running?"
+        )
+    status = f"HTTP {response.status_code}"
+    if response.status_code != 200:
+        return Check(False, "models", url, status, _fix_for(provider, response.status_code))
+    try:
+        listing = response.json()
+    except ValueError:
+        return Check(False, "models", url, f"{status}, not JSON", _fix_for(provider, 404))
+    data = listing.get("data") if isinstance(listing, dict) else None
+    ids = [str(e.get("id")) for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+    if provider.model and ids and provider.model not in ids:
+        shown = ", ".join(ids[:5]) + (" …" if len(ids) > 5 else "")
+        return Check(
+            True, "models", url, f"{status}, {len(ids)} models", f"model not listed: {shown}"
+        )
+    return Check(True, "models", url, f"{status}, {len(ids)} models")
+
+
+async def check_probe(
+    client: httpx2.AsyncClient, config: Config, provider: ProviderConfig
+) -> Check:
+    """Send a 1-token request through the real adapter (no retries)."""
+    caps = Capabilities(context_window=4_096, max_output_tokens=1, window_source="explicit")
+    adapter = make_adapter(
+        provider, client=client, api_key=config.api_key(provider), capabilities=caps
+    )
+    url = adapter.url()
+    request = ModelRequest(provider.model, "", (user_text("ping"),), max_output_tokens=1)
+    try:
+        reply = await collect(adapter.stream(request))
+    except ProviderError as exc:
+        fix = _fix_for(provider, exc.status) if exc.status is not None else ""
+        return Check(False, "probe", url, f"{exc.code}: {exc.message[:160]}", fix)
+    return Check(True, "probe", url, f"answered (finish {reply.finish})")
+
+
+async def run_doctor(args: argparse.Namespace) -> int:
+    """Check every provider: exit 4 when a server is unreachable or a check fails (a provider
+    error, as the README's table says), 2 when a key is missing or nothing is configured."""
+    config = run_config()
+    rows: list[dict[str, Any]] = []
+    async with httpx2.AsyncClient() as client:
+        detected = await detect_loopback(client)
+        for name in sorted(config.providers):
+            provider = config.providers[name]
+            checks = [await check_models(client, config, provider)]
+            if args.probe and provider.model:
+                checks.append(await check_probe(client, config, provider))
+            key = "no key configured"
+            if provider.api_key_env is not None:
+                key = "set" if config.api_key(provider) else "NOT SET"
+            rows.append(
+                {
+                    "provider": name,
+                    "base_url": provider.base_url,
+                    "wire": provider.wire,
+                    "reachable": checks[0].status.startswith("HTTP"),
+                    "ok": all(c.ok for c in checks) and key != "NOT SET",
+                    "api_key_env": provider.api_key_env,
+                    "api_key": key,
+                    "checks": [asdict(c) for c in checks],
+                }
+            )
+    healthy = bool(rows) and all(row["ok"] for row in rows)
+    servers = [{"kind": s.kind, "base_url": s.base_url, "models": list(s.models)} for s in detected]
+    if args.json:
+        print(json.dumps({"ok": healthy, "providers": rows, "detected": servers}, indent=2))
+        return _exit_code(rows)
+    if not rows:
+        print("no providers configured", file=sys.stderr)
+    for row in rows:
+        env = row["api_key_env"] or "-"
+        print(
+            f"{'ok ' if row['ok'] else 'BAD'} {row['provider']} ({row['wire']}) key {env}:"
+            f" {row['api_key']}"
+        )
+        for check in row["checks"]:
+            mark = "ok " if check["ok"] else "BAD"
+            fix = f" — {check['fix']}" if check["fix"] else ""
+            print(f"    {mark} {check['what']:<6} {check['url']}  {check['status']}{fix}")
+    for server in detected:
+        print(f"detected {server.describe()}")
+    return _exit_code(rows)
+
+
+def _exit_code(rows: list[dict[str, Any]]) -> int:
+    if any(not all(check["ok"] for check in row["checks"]) for row in rows):
+        return 4
+    return 0 if rows and all(row["ok"] for row in rows) else 2
+
+
+def register_doctor(subparsers: Any) -> None:
+    """Add the `doctor` subcommand."""
+    doctor = subparsers.add_parser(
+        "doctor", help="check each provider: its models endpoint answers, key set, --probe"
+    )
+    doctor.add_argument("--json", action="store_true", help="print JSON")
+    doctor.add_argument(
+        "--probe", action="store_true", help="also send a 1-token request to each provider"
+    )
+    doctor.set_defaults(func=run_doctor)
