@@ -14,7 +14,7 @@ from comal.bench.rendering import SegmentCache
 from comal.bench.replay import call_budgets, replay_policy, replay_transcript
 from comal.bench.report import markdown_report, write_json, write_png
 from comal.bench.transcript import transcripts_from
-from comal.context.budget import default_margin
+from comal.context.budget import RESERVE_FLOOR, default_margin
 from comal.importers import parse_file
 from tests.unit.bench.test_metrics import session
 
@@ -63,7 +63,7 @@ def test_each_reserve_is_sized_from_the_outputs_before_its_call() -> None:
             assert reserve == 4_096
             continue
         p95 = earlier[max(1, -(-95 * len(earlier) // 100)) - 1]
-        assert reserve == min(max(2 * p95, 4_096), 32_000)
+        assert reserve == min(max(2 * p95, RESERVE_FLOOR), 32_000)
     assert budgets.at(0).margin == 4_000
 
 

@@ -108,7 +108,7 @@ def test_doctor_names_the_url_status_and_fix_for_a_base_url_without_v1(
         write_config(isolated_env, server.base_url)  # no /v1
         monkeypatch.chdir(isolated_env)
         monkeypatch.setenv("LOCAL_KEY", "k")
-        assert main(["doctor", "--probe"]) == 1
+        assert main(["doctor", "--probe"]) == 4  # a provider error (README exit-code table)
     out = capsys.readouterr().out
     assert f"{server.base_url}/models  HTTP 404" in out
     assert f"try {server.base_url}/v1" in out
