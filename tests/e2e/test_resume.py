@@ -26,7 +26,7 @@ from benchmarks.crash_injection import (
     stream_events,
 )
 
-from comal.ledger import Entry
+from comal.ledger import Entry, Ledger
 
 pytestmark = pytest.mark.e2e
 
@@ -252,3 +252,21 @@ def test_continue_takes_the_latest_session_and_a_message_is_added(
     assert any(
         e.get("type") == "finished" and e.get("answer") == "second answer" for e in second.events()
     )
+
+
+def test_a_crash_between_finishing_and_the_status_update_is_repaired_by_a_plain_resume(
+    make_env: Callable[..., Env],
+) -> None:
+    env = make_env([_turn("c1", "finish_call", FINISH)])
+    assert env.run("-p", "finish").code == 0
+    sid, _ = env.session()
+    # The state a SIGKILL right after `session.finished` leaves: the entry, not the status.
+    with Ledger.open(env.home / "ledger.db") as ledger:
+        ledger.set_status(sid, "active")
+
+    again = start_comal(env.workspace, env.home, "--resume", sid[:8], "-p")
+    _, err = again.communicate(timeout=60)
+
+    assert again.returncode == 0, err
+    with Ledger.open(env.home / "ledger.db") as ledger:
+        assert ledger.session(sid).status == "finished"

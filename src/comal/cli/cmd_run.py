@@ -36,7 +36,7 @@ from comal.cli.provider_choice import choose_provider
 from comal.cli.render import Renderer
 from comal.cli.window_check import refuse_overhead
 from comal.config import EFFORTS, Config, ProviderConfig
-from comal.errors import ConfigError, UnknownSessionError
+from comal.errors import ComalError, ConfigError, UnknownSessionError
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.providers.factory import make_provider, resolve_capabilities
@@ -308,6 +308,18 @@ def _place(args: argparse.Namespace, ledger: Ledger, session_id: str) -> Path:
 
 def _show_finished(renderer: Renderer, ledger: Ledger, session_id: str) -> int:
     """A finished session resumed with no new message: its answer and state, no provider."""
+    if ledger.session(session_id).status != "finished":
+        # A crash fell between `session.finished` and the status update: repair it under the
+        # lock, as a resumed run would (a live holder of the lock is left to do it itself).
+        try:
+            ledger.acquire_lock(session_id)
+        except ComalError:
+            pass
+        else:
+            try:
+                ledger.set_status(session_id, "finished")
+            finally:
+                ledger.release_lock(session_id)
     answer = final_answer(ledger.entries(session_id)) or ""
     renderer.session_id = session_id
     renderer(TextStreamed(answer + "\n"))
