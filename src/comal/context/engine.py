@@ -368,8 +368,9 @@ class ContextEngine:
         """Recover from a reply that stopped before it finished; None for one that finished.
 
         An unfinished reply is recorded as `response.discarded` (none of its calls run). After
-        OUTPUT_LENGTH the next request gets a larger output reserve, never more context
-        pressure; after a full window a checkpoint is derived now.
+        OUTPUT_LENGTH the output reserve grows: the cut request had asked for all the window
+        left beside it (`max_output`), so the larger reserve lowers the threshold and the next
+        request is relieved to make room; after a full window a checkpoint is derived now.
 
         Args:
             reply: the model's answer.

@@ -10,12 +10,13 @@ import pytest
 
 from comal.context.engine import ContextEngine, EngineSettings
 from comal.context.unfinished import Discarded
+from comal.errors import OutputLengthError
 from comal.ledger.store import Ledger
 from comal.messages import Finish, InvalidArguments, Message, TextPart, ToolCallPart
 from comal.providers.reply import Reply
 from comal.testing.sessions import SessionBuilder
 from comal.usage import Usage
-from tests.unit.context.conftest import FIXED
+from tests.unit.context.conftest import FIXED, listing
 
 CUT = Message(
     "assistant",
@@ -35,8 +36,17 @@ def _engine(ledger: Ledger) -> tuple[ContextEngine, SessionBuilder]:
 
 
 def test_output_length_is_discarded_and_the_reserve_grows(ledger: Ledger) -> None:
-    engine, builder = _engine(ledger)
+    # A request asks for all the output the window leaves beside it: the reply can only have
+    # been cut below the model's maximum when the context took more than half the window. The
+    # larger reserve then lowers the threshold, so the next request is relieved and asks more.
+    builder = SessionBuilder(ledger, window=65_536)
+    builder.user("Write the report.")
+    for k in range(10):
+        builder.turn(f"Reading {k}.", [("Bash", {"command": f"cat {k}"}, listing(str(k), 180), 0)])
+    settings = EngineSettings(65_536, max_output_tokens=32_000)
+    engine = ContextEngine(ledger, builder.session_id, settings, FIXED, model="gpt-4o")
     reserve = engine.prepare().output_reserve
+    assert reserve < 32_000
     discarded = engine.on_unfinished(_reply(Finish.LENGTH), reserve)
     assert discarded == Discarded("OUTPUT_LENGTH", engine.output_reserve())
     assert discarded.output_reserve > reserve
@@ -60,7 +70,18 @@ def test_output_length_is_discarded_and_the_reserve_grows(ledger: Ledger) -> Non
         "output_reserve": reserve,
     }
     assert ledger.entries(builder.session_id, kinds=("checkpoint",)) == []
-    assert engine.prepare().output_reserve == discarded.output_reserve
+    retry = engine.prepare()
+    assert retry.actions
+    assert retry.output_reserve >= discarded.output_reserve > reserve
+
+
+def test_a_cut_at_the_model_maximum_cannot_be_asked_again_larger(ledger: Ledger) -> None:
+    engine, _ = _engine(ledger)
+    reserve = engine.prepare().output_reserve
+    # The short context left the whole maximum output to the reply: nothing larger exists.
+    assert reserve == 16_000
+    with pytest.raises(OutputLengthError):
+        engine.on_unfinished(_reply(Finish.LENGTH), reserve)
 
 
 def test_a_full_window_is_discarded_and_derives_a_checkpoint(ledger: Ledger) -> None:
