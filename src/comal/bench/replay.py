@@ -9,7 +9,12 @@ No hindsight: the output reserve of call *k* is sized from the outputs recorded 
 only. Comal's engine sizes its own, from the ledger it has been fed (its live rule); for every
 other policy, and for judging their overflows, the harness applies the same rule to the same
 recorded outputs (`context.budget.size_output_reserve`: twice the 95th percentile of earlier
-outputs, 4,096 … min(32,000, window / 2)). The margin is `context.budget.default_margin(window)`.
+outputs, 256 … min(32,000, window / 2), 4,096 before any). The margin is
+`context.budget.default_margin(window)`.
+
+A recorded reply longer than the output its request allowed is a cut reply (`_cut_replies`):
+the cut request, its thrown-away output and the re-ask are billed, so a reserve smaller than
+the replies it must hold is not free.
 """
 
 from __future__ import annotations
