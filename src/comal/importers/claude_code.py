@@ -15,8 +15,16 @@ Claude Code 2.x adds bookkeeping records (`file-history-snapshot`, often the fir
 `progress`, `queue-operation`): they are not conversation and are skipped (they never split a
 response). Its sub-agents live beside the transcript, in `<session>/subagents/agent-<id>.jsonl`:
 each becomes a child session linked to the parent's `Task` call whose result names it
-(`agentId: <id>`). `agent-acompact-*` files are Claude Code's own compaction calls: children
-too, marked `compaction` (the replay leaves them out, as it leaves out the peer's summaries).
+(`agentId: <id>`), or whose `agent_progress` records carry it (`data.agentId`, with the call as
+`parentToolUseID`: the link when the file ends before the result). `agent-acompact-*` files are
+Claude Code's own compaction calls: children too, marked `compaction` (the replay leaves them
+out, as it leaves out the peer's summaries).
+
+A transcript that ends while a sub-agent runs (the peer stopped mid-`Task`) leaves that call
+open with its `tool.started` receipt, as a Comal coordinator stopped mid-call does, instead of
+closing it as `uncertain`: the sub-agent's own transcript, imported as the child, is the record
+of its work, so resuming rebuilds the call from the child — an answered child's receipt is read
+from its answer, an unfinished child resumes like any session — and never runs it again.
 """
 
 from __future__ import annotations
@@ -267,6 +275,28 @@ def is_subagent_file(path: Path) -> bool:
     return parent_session_file(path) is not None
 
 
+def _progress_link(record: dict[str, Any]) -> tuple[str, str] | None:
+    """(sub-agent id, parent call id) of an `agent_progress` record, if it is one."""
+    data = record.get("data")
+    if not isinstance(data, dict) or data.get("type") != "agent_progress":
+        return None
+    agent, call = data.get("agentId"), record.get("parentToolUseID")
+    if not isinstance(agent, str) or not isinstance(call, str) or not agent or not call:
+        return None
+    return agent, call
+
+
+def _running(main: _Conversation, files: list[Path]) -> dict[str, str]:
+    """Calls whose sub-agent transcript is imported as their child, by call id → file name
+    (`SessionPlan.done` keeps those still unanswered at the end open)."""
+    found = {path.stem.removeprefix("agent-"): path.name for path in files}
+    return {
+        call: found[agent]
+        for agent, call in main.agent_calls.items()
+        if agent in found and not agent.startswith(_COMPACTION_AGENT)
+    }
+
+
 def _subagent(path: Path, main: _Conversation, cwd: str) -> ParsedSession:
     """One sub-agent file as a child session: the whole file is its conversation."""
     agent = path.stem.removeprefix("agent-")
@@ -313,6 +343,9 @@ def parse(path: Path) -> ParsedSession:
         origin = origin or record.get("sessionId")
         if record["type"] == "summary":
             titles.append(str(record.get("summary", "")))
+        link = _progress_link(record) if not record.get("isSidechain") else None
+        if link is not None:
+            main.agent_calls.setdefault(*link)
         if record["type"] not in _CONVERSATION:
             continue
         if record.get("isSidechain"):
@@ -321,7 +354,8 @@ def parse(path: Path) -> ParsedSession:
         else:
             main.feed(line, record)
     main.finish()
-    children = [_subagent(file, main, cwd) for file in subagent_files(path)]
+    files = subagent_files(path)
+    children = [_subagent(file, main, cwd) for file in files]
     for number, chain in enumerate(chains.values(), start=1):
         chain.finish()
         children.append(
@@ -344,7 +378,7 @@ def parse(path: Path) -> ParsedSession:
         cwd=cwd,
         model=main.model,
         system="",
-        entries=main.plan.done(),
+        entries=main.plan.done(_running(main, files)),
         children=tuple(children),
         origin_id=str(origin) if origin else None,
     )
