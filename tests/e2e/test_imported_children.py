@@ -1,10 +1,11 @@
-"""Imported Claude Code 2.x sub-agents resume as real children (`comal --resume PARENT -p`).
+"""Imported Claude Code sub-agents resume as real children (`comal --resume PARENT -p`).
 
-The recordings are the shared Claude Code 2.1 sessions with sub-agents. Each test writes, in its
-own temporary folder, the recording as it stood when Claude Code stopped while its sub-agent ran:
-the parent's transcript up to (not including) the `Task` result, and the sub-agent's transcript
-either cut after one of its calls (the child was mid-step) or whole (the child had answered,
-the parent never got the result). Imported, the parent's `Task` call is open with its
+The recordings are the shared Claude Code sessions with sub-agents: 2.1 (sub-agent files beside
+the transcript) and 1.0 (sidechains inside it). Each test writes, in its own temporary folder,
+the recording as it stood when Claude Code stopped while its sub-agent ran: the parent's
+transcript up to (not including) the `Task` result, and the sub-agent's transcript either cut
+after one of its calls (the child was mid-step) or whole (the child had answered, the parent
+never got the result). Imported, the parent's `Task` call is open with its
 `tool.started` receipt, as a Comal coordinator stopped mid-call; resuming rebuilds it from the
 child exactly as a native child: an unfinished child resumes by the rules of any session (its
 interrupted call stays uncertain, never re-run), an answered child is read back without a model
@@ -39,14 +40,17 @@ pytestmark = pytest.mark.e2e
 RECORDINGS = (
     "claude-code-2_spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl",
     "claude-code-2_spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl",
+    "claude-code_vsla/0a725fb5-6378-432a-9e84-9f3f49d4043d.jsonl",
 )
+IDS = ["2.x-4d5611e5", "2.x-ae4a77f8", "1.x-0a725fb5"]
 CHILD_ANSWER = "Resumed child: the exploration is complete.\n  (kept verbatim)"
 PARENT_ANSWER = "The sub-agent's report is in; continuing from it."
 
 
 @dataclass(frozen=True, slots=True)
 class Recording:
-    """A recorded parent transcript and the sub-agent its `Task` call ran."""
+    """A recorded parent transcript and the sub-agent its `Task` call ran: a 2.x sub-agent file
+    beside it (`agent`), or (1.x) a sidechain inside it."""
 
     path: Path
     lines: list[str]
@@ -54,7 +58,8 @@ class Recording:
     """Index of the line holding the `Task` call's result."""
     call_id: str
     prompt: str
-    agent: str
+    agent: str | None
+    """The 2.x sub-agent id; None: a 1.x sidechain of the same file."""
     returned: str
     """The sub-agent's answer as the parent received it (the result's first text block)."""
 
@@ -77,32 +82,55 @@ def _content(record: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
+def _agent_of(path: Path, texts: list[str]) -> str | None:
+    """The 2.x sub-agent a result names (`agentId: …`) whose file is present."""
+    for text in texts:
+        if "agentId: " in text:
+            agent = text.split("agentId: ")[1].split()[0]
+            if (path.parent / path.stem / "subagents" / f"agent-{agent}.jsonl").is_file():
+                return agent
+    return None
+
+
 def recording(relative: str) -> Recording:
-    """The recording's sub-agent `Task` call, its result line and its sub-agent file."""
+    """The recording's first `Task` call that ran a sub-agent, and its result line."""
     path = trajectory(relative)
     lines = path.read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) if line.strip() else {} for line in lines]
-    uses = {
-        b["id"]: b["input"]
+    tasks = {
+        b["id"]: str(b["input"]["prompt"])
         for r in records
         if not r.get("isSidechain")
         for b in _content(r)
-        if b.get("type") == "tool_use"
+        if b.get("type") == "tool_use" and b.get("name") == "Task"
+    }
+    sidechain_asks = {
+        r["message"]["content"]
+        for r in records
+        if r.get("isSidechain") and r.get("parentUuid") is None
+        if isinstance(r.get("message", {}).get("content"), str)
     }
     for index, record in enumerate(records):
         for block in _content(record):
-            if block.get("type") != "tool_result" or not isinstance(block.get("content"), list):
+            call = str(block.get("tool_use_id"))
+            if block.get("type") != "tool_result" or call not in tasks:
                 continue
             texts = [str(t.get("text", "")) for t in block["content"] if isinstance(t, dict)]
-            agent = next(
-                (t.split("agentId: ")[1].split()[0] for t in texts if "agentId: " in t), None
-            )
-            folder = path.parent / path.stem / "subagents"
-            if agent and (folder / f"agent-{agent}.jsonl").is_file():
-                call = str(block["tool_use_id"])
-                prompt = str(uses[call]["prompt"])
-                return Recording(path, lines, index, call, prompt, agent, texts[0])
-    raise AssertionError(f"{relative}: no Task call whose sub-agent file is present")
+            agent = _agent_of(path, texts)
+            if agent is not None or tasks[call] in sidechain_asks:
+                return Recording(path, lines, index, call, tasks[call], agent, texts[0])
+    raise AssertionError(f"{relative}: no Task call whose sub-agent is recorded")
+
+
+def _cut_mid_step(lines: list[str], indices: list[int]) -> tuple[int, str]:
+    """(line index, call id) of the sub-agent's last call in the first half of its lines
+    (`indices`): cut after it, the child stopped mid-step."""
+    for index in reversed(indices[: len(indices) // 2]):
+        record = json.loads(lines[index])
+        calls = [str(b["id"]) for b in _content(record) if b.get("type") == "tool_use"]
+        if record.get("type") == "assistant" and calls:
+            return index, calls[-1]
+    raise AssertionError("no sub-agent call in the first half of its transcript")
 
 
 def stopped_copy(rec: Recording, where: Path, *, child_answered: bool) -> tuple[Path, str | None]:
@@ -110,22 +138,25 @@ def stopped_copy(rec: Recording, where: Path, *, child_answered: bool) -> tuple[
     under `where`: (parent file, the sub-agent call left without a result, if any)."""
     where.mkdir(parents=True)
     parent = where / rec.path.name
-    parent.write_text("\n".join(rec.lines[: rec.result_line]) + "\n", encoding="utf-8")
-    agent_lines = rec.agent_file.read_text(encoding="utf-8").splitlines()
+    kept = rec.lines[: rec.result_line]
     cut_call = None
+    if rec.agent is None:  # 1.x: the sidechain's records are in the parent's file
+        if not child_answered:
+            own = [
+                i
+                for i, line in enumerate(kept)
+                if line.strip() and json.loads(line).get("isSidechain")
+            ]
+            end, cut_call = _cut_mid_step(kept, own)
+            kept = kept[: end + 1]
+        parent.write_text("\n".join(kept) + "\n", encoding="utf-8")
+        return parent, cut_call
+    parent.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    agent_lines = rec.agent_file.read_text(encoding="utf-8").splitlines()
     if not child_answered:
-        # Cut after a call of the sub-agent, half way through: the child stopped mid-step.
-        half = len(agent_lines) // 2
-        index = max(
-            i
-            for i, line in enumerate(agent_lines[:half])
-            if line.strip()
-            and json.loads(line).get("type") == "assistant"
-            and any(b.get("type") == "tool_use" for b in _content(json.loads(line)))
-        )
-        last = json.loads(agent_lines[index])
-        cut_call = next(str(b["id"]) for b in _content(last) if b.get("type") == "tool_use")
-        agent_lines = agent_lines[: index + 1]
+        indices = [i for i, line in enumerate(agent_lines) if line.strip()]
+        end, cut_call = _cut_mid_step(agent_lines, indices)
+        agent_lines = agent_lines[: end + 1]
     folder = where / rec.path.stem / "subagents"
     folder.mkdir(parents=True)
     (folder / rec.agent_file.name).write_text("\n".join(agent_lines) + "\n", encoding="utf-8")
@@ -241,7 +272,7 @@ def _assert_nothing_repeated(
         assert parent_now[: len(before[0])] == before[0]
 
 
-@pytest.mark.parametrize("relative", RECORDINGS, ids=["4d5611e5", "ae4a77f8"])
+@pytest.mark.parametrize("relative", RECORDINGS, ids=IDS)
 def test_a_sub_agent_stopped_mid_step_resumes_as_a_real_child(
     relative: str, tmp_path: Path, workspace: Path, home: Path
 ) -> None:
@@ -297,7 +328,7 @@ def test_a_sub_agent_stopped_mid_step_resumes_as_a_real_child(
     _assert_nothing_repeated(home, workspace, parent_id, child_id, before)
 
 
-@pytest.mark.parametrize("relative", RECORDINGS, ids=["4d5611e5", "ae4a77f8"])
+@pytest.mark.parametrize("relative", RECORDINGS, ids=IDS)
 def test_a_sub_agent_that_answered_is_read_back_without_a_model_call(
     relative: str, tmp_path: Path, workspace: Path, home: Path
 ) -> None:

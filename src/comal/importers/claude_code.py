@@ -6,8 +6,9 @@ One JSON record per line: `user`, `assistant`, `system` and `summary`. Mapping:
   usage of the group's last record;
 - `tool_result` blocks become `tool.result` entries with the exact text as body; image blocks
   become media (of the user message, or of the result they belong to);
-- `isSidechain` records (Task sub-agents) form separate conversations, one child session per
-  chain root (`parentUuid` null);
+- `isSidechain` records (1.x Task sub-agents) form separate conversations, one child session
+  per chain root (`parentUuid` null), linked to the `Task` call whose prompt is the chain's
+  first ask, verbatim;
 - `isCompactSummary` user records (the peer's auto-compaction) and `summary` records (its
   session titles) are kept as `message.summary`; `system` notices become `warning` entries.
 
@@ -60,6 +61,8 @@ _TITLE_CHARS = 80
 _CONVERSATION = frozenset({"user", "assistant", "system", "summary"})
 """Record types that belong to the conversation; others (2.x bookkeeping) are skipped."""
 _AGENT_ID = re.compile(r"agentId: ([A-Za-z0-9_-]+)")
+_DELEGATION = "Task"
+"""The peer's sub-agent tool: its `prompt` is the sub-agent's first ask."""
 _COMPACTION_AGENT = "acompact-"
 
 
@@ -104,6 +107,8 @@ class _Conversation:
         self.first_text = ""
         self.agent_calls: dict[str, str] = {}
         """Sub-agent id → the call whose result names it (`agentId: …`)."""
+        self.task_prompts: list[tuple[str, str]] = []
+        """(call id, prompt) of every `Task` call, in order."""
         self._group: list[tuple[int, dict[str, Any]]] = []
         self._held: list[tuple[int, dict[str, Any]]] = []
         """Results (and notices) recorded between the blocks of the open response."""
@@ -171,6 +176,9 @@ class _Conversation:
                 raise format_error(self.path, line, "tool_use block without id or name")
             arguments = block.get("input")
             args: JSONObject = arguments if isinstance(arguments, dict) else {}
+            prompt = args.get("prompt")
+            if name == _DELEGATION and isinstance(prompt, str):
+                self.task_prompts.append((call_id, prompt))
             return [ToolCallPart(call_id, name, args)]
         return []
 
@@ -297,6 +305,17 @@ def _running(main: _Conversation, files: list[Path]) -> dict[str, str]:
     }
 
 
+def _sidechain_calls(main: _Conversation, chains: list[_Conversation]) -> list[str | None]:
+    """For each sidechain (in order), the `Task` call whose prompt is its first ask, verbatim;
+    each call links one chain at most (None: no such call)."""
+    free = list(main.task_prompts)
+    links: list[str | None] = []
+    for chain in chains:
+        found = next((i for i, (_, prompt) in enumerate(free) if prompt == chain.first_text), None)
+        links.append(None if found is None else free.pop(found)[0])
+    return links
+
+
 def _subagent(path: Path, main: _Conversation, cwd: str) -> ParsedSession:
     """One sub-agent file as a child session: the whole file is its conversation."""
     agent = path.stem.removeprefix("agent-")
@@ -356,18 +375,25 @@ def parse(path: Path) -> ParsedSession:
     main.finish()
     files = subagent_files(path)
     children = [_subagent(file, main, cwd) for file in files]
-    for number, chain in enumerate(chains.values(), start=1):
+    running = _running(main, files)
+    sidechains = list(chains.values())
+    links = _sidechain_calls(main, sidechains)
+    for number, (chain, call) in enumerate(zip(sidechains, links, strict=True), start=1):
         chain.finish()
+        label = f"{path.stem}#sidechain-{number}"
+        if call is not None:
+            running.setdefault(call, f"{path.name} (sidechain {number})")
         children.append(
             ParsedSession(
                 format=FORMAT,
                 path=str(path),
-                label=f"{path.stem}#sidechain-{number}",
+                label=label,
                 title=chain.first_text[:_TITLE_CHARS],
                 cwd=cwd,
                 model=chain.model,
                 system="",
                 entries=chain.plan.done(),
+                parent_call_id=call,
             )
         )
     return ParsedSession(
@@ -378,7 +404,7 @@ def parse(path: Path) -> ParsedSession:
         cwd=cwd,
         model=main.model,
         system="",
-        entries=main.plan.done(_running(main, files)),
+        entries=main.plan.done(running),
         children=tuple(children),
         origin_id=str(origin) if origin else None,
     )
