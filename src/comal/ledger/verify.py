@@ -32,6 +32,10 @@ _MAX_PROBLEMS = 1000
 _PROBE_PAST_END = 64
 """Seqs probed past the largest one listed, until this many in a row are absent."""
 
+_MIN_ROW_BYTES = 64
+"""No entry row is smaller (its id and content hash alone take 100 bytes), so a file of N bytes
+holds at most N // 64 of them: that bounds the seqs a damaged one can send us looking for."""
+
 _ENTRY_COLUMNS = "seq, id, session_id, kind, payload, content_hash, created_at"
 
 READ_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
@@ -236,7 +240,10 @@ def _candidate_seqs(conn: sqlite3.Connection, session_id: str | None) -> list[in
         # Seqs are assigned one after another: one missing from every listing was lost. The
         # listings may stop early too, so seqs past the largest one seen are probed until
         # a run of them is absent.
-        top = max(seen, default=0)
+        # A flipped seq can be any 64-bit number: gaps are filled only up to as many rows as
+        # the file can hold; a larger seq is still read (as listed), not searched below.
+        bound = _most_rows(conn) or 2 * len(seen) + _PROBE_PAST_END
+        top = max((s for s in seen if s <= bound), default=0)
         seen.update(range(1, top + 1))
         misses, probe = 0, top + 1
         while misses < _PROBE_PAST_END:
@@ -252,6 +259,18 @@ def _candidate_seqs(conn: sqlite3.Connection, session_id: str | None) -> list[in
                 top = probe
             probe += 1
     return sorted(seen)
+
+
+def _most_rows(conn: sqlite3.Connection) -> int:
+    """How many entry rows the file could hold at most, from its size (0 when unreadable)."""
+    try:
+        pages = conn.execute("PRAGMA page_count").fetchone()
+        size = conn.execute("PRAGMA page_size").fetchone()
+    except READ_ERRORS:
+        return 0
+    if pages is None or size is None:
+        return 0
+    return int(pages[0]) * int(size[0]) // _MIN_ROW_BYTES
 
 
 def _blob_digests(conn: sqlite3.Connection) -> set[str]:
