@@ -170,8 +170,10 @@ def _confirmed(conn: sqlite3.Connection, sql: str, params: tuple[object, ...]) -
         return None
 
 
-def _session_known(conn: sqlite3.Connection, row: EntryRow) -> bool:
-    """Whether the row's session is recorded, or the index's copy agrees with the row's.
+def _session_known(conn: sqlite3.Connection, row: EntryRow) -> bool | None:
+    """Whether the row's session is recorded, or the index's copy agrees with the row's
+    (True); whether the row's copy is the one that was flipped (False); or None when the
+    two copies disagree and nothing says which is right.
 
     (A flipped session id names no session; the sessions table or index may be what is
     damaged, so either confirmation is enough.)
@@ -191,11 +193,20 @@ def _session_known(conn: sqlite3.Connection, row: EntryRow) -> bool:
         return False
     try:
         other = conn.execute(
-            "SELECT 1 FROM entries INDEXED BY entries_by_session WHERE seq = ?", (row.seq,)
+            "SELECT session_id FROM entries INDEXED BY entries_by_session WHERE seq = ?",
+            (row.seq,),
         ).fetchone()
     except READ_ERRORS:
         return True
-    return other is None
+    if other is None:
+        return True
+    # The index files the seq under another session. The row is the flipped copy only when
+    # the sessions table confirms the index's; when it confirms neither (it is damaged too),
+    # the table's row stands, kept as recorded and reported as a doubt, as for ids.
+    index_sid = other[0].decode("utf-8", "replace") if isinstance(other[0], bytes) else other[0]
+    if _confirmed(conn, "SELECT 1 FROM sessions WHERE id = ?", (index_sid,)):
+        return False
+    return None
 
 
 def _id_problems(conn: sqlite3.Connection, row: EntryRow) -> tuple[list[str], list[str]]:
@@ -367,10 +378,20 @@ def _scan(conn: sqlite3.Connection, session_id: str | None) -> Scan:
         result.doubts.extend((row.id, doubt) for doubt in doubts)
         if found:
             result.damaged.extend((row.id, problem) for problem in found)
-        elif _session_known(conn, row):
-            readable.append((row, blob))
-        else:
+            continue
+        known = _session_known(conn, row)
+        if known is None:
+            result.doubts.append(
+                (
+                    row.id,
+                    f"entry {row.id!r} (seq {row.seq}, {row.kind}): its session"
+                    " disagrees with the ledger's index (kept as recorded)",
+                )
+            )
+        if known is False:
             unplaced.append((row, blob))
+        else:
+            readable.append((row, blob))
     # A session id that other intact rows carry too is no flipped byte: those rows stand.
     counts = Counter(row.session_id for row, _ in (*readable, *unplaced))
     for row, blob in unplaced:

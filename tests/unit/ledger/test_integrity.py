@@ -237,3 +237,47 @@ def test_an_unreadable_creation_time_is_reported_but_loses_no_entry(
     with Ledger.open(out) as ledger:
         ledger.salvage_from(ledger_path)
         assert [e.kind for e in ledger.entries(sid)][-2:] == ["message.user", "tool.result"]
+
+
+def _patch_index_session(path: Path, sid: str, seq: int) -> None:
+    """Flip one byte of `sid` in the entries_by_session record of entry `seq` only."""
+    data = bytearray(path.read_bytes())
+    needle = sid.encode()
+    # An index record: its header (its size, the text's type, then 1-byte integers for the
+    # seq and the rowid it points to), the session id, the seq, the rowid (the same seq).
+    at = next(
+        i
+        for i in range(len(data))
+        if data.startswith(needle, i)
+        and data[i - 4 : i] == bytes([4, len(needle) * 2 + 13, 1, 1])
+        and data[i + len(needle) : i + len(needle) + 2] == bytes([seq, seq])
+    )
+    data[at] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_an_entry_whose_session_row_and_index_are_both_damaged_is_kept_as_a_doubt(
+    ledger_path: Path,
+) -> None:
+    # A child's only entry: its session row is gone and the index files it under a flipped
+    # session id. Nothing says which copy of the session id is right, so the table's row
+    # stands (reported as a doubt) rather than an intact entry being dropped.
+    with Ledger.open(ledger_path) as ledger:
+        parent = ledger.create_session(cwd="/w")
+        ledger.append(parent, "message.user", {"text": "hello"})
+        child = ledger.create_session(cwd="/w", parent_id=parent)
+        entry = ledger.append(child, "message.user", {"text": "only entry"})
+    conn = _raw(ledger_path)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    (seq,) = conn.execute("SELECT seq FROM entries WHERE id = ?", (entry.id,)).fetchone()
+    conn.execute("DELETE FROM sessions WHERE id = ?", (child,))
+    conn.close()
+    _patch_index_session(ledger_path, child, seq)
+    report = verify_file(ledger_path)
+    assert not report.ok
+    assert entry.id in report.damaged
+    assert any("disagrees with the ledger's index" in p for p in report.problems)
+    out = ledger_path.parent / "salvaged.db"
+    with Ledger.open(out) as ledger:
+        ledger.salvage_from(ledger_path)
+        assert [e.id for e in ledger.entries(child)] == [entry.id]
