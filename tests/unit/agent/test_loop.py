@@ -9,7 +9,6 @@ import pytest
 from comal.agent.events import (
     AssistantReplied,
     Refused,
-    ResponseDiscarded,
     TextStreamed,
     ToolFinished,
     TurnStarted,
