@@ -45,7 +45,7 @@ from comal.context.calibration import (
 from comal.context.checkpoint import Draft
 from comal.context.conversation import Block, ConversationIndex
 from comal.context.decisions import append_checkpoint
-from comal.context.invariants import check
+from comal.context.invariants import PairChecker, check
 from comal.context.relief import (
     COLD_TRIGGER,
     draft_checkpoint,
@@ -76,9 +76,10 @@ from comal.context.view import (
     FixedParts,
     PreparedView,
     ResultTexts,
+    ViewBuilder,
     ViewState,
     build_view,
-    tool_schema_text,
+    schema_tokens,
 )
 from comal.errors import (
     ContextLengthError,
@@ -142,6 +143,8 @@ class ContextEngine:
         self._index = ConversationIndex()
         self._indexed = 0
         self._blocks: list[Block] = []
+        self._builder = ViewBuilder()
+        self._pairs = PairChecker()
         self._blocks_seq = -1
         self._texts: tuple[int, ResultTexts] | None = None
         self._last_counted: tuple[int, int] | None = None
@@ -237,15 +240,18 @@ class ContextEngine:
         )
 
     def assemble(self, state: ViewState | None = None) -> Assembly:
-        """Build the view for `state` (default: the recorded one)."""
+        """Build the view for `state` (default: the recorded one).
+
+        The recorded state's view is built incrementally (`ViewBuilder`: between events it
+        only grows by appending); trial states of a pressure decision are built whole.
+        """
         blocks = self.conversation()
-        return build_view(
-            blocks,
-            state or self.state(),
-            self.fixed,
-            self.texts(),
-            self.counter,
-            vision=self.settings.vision,
+        recorded = self.state()
+        build = build_view
+        if state is None or state is recorded or state == recorded:
+            state, build = recorded, self._builder.build
+        return build(
+            blocks, state, self.fixed, self.texts(), self.counter, vision=self.settings.vision
         )
 
     def ratio(self) -> float:
@@ -293,7 +299,7 @@ class ContextEngine:
         counted = (
             self.counter.count(fixed.system)
             + self.counter.count(fixed.instructions)
-            + sum(self.counter.count(tool_schema_text(spec)) for spec in fixed.all_tools)
+            + schema_tokens(fixed.all_tools, self.counter)
         )
         return calibrated(counted, self.ratio(), exact=self.counter.exact)
 
@@ -414,7 +420,7 @@ class ContextEngine:
                 f"tool call(s) {list(asm.missing)} have no result in the ledger; recovery must"
                 " record explicit results before the next request"
             )
-        check(view.messages, view.estimated_tokens, budget.usable)
+        check(view.messages, view.estimated_tokens, budget.usable, self._pairs)
         self._last_counted = (self.entries()[-1].seq if self._entries else 0, asm.total_tokens)
         self._send_cap = None
         return view

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -29,6 +29,7 @@ from comal.ids import new_id, now_ms
 from comal.ledger.blobs import blob_size, insert_blob, read_blob
 from comal.ledger.canonical import content_hash, encode_payload
 from comal.ledger.entry import Entry, SessionInfo
+from comal.ledger.entry_cache import EntryCache
 from comal.ledger.entry_rows import (
     entry_payload,
     first_entries,
@@ -86,6 +87,7 @@ class Ledger:
         self._me = current_process()
         self._held: set[str] = set()
         self._closed = False
+        self._cache = EntryCache()
 
     # --- opening and closing ----------------------------------------------------------------
 
@@ -116,6 +118,7 @@ class Ledger:
                     self.release_lock(session_id)
             finally:
                 self._closed = True
+                self._cache.clear()
                 self._conn.close()
 
     def __enter__(self) -> Ledger:
@@ -342,14 +345,25 @@ class Ledger:
     ) -> list[Entry]:
         """The session's entries with `seq > after_seq`, in seq order, optionally of some kinds.
 
+        Entries read before are served from memory (`entry_cache`): only newer rows are read.
+
         Raises:
             UnknownSessionError: no such session.
         """
         if kinds is not None and not kinds:
             return []  # asked for no kind: nothing to read, not even the session
         with self._mutex:
+            if kinds is not None or self._conn.in_transaction:
+                self._require_session(session_id)
+                return select_entries(self._conn, session_id, after_seq, kinds)
+            return self._cache.entries(self._conn, session_id, after_seq, self._reader(session_id))
+
+    def _reader(self, session_id: str) -> Callable[[int], list[Entry]]:
+        def read(after_seq: int) -> list[Entry]:
             self._require_session(session_id)
-            return select_entries(self._conn, session_id, after_seq, kinds)
+            return select_entries(self._conn, session_id, after_seq, None)
+
+        return read
 
     def first_entries(self, kind: str) -> dict[str, Entry]:
         """Each session's first entry of `kind`, by session id (e.g. every first ask)."""
