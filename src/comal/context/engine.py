@@ -463,11 +463,9 @@ class ContextEngine:
     def _last_event_seq(self) -> int:
         """Seq of the newest projection or checkpoint entry (0 when none)."""
 
-        def newest() -> int:
-            kinds = ("projection", "checkpoint")
-            return next((e.seq for e in reversed(self._entries) if e.kind in kinds), 0)
-
-        return self._at_last_seq("last_event", newest)
+        self.entries()
+        events = self._of_kinds("projection", "checkpoint")
+        return events[-1].seq if events else 0
 
     def _draft(self, state: ViewState, budget: Budget, before: int) -> tuple[Draft, int]:
         """A checkpoint draft for `state` and the estimated request size it leads to."""

@@ -94,10 +94,11 @@ def test_ranks_reused_for_any_cut_are_the_ranks_of_the_middle(
     """A preview ranks the text before its tail once; any middle cut from it ranks the same."""
     rest = "\n".join(lines) + data.draw(st.sampled_from(["", "\n", "\r"]))
     whole = rest.splitlines()
-    ranks = rendering._line_ranks(whole)
+    hot = rendering._hot_ranks(whole)
     cut = data.draw(st.integers(0, len(rest)))
     middle = rendering._whole_lines(rest[:cut], rest)
-    assert rendering._suffix_ranks(middle, whole, ranks) == rendering._line_ranks(middle)
+    reused = rendering._middle_ranks(middle, whole, hot)
+    assert [reused(i) for i in range(len(middle))] == rendering._line_ranks(middle)
     assert rendering._line_ranks(middle) == [rendering._rank(line) for line in middle]
 
 
