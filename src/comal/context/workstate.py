@@ -72,7 +72,7 @@ def describe_call(name: str, arguments: JSONObject, size: int = 100) -> str:
     return f"{name} {clip(canonical_json(arguments), size)}"
 
 
-def _prefix_key(entries: Sequence[Entry]) -> tuple[str, str, int]:
+def prefix_key(entries: Sequence[Entry]) -> tuple[str, str, int]:
     """Identifies a session's entries up to a point: ids are unique and the ledger only grows,
     so the same first id, last id and length mean the same entries."""
     if not entries:
@@ -84,7 +84,7 @@ _STATES: dict[tuple[tuple[str, str, int], int], WorkState] = {}
 
 
 def _is_prefix(key: tuple[str, str, int], entries: Sequence[Entry]) -> bool:
-    """Whether `key` (`_prefix_key`) names the first entries of `entries`."""
+    """Whether `key` (`prefix_key`) names the first entries of `entries`."""
     first, last, count = key
     return 0 < count <= len(entries) and entries[0].id == first and entries[count - 1].id == last
 
@@ -194,7 +194,7 @@ _FOLDS: list[_Fold] = []
 
 
 def _fold(entries: Sequence[Entry]) -> _Fold:
-    key = _prefix_key(entries)
+    key = prefix_key(entries)
     last = _FOLDS[0] if _FOLDS else None
     if last is not None and last.key == key:
         return last
@@ -254,7 +254,7 @@ def _failed(item: ResultEntry) -> bool:
 
 def work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
     """The work state of a session from its entries (memoized for the last entries seen)."""
-    key = (_prefix_key(entries), id(blobs))
+    key = (prefix_key(entries), id(blobs))
     hit = _STATES.get(key)
     if hit is None:
         hit = _work_state(entries, blobs)
