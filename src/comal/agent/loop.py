@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from comal.agent.events import (
     ContextActed,
+    Notice,
     ReasoningStreamed,
     Refused,
     TextStreamed,
@@ -28,6 +29,7 @@ from comal.agent.server_count import prepare_first
 from comal.agent.session import Session
 from comal.errors import (
     BudgetError,
+    CompactNotSmallerError,
     ContextLengthError,
     ProviderError,
     RefusedError,
@@ -59,6 +61,8 @@ async def run_turn(s: Session, text: str | None) -> str:
     for step in range(1, s.options.max_turns + 1):
         _check_budget(s)
         view = await prepare_first(s) if step == 1 else s.engine.prepare()
+        if view.compact_refused is not None:
+            s.emit(Notice(CompactNotSmallerError.code, view.compact_refused))
         for action in view.actions:
             s.emit(ContextActed(action, None, view.estimated_tokens, view.checkpoint_number))
         request = ModelRequest(

@@ -12,6 +12,9 @@ Invariants:
   progress (never more than two without progress) or even a minimal checkpoint cannot fit.
 - Between pressure events the request only grows by appending.
 - No model is ever called to shrink the context.
+- A person's compaction (`/compact`, `comal compact`, now or queued) is derived only when it
+  makes the view smaller; otherwise it is refused with its figures and recorded as
+  `compact.cancelled`, and the view stays as it was.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from comal.context.calibration import (
 )
 from comal.context.checkpoint import Draft
 from comal.context.conversation import Block, ConversationIndex
-from comal.context.decisions import append_checkpoint
+from comal.context.decisions import append_checkpoint, refuse_compaction
 from comal.context.invariants import PairChecker, check
 from comal.context.relief import (
     COLD_TRIGGER,
@@ -82,6 +85,7 @@ from comal.context.view import (
     schema_tokens,
 )
 from comal.errors import (
+    CompactNotSmallerError,
     ContextLengthError,
     ContextOverheadError,
     ContextPressureLoopError,
@@ -345,7 +349,12 @@ class ContextEngine:
         return self._prepared(asm, state, self.budget(), ())
 
     def _prepared(
-        self, asm: Assembly, state: ViewState, budget: Budget, actions: tuple[str, ...]
+        self,
+        asm: Assembly,
+        state: ViewState,
+        budget: Budget,
+        actions: tuple[str, ...],
+        refusal: str | None = None,
     ) -> PreparedView:
         estimate, measured = self.estimate(asm, state)
         # Send exactly the budgeted reserve, not all the room left: what the budget counts is
@@ -365,6 +374,7 @@ class ContextEngine:
             counted_tokens=asm.total_tokens,
             usable_tokens=budget.usable,
             threshold_tokens=budget.threshold,
+            compact_refused=refusal,
         )
 
     def _check_overhead(self, asm: Assembly, budget: Budget) -> None:
@@ -390,11 +400,17 @@ class ContextEngine:
         self._check_overhead(asm, budget)
         estimate, _ = self.estimate(asm, state)
         actions: list[str] = []
+        refusal: str | None = None
         requested = self.pending_compaction()
         if requested is not None:
-            self._derive(requested, estimate, budget)
-            actions.append("checkpoint")
-        else:
+            try:
+                self._derive(requested, estimate, budget)
+                actions.append("checkpoint")
+            except CompactNotSmallerError as exc:
+                # The queued request is dropped (recorded); pressure is judged as usual.
+                refusal = exc.message
+                requested = None
+        if requested is None:
             media = relieve_media(self, asm, state, budget, estimate)
             if media is not None:
                 actions.append(media)
@@ -410,7 +426,7 @@ class ContextEngine:
         if actions:
             state = self.state()
             asm = self.assemble(state)
-        view = self._prepared(asm, state, budget, tuple(actions))
+        view = self._prepared(asm, state, budget, tuple(actions), refusal)
         if view.estimated_tokens > budget.usable:
             raise ContextPressureLoopError(
                 no_fit_message(view.estimated_tokens, budget, self.session_id)
@@ -473,7 +489,15 @@ class ContextEngine:
         return draft_checkpoint(self, state, budget, landing_for(self, asm, budget, before))
 
     def _derive(self, by: str, before: int, budget: Budget) -> Checkpoint:
+        """Derive and record a checkpoint; a person's request must make the view smaller.
+
+        Raises:
+            CompactNotSmallerError: `by` is a person and the checkpoint would not shrink the
+                view (the refusal is recorded as `compact.cancelled` with its figures).
+        """
         draft, after = self._draft(self.state(), budget, before)
+        if by in USER_TRIGGERS and after >= before:
+            raise refuse_compaction(self.ledger, self.session_id, by, before, after)
         return append_checkpoint(self.ledger, self.session_id, draft, by, before, after, budget)
 
     def compact(self, *, by: str) -> Checkpoint:
@@ -482,6 +506,10 @@ class ContextEngine:
         Args:
             by: who asked: `user` for people (/compact, `comal compact`), otherwise the
                 reason (e.g. `context_window_exceeded`).
+
+        Raises:
+            CompactNotSmallerError: a person asked and the view would not get smaller.
+            ContextPressureLoopError: an automatic derivation after two without progress.
         """
         budget = self.budget()
         state = self.state()
