@@ -20,6 +20,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import TypeVar, cast
 
 from comal.context.anchors import AnchorIndex, Fingerprint, calibration_ratio, tools_digest
@@ -94,6 +95,7 @@ from comal.errors import (
 )
 from comal.ids import now_ms
 from comal.ledger.entry import Entry
+from comal.ledger.entry_cache import BULK_ENTRIES, paused_gc
 from comal.ledger.store import Ledger
 
 T = TypeVar("T")
@@ -168,10 +170,11 @@ class ContextEngine:
         last = self._entries[-1].seq if self._entries else 0
         new = self.ledger.entries(self.session_id, after_seq=last)
         if new:
-            self._entries.extend(new)
-            self._anchors.extend(new)
-            self._outputs.extend(session_outputs(new))
-            self._truncated.extend(truncated_reserves(new))
+            with paused_gc() if len(new) >= BULK_ENTRIES else nullcontext():
+                self._entries.extend(new)
+                self._anchors.extend(new)
+                self._outputs.extend(session_outputs(new))
+                self._truncated.extend(truncated_reserves(new))
         return self._entries
 
     def _of_kinds(self, *kinds: str) -> list[Entry]:
@@ -199,9 +202,12 @@ class ContextEngine:
         entries = self.entries()
         last = entries[-1].seq if entries else 0
         if last != self._blocks_seq:
-            self._index.extend(entries[self._indexed :])
-            self._indexed = len(entries)
-            self._blocks = self._index.blocks()
+            # A resumed session indexes all its entries at once: only live objects are made.
+            bulk = len(entries) - self._indexed >= BULK_ENTRIES
+            with paused_gc() if bulk else nullcontext():
+                self._index.extend(entries[self._indexed :])
+                self._indexed = len(entries)
+                self._blocks = self._index.blocks()
             self._blocks_seq = last
         return self._blocks
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import accumulate, compress, repeat
+from itertools import accumulate, compress
 
 from comal.context.units import utf16_len
 from comal.messages import canonical_json, render_output_text
@@ -356,9 +356,11 @@ def _short_mentions(
     seen: set[str],
 ) -> int:
     rest = lines[start:]
+    # What is left is less than the line just skipped cost, so under a clipped line's cost:
+    # a line fits only if its own text is at most `fits` long.
     fits = budget - used - 8
     sizes = list(map(len, map(str.rstrip, rest)))
-    short = list(compress(range(len(rest)), map(fits.__ge__, map(min, sizes, repeat(_LINE_CLIP)))))
+    short = list(compress(range(len(rest)), map(fits.__ge__, sizes)))
     if not short:
         return used
     texts = list(map(str.strip, rest))
@@ -404,6 +406,17 @@ def _whole_lines(head: str, rest: str) -> list[str]:
     return lines
 
 
+def _middle_lines(head: str, rest: str, rest_lines: list[str]) -> list[str]:
+    """`_whole_lines(head, rest)`, taken from `rest_lines` (`rest.splitlines()`) when `head`
+    ends a line: a break closes the head, so the lines after it split the same either way."""
+    if not head.endswith("\n"):
+        return _whole_lines(head, rest)
+    lines = rest_lines[len(head.splitlines()) :]
+    if lines and not rest.endswith("\n"):
+        lines[-1] = ""
+    return lines
+
+
 def preview_text(facts: ResultFacts, body: bytes, chars: int) -> str:
     """A large output as it enters active memory: header, head, elision note, tail, calls.
 
@@ -416,16 +429,16 @@ def preview_text(facts: ResultFacts, body: bytes, chars: int) -> str:
     tail = _cut_tail(text, chars // 4)
     rest = text[: len(text) - len(tail)]
     head = _cut_head(rest, chars * 3 // 4)
-    middle_lines = _whole_lines(head, rest)
+    rest_lines = rest.splitlines()
+    middle_lines = _middle_lines(head, rest, rest_lines)
     notes: list[tuple[int, str]] = []
     if middle_lines:
         # Both middles below are ends of `rest`: its literals are searched once.
-        rest_lines = rest.splitlines()
         hot = _hot_ranks(rest_lines)
         notes = _notable(middle_lines, chars // 8, _middle_ranks(middle_lines, rest_lines, hot))
         if notes:
             head = _cut_head(rest, chars * 3 // 4 - sum(len(n) + 8 for _, n in notes))
-            middle_lines = _whole_lines(head, rest)
+            middle_lines = _middle_lines(head, rest, rest_lines)
             ranks = _middle_ranks(middle_lines, rest_lines, hot)
             notes = _notable(middle_lines, chars // 8, ranks)
     if len(head) == len(rest):

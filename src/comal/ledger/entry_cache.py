@@ -27,6 +27,9 @@ from operator import attrgetter
 
 from comal.ledger.entry import Entry
 
+BULK_ENTRIES = 256
+"""From this many entries on, decoding or indexing them runs with the cyclic collector paused
+(`paused_gc`)."""
 MAX_SESSIONS = 4
 """Sessions kept: the one being worked on, its children being coordinated, a listing's."""
 

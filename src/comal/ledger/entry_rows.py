@@ -15,12 +15,10 @@ from comal.ids import new_id, now_ms
 from comal.ledger.blobs import has_blob
 from comal.ledger.canonical import check_kind, content_hash, decode_payload, encode_payload
 from comal.ledger.entry import Entry
-from comal.ledger.entry_cache import paused_gc
+from comal.ledger.entry_cache import BULK_ENTRIES, paused_gc
 from comal.messages import JSONObject, JSONValue, digest_bytes
 
 ENTRY_COLUMNS = "seq, id, session_id, kind, payload, content_hash, created_at"
-_BULK_ROWS = 256
-"""From this many rows on, decoding runs with the cyclic collector paused (`paused_gc`)."""
 
 
 def entry_from_row(row: tuple[int, str, str, str, str, str, int]) -> Entry:
@@ -107,7 +105,7 @@ def select_entries(
         sql += f" AND kind IN ({', '.join('?' * len(wanted))})"
         params.extend(wanted)
     rows = conn.execute(sql + " ORDER BY seq", params).fetchall()
-    if len(rows) < _BULK_ROWS:
+    if len(rows) < BULK_ENTRIES:
         return [entry_from_row(row) for row in rows]
     with paused_gc():
         return [entry_from_row(row) for row in rows]

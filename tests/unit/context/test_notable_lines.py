@@ -97,6 +97,7 @@ def test_ranks_reused_for_any_cut_are_the_ranks_of_the_middle(
     hot = rendering._hot_ranks(whole)
     cut = data.draw(st.integers(0, len(rest)))
     middle = rendering._whole_lines(rest[:cut], rest)
+    assert rendering._middle_lines(rest[:cut], rest, whole) == middle
     reused = rendering._middle_ranks(middle, whole, hot)
     assert [reused(i) for i in range(len(middle))] == rendering._line_ranks(middle)
     assert rendering._line_ranks(middle) == [rendering._rank(line) for line in middle]
