@@ -5,8 +5,9 @@ model → record the response → run complete tool calls with write-ahead recei
 
 Invariants kept here:
 - nothing is POSTed that the engine's budget says cannot fit (`prepare()` raises instead);
-- an incomplete response (OUTPUT_LENGTH) is recorded as discarded and none of its calls run;
-  only a larger output reserve is tried, never more context pressure;
+- an unfinished response (OUTPUT_LENGTH, a full window) is recorded as discarded and none of
+  its calls run (`engine.on_unfinished`); after OUTPUT_LENGTH only a larger output reserve is
+  tried, never more context pressure;
 - a provider CONTEXT_LENGTH is recovered at most once per turn (recalibrate, then the next
   `prepare()` projects or derives); "input + max_tokens exceed" lowers the reserve instead;
 - pressure is re-checked before every model call, i.e. after every batch of tool results;
@@ -21,28 +22,35 @@ from comal.agent.events import (
     Notice,
     ReasoningStreamed,
     Refused,
+    ResponseDiscarded,
     TextStreamed,
     TurnStarted,
 )
-from comal.agent.recording import error_json, record_discarded, record_reply, record_request
+from comal.agent.mentions import mention_message
+from comal.agent.recording import error_json, record_reply, record_request
 from comal.agent.server_count import prepare_first
 from comal.agent.session import Session
 from comal.errors import (
     BudgetError,
     CompactNotSmallerError,
     ContextLengthError,
+    HookBlockedError,
     ProviderError,
     RefusedError,
     StepLimitError,
 )
-from comal.messages import message_to_json, user_text
+from comal.messages import JSONObject, message_to_json, user_text
 from comal.providers.base import (
     ModelRequest,
     ProviderEvent,
     ReasoningDelta,
     TextDelta,
+    encode_request,
 )
 from comal.providers.reply import collect
+
+MAX_STOP_BLOCKS = 3
+"""Times Stop hooks may send the model back to work in one turn (no endless loop)."""
 
 
 async def run_turn(s: Session, text: str | None) -> str:
@@ -55,9 +63,19 @@ async def run_turn(s: Session, text: str | None) -> str:
     Raises:
         ComalError: a typed failure; everything recorded so far stays in the ledger.
     """
+    hooks = s.runner.hooks
     if text is not None:
-        s.record("message.user", {"message": message_to_json(user_text(text))})
+        if hooks is not None and hooks.configured("UserPromptSubmit"):
+            verdict = await hooks.run("UserPromptSubmit", {"prompt": text})
+            if verdict.blocked:
+                raise HookBlockedError(
+                    f"a UserPromptSubmit hook blocked the prompt: {verdict.reason}"
+                )
+            if verdict.context:
+                text = f"{text}\n\n{verdict.context}"
+        s.record("message.user", {"message": message_to_json(await mention_message(s, text))})
     overflow_retried = False
+    stops = 0
     for step in range(1, s.options.max_turns + 1):
         _check_budget(s)
         view = await prepare_first(s) if step == 1 else s.engine.prepare()
@@ -73,10 +91,12 @@ async def run_turn(s: Session, text: str | None) -> str:
             max_output_tokens=view.output_reserve,
             reasoning_effort=s.options.reasoning_effort,
         )
-        request_entry = record_request(s, request, view.estimated_tokens, view.checkpoint_number)
+        # Encoded once: the bytes hashed into the ledger are the bytes sent.
+        encoded = encode_request(s.provider, request)
+        request_entry = record_request(s, encoded, view.estimated_tokens, view.checkpoint_number)
         s.emit(TurnStarted(step, view.estimated_tokens, view.measured_base, view.output_reserve))
         try:
-            reply = await collect(s.provider.stream(request), on_event=lambda e: _relay(s, e))
+            reply = await collect(s.provider.send(encoded), on_event=lambda e: _relay(s, e))
         except ContextLengthError as exc:
             s.record("provider.error", error_json(exc))
             if overflow_retried:
@@ -87,16 +107,35 @@ async def run_turn(s: Session, text: str | None) -> str:
         except ProviderError as exc:
             s.record("provider.error", error_json(exc))
             raise
-        if reply.finish in ("length", "context_window_exceeded"):
-            record_discarded(s, reply, view.output_reserve)
+        discarded = s.engine.on_unfinished(reply, view.output_reserve)
+        if discarded is not None:
+            s.emit(ResponseDiscarded(discarded.reason, discarded.output_reserve))
             continue
         message = record_reply(s, reply, request_entry, view.estimated_tokens)
         if reply.refused:
             s.emit(Refused(reply.refusal_text(), reply.refusal_reason()))
             raise RefusedError(reply.refusal_text(), reply.refusal_reason())
         if not message.tool_calls:
-            return message.text
+            if hooks is None or not hooks.configured("Stop") or stops >= MAX_STOP_BLOCKS:
+                return message.text
+            fields: JSONObject = {
+                "stop_hook_active": stops > 0,
+                "last_assistant_message": message.text,
+            }
+            verdict = await hooks.run("Stop", fields)
+            if not verdict.blocked:
+                return message.text
+            stops += 1
+            s.record(
+                "message.user",
+                {"message": message_to_json(user_text(f"Stop hook: {verdict.reason}"))},
+            )
+            continue
         await s.run_calls(message.tool_calls)
+        if s.runner.feedback:
+            note = "\n".join(s.runner.feedback)
+            s.runner.feedback.clear()
+            s.record("message.user", {"message": message_to_json(user_text(note))})
         finished = s.finished_answer()  # a successful finish_call closed the session
         if finished is not None:
             s.emit(TextStreamed(finished + "\n"))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import TypeVar, cast
+from typing import TypeVar, assert_never, cast
 
 from comal.context.anchors import AnchorIndex, Fingerprint, calibration_ratio, tools_digest
 from comal.context.budget import (
@@ -74,6 +74,13 @@ from comal.context.tokens import (
     calibrated,
     counter_for_model,
 )
+from comal.context.unfinished import (
+    OUTPUT_LENGTH,
+    WINDOW_FULL,
+    Discarded,
+    ModelReply,
+    append_discarded,
+)
 from comal.context.view import (
     MESSAGE_OVERHEAD,
     Assembly,
@@ -94,9 +101,11 @@ from comal.errors import (
     OutputLengthError,
 )
 from comal.ids import now_ms
+from comal.ledger.bulk import BULK_ENTRIES, paused_gc
 from comal.ledger.entry import Entry
-from comal.ledger.entry_cache import BULK_ENTRIES, paused_gc
+from comal.ledger.history import REWOUND_KIND
 from comal.ledger.store import Ledger
+from comal.messages import Finish
 
 T = TypeVar("T")
 __all__ = [
@@ -169,7 +178,16 @@ class ContextEngine:
         """The session's entries, read incrementally from the ledger."""
         last = self._entries[-1].seq if self._entries else 0
         new = self.ledger.entries(self.session_id, after_seq=last)
-        if new:
+        if any(e.kind == REWOUND_KIND and e.payload.get("conversation") for e in new):
+            # A conversation rewind takes earlier entries out of the history: read it again.
+            self._entries = self.ledger.entries(self.session_id)
+            self._memo.clear()
+            self._anchors = AnchorIndex()
+            self._anchors.extend(self._entries)
+            self._outputs = session_outputs(self._entries)
+            self._truncated = truncated_reserves(self._entries)
+            self._kind_lists.clear()
+        elif new:
             with paused_gc() if len(new) >= BULK_ENTRIES else nullcontext():
                 self._entries.extend(new)
                 self._anchors.extend(new)
@@ -344,9 +362,40 @@ class ContextEngine:
             )
         return new
 
-    def lower_output_reserve(self, to: int) -> None:
-        """Send at most `to` output tokens on the next request ("input + max_tokens exceed")."""
-        self._send_cap = max(1, to)
+    def on_unfinished(self, reply: ModelReply, reserve: int) -> Discarded | None:
+        """Recover from a reply that stopped before it finished; None for one that finished.
+
+        An unfinished reply is recorded as `response.discarded` (none of its calls run). After
+        OUTPUT_LENGTH the next request gets a larger output reserve, never more context
+        pressure; after a full window a checkpoint is derived now.
+
+        Args:
+            reply: the model's answer.
+            reserve: the output reserve its request was sent with.
+
+        Raises:
+            OutputLengthError: the reserve that overflowed was already the largest possible.
+        """
+        finish = reply.finish
+        match finish:
+            case Finish.LENGTH:
+                append_discarded(self.ledger, self.session_id, reply, OUTPUT_LENGTH, reserve)
+                return Discarded(OUTPUT_LENGTH, self.grow_output_reserve())
+            case Finish.CONTEXT_WINDOW_EXCEEDED:
+                append_discarded(self.ledger, self.session_id, reply, WINDOW_FULL, reserve)
+                self.compact(by="context_window_exceeded")
+                return Discarded(WINDOW_FULL, reserve)
+            case (
+                Finish.STOP
+                | Finish.TOOL_CALLS
+                | Finish.CONTENT_FILTER
+                | Finish.REFUSAL
+                | Finish.PAUSE
+                | Finish.UNKNOWN
+            ):
+                return None
+            case _:
+                assert_never(finish)
 
     def view(self) -> PreparedView:
         """The current view, appending nothing (no invariant check)."""

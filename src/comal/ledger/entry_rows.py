@@ -13,9 +13,9 @@ from collections.abc import Collection
 from comal.errors import LedgerError
 from comal.ids import new_id, now_ms
 from comal.ledger.blobs import has_blob
+from comal.ledger.bulk import BULK_ENTRIES, paused_gc
 from comal.ledger.canonical import check_kind, content_hash, decode_payload, encode_payload
 from comal.ledger.entry import Entry
-from comal.ledger.entry_cache import BULK_ENTRIES, paused_gc
 from comal.messages import JSONObject, JSONValue, digest_bytes
 
 ENTRY_COLUMNS = "seq, id, session_id, kind, payload, content_hash, created_at"

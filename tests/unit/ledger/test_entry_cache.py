@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from comal.errors import LedgerError, UnknownSessionError
 from comal.ledger import Ledger
 from comal.ledger.canonical import decode_payload
 from comal.ledger.entry_cache import MAX_SESSIONS
+from comal.ledger.history import history
 
 
 def _fresh(path: Path, session_id: str, after_seq: int = 0) -> list[object]:
@@ -88,3 +90,30 @@ def test_payload_decoding_refuses_what_json_loads_refuses(text: str) -> None:
 def test_a_payload_must_be_an_object(text: str) -> None:
     with pytest.raises(ValueError, match="not a JSON object"):
         decode_payload(text)
+
+
+def test_histories_of_forks_and_rewinds_are_read_as_without_the_cache(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path, durable=False) as ledger:
+        sid = ledger.create_session(cwd="/w")
+        first = ledger.append(sid, "message.user", {"text": "one"})
+        ledger.append(sid, "message.user", {"text": "two"})
+        fork = ledger.fork_session(sid, through_seq=first.seq)
+        ledger.append(fork, "message.user", {"text": "in the fork"})
+        raw = sqlite3.connect(path)
+
+        def same(session_id: str) -> None:
+            for rewound in (False, True):
+                expected = history(raw, session_id, 0, None, rewound=rewound)
+                assert ledger.entries(session_id, rewound=rewound) == expected
+            own = ledger.entries(session_id, own=True)
+            assert own == [e for e in expected if e.session_id == session_id]
+
+        same(sid)
+        same(fork)
+        ledger.append(sid, "session.rewound", {"conversation": True, "to_seq": first.seq})
+        ledger.append(sid, "message.user", {"text": "after the rewind"})
+        same(sid)
+        assert [e.payload.get("text") for e in ledger.entries(sid)][-1] == "after the rewind"
+        assert "two" not in [e.payload.get("text") for e in ledger.entries(sid)]
+        raw.close()
