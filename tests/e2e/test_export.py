@@ -31,7 +31,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]
                 {
                     "id": "c1",
                     "name": "Bash",
-                    "arguments": {"command": "printf '%s\\n' 'receipt-<b>&-42'"},
+                    # A long output, so the checkpoint below really shrinks the view.
+                    "arguments": {"command": "printf '%s\\n' 'receipt-<b>&-42'; seq 1 4000"},
                 },
                 {"id": "c2", "name": "Write", "arguments": {"path": "a.txt", "content": "x\n"}},
             ],
