@@ -121,7 +121,7 @@ def test_migrations_are_recorded_once(ledger_path: Path) -> None:
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     strict = {row[1] for row in conn.execute("PRAGMA table_list") if row[5] == 1}
-    assert strict == {"sessions", "entries", "blobs", "locks", "migrations"}
+    assert strict == {"sessions", "entries", "blobs", "blob_pages", "locks", "migrations"}
     conn.close()
 
 
