@@ -20,7 +20,7 @@ import bisect
 from collections import OrderedDict
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final, Protocol, runtime_checkable
 
 from comal.context.units import Utf16Text, utf16_len
 from comal.ledger.pages import INDEX_MIN_BYTES, PageIndex, ReadRange
@@ -40,8 +40,13 @@ unit at most 3): the whole match, and a snippet's characters before and after it
 _KEEP = 8
 
 
+@runtime_checkable
 class Blobs(Protocol):
     """Where blob bytes and page indexes come from (the `Ledger` is one)."""
+
+    def blob_size(self, digest: str) -> int:
+        """Length of the blob in bytes."""
+        ...
 
     def page_index(self, digest: str) -> PageIndex:
         """The blob's page index."""
@@ -55,6 +60,13 @@ class Blobs(Protocol):
 _MEMO: OrderedDict[str, PageIndex] = OrderedDict()
 """Indexes of the outputs paged last. Blobs are content-addressed and never change, so an
 index is valid for the same digest in any ledger."""
+
+
+def pageable(source: object, digest: str | None) -> PagedText | None:
+    """The blob `digest` ready to page, when it is large and `source` can page it."""
+    if digest is None or not isinstance(source, Blobs) or source.blob_size(digest) < MIN_BYTES:
+        return None
+    return paged_text(source, digest)
 
 
 def paged_text(blobs: Blobs, digest: str) -> PagedText:

@@ -173,6 +173,8 @@ _EXCEPTION = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Exit|Interrupt)|Traceb
 _FRAME = re.compile(r'^\s*File "[^"]+", line \d+')
 _DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class|func|fn|function|interface|struct)\s+\w")
 _PATH_LINE = re.compile(_PATH_LINE_PATTERN)
+_PATH_HINT = re.compile(r"\.\w{1,8}:\d")
+"""What every `_PATH_LINE` match holds (the dot, extension, colon and first digit)."""
 
 
 def _rank(line: str) -> int | None:
@@ -203,13 +205,22 @@ def _line_ranks(lines: list[str]) -> list[int | None]:
     """`_rank` of every line, the same values without running every pattern on every line.
 
     Only a line holding a `_TRIGGERS` literal can rank 0, 1 or 2, so only those go through the
-    full `_rank`; the rest are `path:line` mentions (3) or nothing. The literals are found in
-    the joined text (none spans a line break, so a hit names exactly the line that holds it).
+    full `_rank`; the rest are `path:line` mentions (3) or nothing, and only a line holding a
+    `_PATH_HINT` can be a mention. Literals and hints are found in the joined text (none spans
+    a line break, so a hit names exactly the line that holds it).
     """
-    ranks = [None if m is None else 3 for m in map(_PATH_LINE.search, lines)]
     text = "\n".join(lines)
     # ends[i]: where line i + 1 starts in `text`.
     ends = [end + i + 1 for i, end in enumerate(accumulate(map(len, lines)))]
+    ranks: list[int | None] = [None] * len(lines)
+    # Only a line holding `.ext:1` can hold `path.ext:123`: the others are not searched (the
+    # full pattern backtracks over every run of word characters).
+    tried = -1
+    for hint in _PATH_HINT.finditer(text):
+        index = bisect_right(ends, hint.start())
+        if index != tried and _PATH_LINE.search(lines[index]):
+            ranks[index] = 3
+        tried = index
     hot: set[int] = set()
     for word in _TRIGGERS:
         # str.find runs at memory speed; one hit per line is enough, so skip to the next line.
