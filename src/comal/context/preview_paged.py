@@ -22,15 +22,21 @@ from their whole text (they are small).
 from __future__ import annotations
 
 import bisect
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import accumulate, compress, repeat
 from operator import eq, is_not
 
 from comal.context.paged import PagedText
-from comal.context.rendering import (
+from comal.context.rendering import (  # the whole-text rules' own parts: one rule each
+    _EDGE_LINES,
+    _PATH_HINT,
+    _SALIENT,
+    _SALIENT_MAX,
     ResultFacts,
-    _cut_head,  # the same cuts as the whole-text preview: one rule
+    _clip,
+    _cut_head,
     _cut_tail,
     _join,
     _line_ranks,
@@ -209,3 +215,71 @@ def paged_preview_text(facts: ResultFacts, paged: PagedText, chars: int) -> str:
     if tail:
         parts.append(tail.rstrip("\n"))
     return _join("\n".join(parts), trailer(facts.status, facts.exit_code))
+
+
+_SALIENT_WORDS = (
+    *('File "', "::", "assert", "Error", "Exception", "Traceback", "FAIL", "PANIC", "panic"),
+    *("fatal", "Fatal", "FATAL", "ERROR", "error"),
+)
+"""A literal every `_SALIENT` match holds but a `path.ext:123` one (which holds a
+`_PATH_HINT`): a line with neither cannot be salient."""
+
+
+def _salient_candidates(lines: list[str]) -> list[int]:
+    """Indexes of the lines that may match `_SALIENT` (the others cannot), in order."""
+    text = "\n".join(lines)
+    ends = [end + i + 1 for i, end in enumerate(accumulate(map(len, lines)))]
+    found = {bisect.bisect_right(ends, m.start()) for m in _PATH_HINT.finditer(text)}
+    for word in _SALIENT_WORDS:
+        at = text.find(word)
+        while at != -1:
+            index = bisect.bisect_right(ends, at)
+            found.add(index)
+            at = text.find(word, ends[index]) if index < len(ends) else -1
+    return sorted(found)
+
+
+def paged_reference_text(facts: ResultFacts, paged: PagedText) -> str:
+    """`reference_text(facts, body)` for the body `paged` reads, a piece at a time: the first
+    and last lines, and the salient ones (first few and last few, each text once)."""
+    total = paged.index.total_units
+    first: list[str] = []
+    last: deque[str] = deque(maxlen=_EDGE_LINES)
+    count = 0
+    seen: set[str] = set()
+    early: list[tuple[int, str]] = []
+    late: deque[tuple[int, str]] = deque(maxlen=_SALIENT_MAX)
+    found = 0
+    for lines in _line_lists(_pieces(paged, 0, total)):
+        for i in _salient_candidates(lines):
+            line = lines[i]
+            stripped = line.strip()
+            if count + i < _EDGE_LINES or not stripped or stripped in seen:
+                continue
+            if not _SALIENT.search(line):
+                continue
+            seen.add(stripped)
+            found += 1
+            mark = (count + i + 1, _clip(line.rstrip()))
+            (early if len(early) < 3 else late).append(mark)
+        first.extend(lines[: _EDGE_LINES - len(first)])
+        last.extend(lines[-_EDGE_LINES:])
+        count += len(lines)
+    head = min(_EDGE_LINES, count)
+    tail_from = max(head, count - _EDGE_LINES)
+    # The last lines are not salient ones (they are quoted as the tail): drop their marks,
+    # which are the last ones found. `late` holds enough for the last few that remain.
+    known = early + list(late)
+    while known and known[-1][0] - 1 >= tail_from:
+        known.pop()
+        found -= 1
+    marks = known if found <= _SALIENT_MAX else known[:3] + known[-(_SALIENT_MAX - 3) :]
+    tail = list(last)[len(last) - (count - tail_from) :] if count > tail_from else []
+    out = [header(facts, "projected")]
+    out.extend(f"{i + 1}| {_clip(first[i])}" for i in range(head))
+    if marks or count > head + len(tail):
+        out.append(f"… {count - head - len(tail):,} more lines; salient ones:")
+        out.extend(f"{n}| {line}" for n, line in marks)
+    out.extend(f"{tail_from + i + 1}| {_clip(line)}" for i, line in enumerate(tail))
+    out.append(f"[full text, {total:,} UTF-16 units: {evidence_call(facts.ref)}]")
+    return _join("\n".join(out), trailer(facts.status, facts.exit_code))

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from comal.context.paged import PagedText, pageable
-from comal.context.preview_paged import paged_preview_text
-from comal.context.rendering import ResultFacts, preview_text
+from comal.context.preview_paged import paged_preview_text, paged_reference_text
+from comal.context.rendering import ResultFacts, preview_text, reference_text
 from comal.ledger.pages import INDEX_MIN_BYTES, index_of_bytes, write_page_index
 from comal.ledger.store import Ledger
 
@@ -86,6 +86,20 @@ def test_the_paged_preview_equals_the_whole_text_preview(
     body = b"".join(head) + filler + b"".join(middle) * repeat + filler + b"".join(tail)
     facts, paged = _paged(ledger, body, stride)
     assert paged_preview_text(facts, paged, chars) == preview_text(facts, body, chars)
+    assert paged_reference_text(facts, paged) == reference_text(facts, body)
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(lines=pieces_st, stride=st.sampled_from([1, 7, 61]))
+def test_the_paged_reference_of_a_few_lines_equals_the_whole_text_reference(
+    ledger: Ledger, lines: list[bytes], stride: int
+) -> None:
+    # Few lines: the first, last and salient lines overlap in every way.
+    body = b"".join(lines)
+    facts, paged = _paged(ledger, body, stride)
+    assert paged_reference_text(facts, paged) == reference_text(facts, body)
 
 
 def test_a_large_output_is_previewed_through_its_index(tmp_path: Path) -> None:
@@ -103,5 +117,8 @@ def test_a_large_output_is_previewed_through_its_index(tmp_path: Path) -> None:
         assert pageable(ledger, ledger.put_blob(b"small")) is None
         facts = ResultFacts("evt_" + "b" * 32, "Bash", len(body), 0, "ok", digest)
         text = paged_preview_text(facts, paged, 16_384)
+        reference = paged_reference_text(facts, paged)
     assert text == preview_text(facts, body, 16_384)
+    assert reference == reference_text(facts, body)
+    assert "Traceback (most recent call last):" in reference
     assert "ValueError: boom" in text
