@@ -2,11 +2,12 @@
 
 A blob's *text* is its bytes decoded as UTF-8 with U+FFFD for undecodable bytes (what
 EvidenceRead pages through), measured in UTF-16 code units. The index records, about every
-`STRIDE` bytes, a *point*: a byte offset, the UTF-16 units and the newlines of the text before
-it. A point is always a place where the whole-text decoder has nothing pending (never inside a
-character, never inside a run of bytes it has yet to judge), so the bytes between two points
-decode on their own to exactly the whole text's characters between them — valid UTF-8 or not.
-A page then reads and decodes only the bytes of a few strides.
+`STRIDE` bytes, a *point*: a byte offset, the UTF-16 units and the newlines of the text
+before it. A point is always a byte that is not a UTF-8 continuation byte: there the whole-text
+decoder has nothing pending, whatever came before (a character, or a run of bytes it cannot
+decode, always ends before such a byte), so the bytes between two points decode on their own to
+exactly the whole text's characters between them — valid UTF-8 or not. A page then reads and
+decodes only the bytes of a few strides.
 
 It is stored beside the blob (`blob_pages`, migration `m003_page_index`) when a blob of at
 least `INDEX_MIN_BYTES` is stored, and built on first use (then stored) for blobs written
@@ -17,7 +18,6 @@ time, never a wrong byte.
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 import sqlite3
 import struct
@@ -32,8 +32,7 @@ _READ_BYTES = 1 << 20
 _FORMAT = 1
 """Version of the packed points; another value is read as an index to rebuild."""
 _PACK = struct.Struct("<qqq")
-_REPLACED = "\ufffd"
-_REPLACED_BYTES = _REPLACED.encode()
+_ASTRAL_LEADS = bytes(range(0xF0, 0x100))
 
 ReadRange = Callable[[int, int], bytes]
 """`read(start, end)`: the blob's bytes in [start, end)."""
@@ -92,42 +91,58 @@ class PageIndex:
         return cls(size, utf8, byte_at, unit_at, lines_at)
 
 
+def _units(chunk: bytes) -> tuple[int, bool]:
+    """(UTF-16 units of the chunk's text, whether it is valid UTF-8)."""
+    if chunk.isascii():
+        return len(chunk), True
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return utf16_len(chunk.decode("utf-8", errors="replace")), False
+    # Valid UTF-8: a character above U+FFFF (2 units) is the one with a lead byte from F0.
+    return len(text) + len(chunk) - len(chunk.translate(None, _ASTRAL_LEADS)), True
+
+
 def build_page_index(size: int, read: ReadRange, stride: int = STRIDE) -> PageIndex:
     """The index of a blob of `size` bytes, read a piece at a time through `read`.
 
-    One incremental decoder runs over the whole blob, exactly as a whole decode would; a point
-    is placed after each `stride` bytes, where it holds no pending bytes.
+    A point goes after every `stride` bytes, moved forward to the next byte that is not a
+    UTF-8 continuation byte: there the decoder has nothing pending whatever came before (a
+    character or an undecodable run always ends before such a byte), so each span decodes on
+    its own exactly as the whole text does.
     """
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     byte_at, unit_at, lines_at = [0], [0], [0]
     units = lines = 0
     utf8 = True
-    done = 0  # bytes fed to the decoder
-    pending = b""  # fed but not yet decoded (the start of a character cut by a stride)
-    while done < size:
-        piece = read(done, min(done + _READ_BYTES, size))
-        if not piece:
-            raise ValueError(f"blob ended at byte {done:,} of {size:,}")
-        view = memoryview(piece)
-        for start in range(0, len(piece), stride):
-            chunk = bytes(view[start : start + stride])
-            done += len(chunk)
-            text = decoder.decode(chunk, final=done >= size)
-            held = decoder.getstate()[0]
-            # The bytes these characters came from: what was pending and this chunk, less what
-            # is pending now (held bytes are always the last ones fed).
-            fed = pending + chunk if pending else chunk
-            consumed = fed[: len(fed) - len(held)] if held else fed
-            pending = held
-            units += utf16_len(text)
-            lines += consumed.count(b"\n")
-            if utf8 and text.count(_REPLACED) != consumed.count(_REPLACED_BYTES):
-                utf8 = False
-            at = done - len(held)
-            if at > byte_at[-1]:
-                byte_at.append(at)
-                unit_at.append(units)
-                lines_at.append(lines)
+    data = b""  # read but not yet indexed: the bytes from offset `base`
+    base = 0
+    at = 0  # position in `data` of the next point's span
+    while base + at < size:
+        if len(data) - at < stride + 4 and base + len(data) < size:
+            piece = read(base + len(data), min(size, base + len(data) + _READ_BYTES))
+            if not piece:
+                raise ValueError(f"blob ended at byte {base + len(data):,} of {size:,}")
+            data, base, at = data[at:] + piece, base + at, 0
+            continue
+        end = min(at + stride, len(data))
+        while end < len(data) and data[end] & 0xC0 == 0x80:
+            end += 1
+        if end == len(data) and base + len(data) < size:
+            # A run of continuation bytes reaches past what is read: read on.
+            piece = read(base + len(data), min(size, base + len(data) + _READ_BYTES))
+            if not piece:
+                raise ValueError(f"blob ended at byte {base + len(data):,} of {size:,}")
+            data += piece
+            continue
+        chunk = data[at:end]
+        count, valid = _units(chunk)
+        units += count
+        utf8 = utf8 and valid
+        lines += chunk.count(b"\n")
+        at = end
+        byte_at.append(base + at)
+        unit_at.append(units)
+        lines_at.append(lines)
     if byte_at[-1] != size:  # only an empty blob: its one point is also its end
         byte_at.append(size)
         unit_at.append(units)

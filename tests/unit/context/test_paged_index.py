@@ -145,19 +145,31 @@ def test_a_needle_far_into_a_long_line_gets_the_whole_text_snippet(
         _check_search(ledger, builder, ref, paged, "needle", start)
 
 
-def test_the_index_of_pieces_equals_the_index_of_the_whole() -> None:
-    # Read in pieces that cut characters anywhere, the index is the same.
-    data = ("é😀\r\n".encode() + b"\xe2\x82\xff") * 9_000
-    whole = index_of_bytes(data, 64)
+def test_every_point_is_a_clean_cut_of_the_whole_text() -> None:
+    # Over two read pieces (1 MiB each), characters of every width, undecodable bytes, and a
+    # run of stray continuation bytes longer than a stride across the first piece's end.
+    pattern = "é😀\r\n".encode() + b"\xe2\x82\xff" + "ü".encode()
+    data = pattern * (1_048_000 // len(pattern)) + b"\x80" * 900 + pattern * 60_000
     calls: list[tuple[int, int]] = []
 
     def read(start: int, end: int) -> bytes:
         calls.append((start, end))
         return data[start:end]
 
-    assert build_page_index(len(data), read, 64) == whole
-    assert whole.total_units == Utf16Text.of(data.decode("utf-8", errors="replace")).units
-    assert whole.lines_at[-1] == data.count(b"\n")
-    assert not whole.utf8
+    index = build_page_index(len(data), read, 64)
+    assert len(calls) > 1
+    whole = data.decode("utf-8", errors="replace")
+    texts = []
+    for i in range(len(index.byte_at) - 1):
+        a, b = index.byte_at[i], index.byte_at[i + 1]
+        assert b - a >= 64 or b == len(data)
+        assert a == 0 or data[a] & 0xC0 != 0x80
+        text = data[a:b].decode("utf-8", errors="replace")
+        assert index.unit_at[i + 1] - index.unit_at[i] == Utf16Text.of(text).units
+        assert index.lines_at[i + 1] - index.lines_at[i] == text.count("\n")
+        texts.append(text)
+    assert "".join(texts) == whole
+    assert index.total_units == Utf16Text.of(whole).units
+    assert not index.utf8
     assert index_of_bytes("é😀\n".encode() * 100, 7).utf8
-    assert all(end - start <= 1 << 20 for start, end in calls)
+    assert index_of_bytes(b"", 7).byte_at == (0,)
