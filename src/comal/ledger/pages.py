@@ -33,6 +33,9 @@ _FORMAT = 1
 """Version of the packed points; another value is read as an index to rebuild."""
 _PACK = struct.Struct("<qqq")
 _ASTRAL_LEADS = bytes(range(0xF0, 0x100))
+_READ_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
+"""What reading a damaged file raises (a UnicodeDecodeError when Python decodes an error
+message quoting damaged schema text): an index that does not read is one to rebuild."""
 
 ReadRange = Callable[[int, int], bytes]
 """`read(start, end)`: the blob's bytes in [start, end)."""
@@ -178,7 +181,7 @@ def stored_page_index(conn: sqlite3.Connection, digest: str | bytes, size: int) 
         row = conn.execute(
             "SELECT format, utf8, points, checksum FROM blob_pages WHERE hash = ?", (digest,)
         ).fetchone()
-    except sqlite3.DatabaseError:
+    except _READ_ERRORS:
         return None
     if row is None:
         return None
@@ -198,7 +201,7 @@ def page_index_problems(conn: sqlite3.Connection) -> list[str]:
     problems: list[str] = []
     try:
         digests = [row[0] for row in conn.execute("SELECT hash FROM blob_pages")]
-    except sqlite3.DatabaseError as exc:
+    except _READ_ERRORS as exc:
         return [f"page index table: unreadable ({exc}); indexes are rebuilt when read"]
     for raw in digests:
         digest = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
@@ -206,7 +209,7 @@ def page_index_problems(conn: sqlite3.Connection) -> list[str]:
             row = conn.execute(
                 "SELECT length(data) FROM blobs WHERE hash = ?", (digest,)
             ).fetchone()
-        except sqlite3.DatabaseError:
+        except _READ_ERRORS:
             row = None
         if row is None or not isinstance(row[0], int):
             problems.append(f"page index of blob {digest}: its blob does not read")

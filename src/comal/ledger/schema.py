@@ -168,7 +168,14 @@ def check_version(conn: sqlite3.Connection, path: Path, *, probe: bool = False) 
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     applied: set[str] = set()
     if _has_table(conn, "migrations"):
-        applied = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+        names = [row[0] for row in conn.execute("SELECT name FROM migrations")]
+        if not all(isinstance(name, str) for name in names):
+            # Only damage makes a migration's name read as something else (NULL, a number).
+            raise LedgerError(
+                f"{path} has a damaged migrations table (a migration name that is not text);"
+                " it was left untouched"
+            )
+        applied = set(names)
     unknown = sorted(applied - _KNOWN_NAMES)
     if version > SCHEMA_VERSION or unknown:
         detail = f", unknown migrations {', '.join(unknown)}" if unknown else ""

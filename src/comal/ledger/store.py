@@ -360,10 +360,13 @@ class Ledger:
         """
         with self._ranges_mutex:
             conn = self._ranges_conn()
-            with blob_ranges(conn, digest) as read:
-                if read is None:
-                    raise LedgerError(f"no blob {digest} in {self.path}")
-                yield read
+            try:
+                with blob_ranges(conn, digest) as read:
+                    if read is None:
+                        raise LedgerError(f"no blob {digest} in {self.path}")
+                    yield read
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot read blob {digest} in {self.path}: {exc}") from exc
 
     def _ranges_conn(self) -> sqlite3.Connection:
         if self._closed:

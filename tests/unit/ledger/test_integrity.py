@@ -10,6 +10,7 @@ import pytest
 
 from comal.errors import LedgerError, SchemaTooNewError
 from comal.ledger import Ledger
+from comal.ledger.salvage import verify_file
 from comal.ledger.schema import MIGRATIONS, SCHEMA_VERSION, check_readable
 
 
@@ -188,3 +189,19 @@ def test_read_only_probe_defers_a_ledger_shaped_file_to_the_locked_check(
     check_readable(ledger_path)
     with pytest.raises(LedgerError, match="not a Comal ledger"):
         Ledger.open(ledger_path)
+
+
+def test_a_damaged_migration_name_is_a_named_error_not_a_traceback(ledger_path: Path) -> None:
+    # Damage can make a name read as NULL (found by the damage fuzz); the file is refused
+    # with a LedgerError by the write path and by verify, and left untouched.
+    ledger_path.parent.mkdir(parents=True)
+    conn = _raw(ledger_path)
+    conn.execute("CREATE TABLE migrations (name, applied_at)")
+    conn.execute("INSERT INTO migrations VALUES (NULL, 0), ('m001_initial', 0)")
+    conn.close()
+    before = ledger_path.read_bytes()
+    with pytest.raises(LedgerError, match="damaged migrations table"):
+        Ledger.open(ledger_path)
+    with pytest.raises(LedgerError, match="damaged migrations table"):
+        verify_file(ledger_path)
+    assert ledger_path.read_bytes() == before
