@@ -1,7 +1,8 @@
 """The thin HTTP part every adapter shares: POST the exact bytes, read SSE lines, map failures.
 
 `WireProvider` holds what all adapters have in common (config, injected `httpx2.AsyncClient`,
-key, capabilities) and implements `stream()` as: encode → POST → `adrive(lines, decoder)`.
+key, capabilities) and implements `send()` as: POST the encoded bytes → `adrive(lines, decoder)`;
+`stream()` is `encode` then `send`.
 Subclasses only provide the URL, the headers, the pure encoder and the pure decoder. Transport
 failures become `NetworkError`, non-2xx answers are classified by `error_mapping`, and the API
 key is scrubbed from every message. Retries are not done here (see `transport.py`).
@@ -19,7 +20,14 @@ import httpx2
 from comal.config import ProviderConfig
 from comal.errors import EmptyStreamError, InvalidRequestError, NetworkError, ProviderError
 from comal.messages import JSONObject
-from comal.providers.base import Capabilities, ModelRequest, ProviderEvent, WireApi
+from comal.providers.base import (
+    Capabilities,
+    EncodedRequest,
+    ModelRequest,
+    ProviderEvent,
+    WireApi,
+    encode_request,
+)
 from comal.providers.error_mapping import classify_error_object, classify_http_error, redact
 from comal.providers.sse import StreamDecoder, adrive
 
@@ -138,7 +146,7 @@ class WireProvider:
         raise NotImplementedError
 
     def encode(self, request: ModelRequest) -> bytes:
-        """The exact request body bytes `stream()` POSTs: the wire JSON plus `extra_body`."""
+        """The request body bytes: the wire JSON plus `extra_body`."""
         return encode_body(merge_extra_body(self.encode_json(request), self._cfg.extra_body))
 
     def headers(self) -> dict[str, str]:
@@ -149,19 +157,24 @@ class WireProvider:
         out.update(dict(self._cfg.headers))
         return out
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        """POST the encoded request and yield its decoded events.
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Encode the request and `send` it."""
+        return self.send(encode_request(self, request))
+
+    async def send(self, encoded: EncodedRequest) -> AsyncIterator[ProviderEvent]:
+        """POST `encoded.body` as it is and yield the decoded events.
 
         Raises:
             ProviderError: classified failures; for an empty 200 stream, what asking once
                 without streaming revealed (`diagnose_empty_stream`).
         """
+        request = encoded.request
         secrets = (self._api_key,) if self._api_key else ()
         lines = post_sse(
             self._client,
             self.url(),
             self.headers(),
-            self.encode(request),
+            encoded.body,
             secrets=secrets,
             timeout_s=self._cfg.timeout_s,
             provider=self.name,

@@ -1,4 +1,5 @@
-"""Fixtures for the agent unit tests: a real ledger file in a temporary directory."""
+"""Agent unit tests open real sessions (real ledger, workspace and tools) on a scripted provider,
+with the same bench as the recovery tests; `ledger` is a bare real ledger file."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from comal.ledger.store import Ledger
+from tests.unit.recovery.conftest import bench
+
+__all__ = ["bench", "ledger"]
 
 
 @pytest.fixture
