@@ -10,7 +10,7 @@ Run: `.venv/bin/python -m benchmarks.evidence_memory [--mb 50] [--via ledger|bas
   first runs a small warm-up turn (so the tokenizer and engine are loaded), measures its
   resident set, then runs a turn whose Bash call prints the output (`yes … | head -c`), which
   the tool captures, the ledger stores with its page index and the engine previews for the
-  next model call; then the same three `EvidenceRead`s.
+  next model call (the turn's wall time is printed too); then the same three `EvidenceRead`s.
 
 Both print the peak resident set (Linux `ru_maxrss`) above that start, against the output's
 size. The target is ≤ 2 × the size.
@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import resource
 import tempfile
+import time
 from pathlib import Path
 
 from comal.agent.headless import run_session
@@ -86,7 +87,9 @@ async def via_bash(directory: Path, mb: int) -> tuple[int, float, float, float]:
     session = open_session(ledger, config, provider, tools, SessionOptions())
     await run_session(session, "warm up")
     start = _rss_mb()
+    began = time.perf_counter()
     await run_session(session, "dump it")
+    print(f"(the turn with the {mb} MB output took {time.perf_counter() - began:.1f} s)")
     stored = _rss_mb()
     result = ledger.entries(session.id, kinds=("tool.result",))[-1]
     assert result.payload.get("size_bytes") == size
