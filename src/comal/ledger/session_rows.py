@@ -25,6 +25,12 @@ CANDIDATES_SHOWN = 10
 """Sessions an ambiguous prefix lists at most."""
 
 
+def one_line(title: str) -> str:
+    """A session title as stored: its words on one line (a first ask or an imported sub-agent's
+    prompt may span lines; listings and `/state` show one line per session)."""
+    return " ".join(title.split())
+
+
 def session_id_to_create(given: str | None) -> str:
     """The id of a session about to be created: `given` in canonical form, else a new UUIDv7.
 

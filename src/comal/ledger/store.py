@@ -66,6 +66,7 @@ from comal.ledger.session_rows import (
     fork_ids,
     insert_session,
     latest_session_id,
+    one_line,
     require_session,
     resolve_prefix,
     select_session,
@@ -189,7 +190,7 @@ class Ledger:
         Args:
             cwd: the workspace the session works in.
             model: the model it talks to (may change later; this is the starting one).
-            title: a short human title.
+            title: a short human title, kept as one line (`one_line`).
             source: `comal`, or `import:<format>` for imported sessions.
             parent_id: the coordinating session, for a child (sub-agent) session.
             session_id: a given UUID (importers keep the peer's id); default a new UUIDv7.
@@ -211,7 +212,7 @@ class Ledger:
                 parent_id=parent_id,
                 cwd=cwd,
                 model=model,
-                title=title,
+                title=one_line(title),
                 source=source,
                 created_at=created,
             )
@@ -276,14 +277,16 @@ class Ledger:
             conn.execute("UPDATE sessions SET status = ? WHERE id = ?", (status, session_id))
 
     def set_title(self, session_id: str, title: str) -> None:
-        """Set the session's human title.
+        """Set the session's human title (kept as one line, `one_line`).
 
         Raises:
             UnknownSessionError: no such session.
         """
         with self._write() as conn:
             self._require_session(session_id)
-            conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+            conn.execute(
+                "UPDATE sessions SET title = ? WHERE id = ?", (one_line(title), session_id)
+            )
 
     # --- entries and blobs ------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """Agent unit tests open real sessions (real ledger, workspace and tools) on a scripted provider,
-with the same bench as the recovery tests; `ledger` is a bare real ledger file."""
+with the same bench as the recovery tests, or a bare real ledger file in a temporary directory."""
 
 from __future__ import annotations
 

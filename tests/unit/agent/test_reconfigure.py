@@ -79,7 +79,9 @@ async def test_a_checkpoint_invalidates(tmp_path: Path) -> None:
     config = _config(tmp_path)
     with Ledger.open(config.ledger_path) as ledger:
         session, _ = await _session(tmp_path, ledger, config)
-        session.engine.compact(by="user")
+        # A short session: a person's /compact would be refused as not smaller, so the
+        # checkpoint is the one a provider's context-length refusal derives.
+        session.engine.compact(by="context_window_exceeded")
         assert not _measured(session)
 
 
