@@ -176,6 +176,8 @@ _EXCEPTION = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Exit|Interrupt)|Traceb
 _FRAME = re.compile(r'^\s*File "[^"]+", line \d+')
 _DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class|func|fn|function|interface|struct)\s+\w")
 _PATH_LINE = re.compile(_PATH_LINE_PATTERN)
+_PATH_HINT = re.compile(r"\.\w{1,8}:\d")
+"""What every `_PATH_LINE` match holds (the dot, extension, colon and first digit)."""
 
 
 def _rank(line: str) -> int | None:
@@ -231,8 +233,17 @@ def _hot_ranks(lines: list[str]) -> dict[int, int | None]:
 
 def _line_ranks(lines: list[str]) -> list[int | None]:
     """`_rank` of every line, the same values without running every pattern on every line:
-    only the lines `_hot_ranks` names can rank 0, 1 or 2."""
-    ranks = [None if m is None else 3 for m in map(_PATH_LINE.search, lines)]
+    only the lines `_hot_ranks` names can rank 0, 1 or 2, and only a line holding a `_PATH_HINT`
+    (`.ext:1`) can be a `path:line` mention, so only those are searched for one."""
+    text = "\n".join(lines)
+    ends = [end + i + 1 for i, end in enumerate(accumulate(map(len, lines)))]
+    ranks: list[int | None] = [None] * len(lines)
+    tried = -1
+    for hint in _PATH_HINT.finditer(text):
+        index = bisect_right(ends, hint.start())
+        if index != tried and _PATH_LINE.search(lines[index]):
+            ranks[index] = 3
+        tried = index
     for index, rank in _hot_ranks(lines).items():
         ranks[index] = rank
     return ranks

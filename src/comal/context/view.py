@@ -28,6 +28,8 @@ from operator import attrgetter, is_
 from typing import Literal, Protocol
 
 from comal.context.conversation import Block, MediaRef, ResultEntry
+from comal.context.paged import pageable
+from comal.context.preview_paged import paged_preview_text, paged_reference_text
 from comal.context.rendering import full_text, preview_text, reference_text
 from comal.context.tokens import TokenCounter
 from comal.ledger.entry import Entry
@@ -215,6 +217,17 @@ class ResultTexts:
         hit = self._memo.get(key)
         if hit is not None:
             return hit
+        if mode in ("preview", "ref"):
+            # A large stored output is read a piece at a time, never decoded whole.
+            paged = pageable(self.blobs, item.entry.body_hash)
+            if paged is not None:
+                value = (
+                    paged_preview_text(item.facts, paged, self.preview_chars)
+                    if mode == "preview"
+                    else paged_reference_text(item.facts, paged)
+                )
+                self._memo[key] = value
+                return value
         body = self.blobs.body(item.entry) or b""
         if mode == "ref":
             value = reference_text(item.facts, body)

@@ -5,7 +5,8 @@ Invariants:
   the `migrations` table; `PRAGMA user_version` mirrors the number applied. Never edit or
   rename a migration once released: append a new one.
 - `entries` and `blobs` are append-only: triggers abort every UPDATE and DELETE. Only the
-  `sessions` row (status, title, derived counters) and the `locks` table change.
+  `sessions` row (status, title, derived counters), the `locks` table and the derived page
+  index of large blobs (`blob_pages`) change.
 - A ledger whose recorded schema is newer than `SCHEMA_VERSION` is inspected through a
   read-only connection and refused before anything can write to it.
 - Every connection runs WAL, `synchronous=FULL` (OFF only when asked for bulk work), foreign
@@ -116,9 +117,29 @@ def m002_forks(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX entries_by_kind ON entries(session_id, kind, seq)")
 
 
+def m003_page_index(conn: sqlite3.Connection) -> None:
+    """The page index of large blobs (`ledger/pages.py`), so a page decodes only its bytes.
+
+    Derived data, unlike `entries` and `blobs`: a row that does not check is replaced by one
+    rebuilt from its blob, so it carries a checksum and no append-only trigger. Blobs stored
+    before this migration get their row the first time they are paged.
+    """
+    conn.execute(
+        """
+        CREATE TABLE blob_pages (
+            hash TEXT PRIMARY KEY REFERENCES blobs(hash),
+            format INTEGER NOT NULL,
+            utf8 INTEGER NOT NULL,
+            points BLOB NOT NULL,
+            checksum TEXT NOT NULL
+        ) STRICT
+        """
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
-MIGRATIONS: tuple[Migration, ...] = (m001_initial, m002_forks)
+MIGRATIONS: tuple[Migration, ...] = (m001_initial, m002_forks, m003_page_index)
 """Every migration, in the order it must run."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -147,7 +168,14 @@ def check_version(conn: sqlite3.Connection, path: Path, *, probe: bool = False) 
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     applied: set[str] = set()
     if _has_table(conn, "migrations"):
-        applied = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+        names = [row[0] for row in conn.execute("SELECT name FROM migrations")]
+        if not all(isinstance(name, str) for name in names):
+            # Only damage makes a migration's name read as something else (NULL, a number).
+            raise LedgerError(
+                f"{path} has a damaged migrations table (a migration name that is not text);"
+                " it was left untouched"
+            )
+        applied = set(names)
     unknown = sorted(applied - _KNOWN_NAMES)
     if version > SCHEMA_VERSION or unknown:
         detail = f", unknown migrations {', '.join(unknown)}" if unknown else ""

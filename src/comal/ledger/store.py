@@ -26,7 +26,7 @@ from types import TracebackType
 
 from comal.errors import LedgerError, UnknownEntryError
 from comal.ids import new_id, now_ms
-from comal.ledger.blobs import blob_size, insert_blob, read_blob
+from comal.ledger.blobs import blob_ranges, blob_size, insert_blob, read_blob
 from comal.ledger.canonical import content_hash, encode_payload
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.entry_cache import EntryCache
@@ -50,6 +50,13 @@ from comal.ledger.locks import (
     read_lock,
     write_lock,
 )
+from comal.ledger.pages import (
+    PageIndex,
+    ReadRange,
+    build_page_index,
+    stored_page_index,
+    write_page_index,
+)
 from comal.ledger.salvage import SalvageReport, salvage
 from comal.ledger.schema import connect
 from comal.ledger.session_rows import (
@@ -72,6 +79,9 @@ from comal.messages import JSONObject
 
 __all__ = ["STATUSES", "Ledger"]
 
+_RANGES_MMAP_BYTES = 1 << 30
+"""How much of the file the range reader maps (past it, SQLite reads as usual)."""
+
 
 class Ledger:
     """An open ledger file. Use as a context manager, or call `close()`.
@@ -91,6 +101,8 @@ class Ledger:
         self._held: set[str] = set()
         self._closed = False
         self._cache = EntryCache()
+        self._ranges: sqlite3.Connection | None = None
+        self._ranges_mutex = threading.Lock()
 
     # --- opening and closing ----------------------------------------------------------------
 
@@ -123,6 +135,10 @@ class Ledger:
                 self._closed = True
                 self._cache.clear()
                 self._conn.close()
+                with self._ranges_mutex:
+                    if self._ranges is not None:
+                        self._ranges.close()
+                        self._ranges = None
 
     def __enter__(self) -> Ledger:
         return self
@@ -335,6 +351,65 @@ class Ledger:
         if data is None:
             raise LedgerError(f"no blob {digest} in {self.path}")
         return data
+
+    @contextmanager
+    def blob_ranges(self, digest: str) -> Iterator[ReadRange]:
+        """`read(start, end)`: byte ranges of one blob, for the block's duration.
+
+        Ranges are read through a second, query-only connection that maps the file into
+        memory: SQLite reaches a byte deep in a large blob only by walking its chain of pages
+        from the start, which a mapping makes a walk over memory instead of one read call per
+        page. Successive reads in one block continue along the same open blob.
+
+        Raises:
+            LedgerError: no blob has that digest.
+        """
+        with self._ranges_mutex:
+            conn = self._ranges_conn()
+            try:
+                with blob_ranges(conn, digest) as read:
+                    if read is None:
+                        raise LedgerError(f"no blob {digest} in {self.path}")
+                    yield read
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot read blob {digest} in {self.path}: {exc}") from exc
+
+    def _ranges_conn(self) -> sqlite3.Connection:
+        if self._closed:
+            raise LedgerError(f"ledger {self.path} is closed")
+        if self._ranges is None:
+            try:
+                conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+                conn.execute("PRAGMA query_only = ON")
+                conn.execute(f"PRAGMA mmap_size = {_RANGES_MMAP_BYTES}")
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot read ledger {self.path}: {exc}") from exc
+            self._ranges = conn
+        return self._ranges
+
+    def page_index(self, digest: str) -> PageIndex:
+        """The page index of one blob (`ledger/pages.py`): the stored one when it checks, else
+        one rebuilt from the blob's bytes (read a piece at a time) and stored for next time.
+
+        Storing is best effort: a ledger that cannot be written (a full disk, another writer
+        holding it too long) still gets the rebuilt index, for this call.
+
+        Raises:
+            LedgerError: no blob has that digest.
+        """
+        size = self.blob_size(digest)
+        with self._mutex:
+            found = stored_page_index(self._conn, digest, size)
+        if found is not None:
+            return found
+        with self.blob_ranges(digest) as read:
+            built = build_page_index(size, read)
+        try:
+            with self._write() as conn:
+                write_page_index(conn, digest, built)
+        except LedgerError:
+            pass
+        return built
 
     def body(self, entry: Entry) -> bytes | None:
         """The bytes of the entry's `body` blob, or None when it has none."""
