@@ -225,3 +225,40 @@ def test_a_server_that_stops_replies_early_ends_in_output_length(
     assert discarded
     assert all(d["reason"] == "OUTPUT_LENGTH" for d in discarded)
     assert all(isinstance(r, int) and r <= 4_096 // 2 for r in reserves)
+
+
+def test_a_forced_tool_choice_runs_a_tool_loop_in_a_4k_window(
+    server_4k: LlamaServer, workspace: Path, home: Path
+) -> None:
+    # The 135M model never picks a tool by itself. `tool_choice = "required"` (through
+    # extra_body) makes llama-server constrain the reply with a grammar that must end in a tool
+    # call; the ask's opening `<tool_call>` (the tag the chat template shows for calls) makes
+    # the model open that call at once instead of rambling up to the output limit first. Comal
+    # sends `auto` once the call is answered, so the model then answers in text.
+    configure(
+        workspace, server_4k.base_url, "[providers.llama.extra_body]", 'tool_choice = "required"'
+    )
+    result = run(workspace, home, "-p", "<tool_call> Read notes.txt", "--output-format", "json")
+    assert result.code == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["status"] == "answered"
+    assert report["answer"].strip()
+    session = only_session(home)
+    (started,) = payloads(home, session, "session.started")
+    assert started["window"] == {"tokens": 4_096, "source": "discovered"}
+    replies = payloads(home, session, "message.assistant")
+    assert [r["finish"] for r in replies] == ["tool_calls", "stop"]
+    (result_entry,) = payloads(home, session, "tool.result")
+    assert (result_entry["name"], result_entry["status"]) == ("Read", "ok")
+    body = result_entry["body"]
+    assert isinstance(body, dict)
+    with ledger_at(home) as ledger:
+        output = ledger.blob(str(body["blob"])).decode()
+    assert "The launch code is 4417." in output
+    # The tool result went back: the second prompt the server measured is the first one plus
+    # the call and its result.
+    first, second = (measured_input(r) for r in replies)
+    assert second > first > 1_000
+    assert [c["source"] for c in payloads(home, session, "context.calibrated")][:1] == [
+        "server_count"
+    ]

@@ -38,6 +38,23 @@ def merge_extra_body(body: JSONObject, extra: JSONObject) -> JSONObject:
     return out
 
 
+def request_extra_body(request: ModelRequest, extra: JSONObject) -> JSONObject:
+    """The `extra_body` that applies to `request`.
+
+    A configured `tool_choice` (forcing `required` or one tool) applies only when tools are
+    offered, and only until the model has called one for the user's latest words: once the
+    request ends with tool results, Comal's own `auto` is sent, so the model can answer instead
+    of being forced into another call on every step until `--max-turns` (the reset peers do
+    after a forced call, e.g. the OpenAI Agents SDK's `reset_tool_choice`).
+    """
+    if "tool_choice" not in extra:
+        return extra
+    answered_call = bool(request.messages) and bool(request.messages[-1].tool_results)
+    if request.tools and not answered_call:
+        return extra
+    return {key: value for key, value in extra.items() if key != "tool_choice"}
+
+
 def encode_body(body: JSONObject) -> bytes:
     """The request bytes: compact JSON in insertion order, UTF-8 (deterministic for equal input)."""
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -139,7 +156,12 @@ class WireProvider:
 
     def encode(self, request: ModelRequest) -> bytes:
         """The exact request body bytes `stream()` POSTs: the wire JSON plus `extra_body`."""
-        return encode_body(merge_extra_body(self.encode_json(request), self._cfg.extra_body))
+        return encode_body(self.request_json(request))
+
+    def request_json(self, request: ModelRequest) -> JSONObject:
+        """The wire JSON of a request with the `extra_body` that applies to it merged in."""
+        extra = request_extra_body(request, self._cfg.extra_body)
+        return merge_extra_body(self.encode_json(request), extra)
 
     def headers(self) -> dict[str, str]:
         """Content negotiation, authentication and configured extra headers."""
@@ -180,9 +202,7 @@ class WireProvider:
         and no body while the same request without streaming gets a proper error: that error is
         returned, classified (a CONTEXT_LENGTH then takes the normal recovery).
         """
-        body = merge_extra_body(
-            self.encode_json(replace(request, max_output_tokens=1)), self._cfg.extra_body
-        )
+        body = self.request_json(replace(request, max_output_tokens=1))
         body["stream"] = False
         body.pop("stream_options", None)
         secrets = (self._api_key,) if self._api_key else ()
