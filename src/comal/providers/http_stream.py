@@ -114,10 +114,27 @@ async def post_sse(
         raise NetworkError(f"connection to {url} failed: {message}") from None
 
 
+class _AnsweredUnstreamed(EmptyStreamError):
+    """An empty 200 stream whose request the server answered when asked without streaming."""
+
+
+async def _lines_of(text: str) -> AsyncIterator[str]:
+    """A whole JSON reply as the lines of one server-sent event, then `[DONE]`."""
+    for line in [*(f"data: {row}" for row in text.splitlines()), "", "data: [DONE]", ""]:
+        yield line
+
+
 class WireProvider:
     """Shared state and `stream()` of the HTTP adapters."""
 
     wire: WireApi = WireApi.OPENAI_CHAT
+    whole_reply_decodes: bool = False
+    """Whether `decoder()` also decodes a whole non-streamed reply given as one event (Chat
+    Completions: a choice's `message` in place of `delta`). Such an adapter asks a server that
+    answers a request but cannot stream it without streaming (`stream`)."""
+    _streams_fail: bool = False
+    """Set once the server answered without streaming what it failed to stream: later
+    requests are not streamed at all."""
 
     def __init__(
         self,
@@ -174,10 +191,21 @@ class WireProvider:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         """POST the encoded request and yield its decoded events.
 
+        An empty 200 stream is diagnosed by asking once without streaming. Where that is
+        answered and the wire decodes whole replies, the request is sent again without
+        streaming and its reply decoded: llama-cpp-python's `chatml-function-calling` format
+        fails every streamed request with `tool_choice: "auto"` that way ("Automatic streaming
+        tool choice is not supported") yet answers it unstreamed. The server is then no
+        longer asked to stream.
+
         Raises:
             ProviderError: classified failures; for an empty 200 stream, what asking once
                 without streaming revealed (`diagnose_empty_stream`).
         """
+        if self._streams_fail:
+            async for event in self._unstreamed(request):
+                yield event
+            return
         secrets = (self._api_key,) if self._api_key else ()
         lines = post_sse(
             self._client,
@@ -192,8 +220,48 @@ class WireProvider:
             async with aclosing(lines), aclosing(adrive(lines, self.decoder(request))) as events:
                 async for event in events:
                     yield event
+            return
         except EmptyStreamError:
-            raise await self.diagnose_empty_stream(request) from None
+            failure = await self.diagnose_empty_stream(request)
+        if not (isinstance(failure, _AnsweredUnstreamed) and self.whole_reply_decodes):
+            raise failure
+        self._streams_fail = True
+        async for event in self._unstreamed(request):
+            yield event
+
+    async def _unstreamed(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Send `request` without streaming and decode the whole reply as one event."""
+        body = self.request_json(request)
+        body["stream"] = False
+        body.pop("stream_options", None)
+        secrets = (self._api_key,) if self._api_key else ()
+        url = self.url()
+        timeout = httpx2.Timeout(self._cfg.timeout_s, connect=min(self._cfg.timeout_s, 30.0))
+        try:
+            response = await self._client.post(
+                url,
+                content=encode_body(body),
+                headers={**self.headers(), "accept": "application/json"},
+                timeout=timeout,
+            )
+        except httpx2.TimeoutException as exc:
+            raise NetworkError(f"timed out talking to {url}: {type(exc).__name__}") from None
+        except httpx2.HTTPError as exc:
+            message = redact(str(exc), secrets) or type(exc).__name__
+            raise NetworkError(f"connection to {url} failed: {message}") from None
+        text = redact(response.text, secrets)
+        if response.status_code >= 400:
+            raise classify_http_error(
+                response.status_code,
+                text,
+                dict(response.headers),
+                secrets=secrets,
+                url=url,
+                provider=self.name,
+            )
+        async with aclosing(adrive(_lines_of(text), self.decoder(request))) as events:
+            async for event in events:
+                yield event
 
     async def diagnose_empty_stream(self, request: ModelRequest) -> ProviderError:
         """Ask once without streaming (one output token) to learn why a stream was empty.
@@ -228,6 +296,12 @@ class WireProvider:
                     provider=self.name,
                 )
             found = f"asked again without streaming it answered HTTP {response.status_code}"
+            return _AnsweredUnstreamed(
+                f"{url} answered a streamed request with HTTP 200 and an empty stream; {found},"
+                " so the server answers this request but fails to stream it (llama-cpp-python's"
+                " chatml-function-calling does so whenever tools are offered with tool_choice"
+                " auto; a proxy that buffers or drops server-sent events looks the same)."
+            )
         return EmptyStreamError(
             f"{url} answered a streamed request with HTTP 200 and an empty stream; {found}."
             " This usually means a proxy in between that buffers or drops server-sent events,"
