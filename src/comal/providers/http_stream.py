@@ -229,21 +229,34 @@ class WireProvider:
         async for event in self._unstreamed(request):
             yield event
 
-    async def _unstreamed(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        """Send `request` without streaming and decode the whole reply as one event."""
+    async def _post_unstreamed(self, request: ModelRequest) -> httpx2.Response:
+        """POST `request` without streaming.
+
+        A server that failed a stream may close that connection right after it (llama-cpp-python
+        does) while the pool still holds it: a request that finds it closed (before any
+        answer) is sent once more, on a new connection.
+        """
         body = self.request_json(request)
         body["stream"] = False
         body.pop("stream_options", None)
-        secrets = (self._api_key,) if self._api_key else ()
-        url = self.url()
+        content = encode_body(body)
+        headers = {**self.headers(), "accept": "application/json"}
         timeout = httpx2.Timeout(self._cfg.timeout_s, connect=min(self._cfg.timeout_s, 30.0))
         try:
-            response = await self._client.post(
-                url,
-                content=encode_body(body),
-                headers={**self.headers(), "accept": "application/json"},
-                timeout=timeout,
+            return await self._client.post(
+                self.url(), content=content, headers=headers, timeout=timeout
             )
+        except (httpx2.ReadError, httpx2.RemoteProtocolError, httpx2.WriteError):
+            return await self._client.post(
+                self.url(), content=content, headers=headers, timeout=timeout
+            )
+
+    async def _unstreamed(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Send `request` without streaming and decode the whole reply as one event."""
+        secrets = (self._api_key,) if self._api_key else ()
+        url = self.url()
+        try:
+            response = await self._post_unstreamed(request)
         except httpx2.TimeoutException as exc:
             raise NetworkError(f"timed out talking to {url}: {type(exc).__name__}") from None
         except httpx2.HTTPError as exc:
@@ -270,19 +283,10 @@ class WireProvider:
         and no body while the same request without streaming gets a proper error: that error is
         returned, classified (a CONTEXT_LENGTH then takes the normal recovery).
         """
-        body = self.request_json(replace(request, max_output_tokens=1))
-        body["stream"] = False
-        body.pop("stream_options", None)
         secrets = (self._api_key,) if self._api_key else ()
-        headers = {**self.headers(), "accept": "application/json"}
         url = self.url()
         try:
-            response = await self._client.post(
-                url,
-                content=encode_body(body),
-                headers=headers,
-                timeout=httpx2.Timeout(min(self._cfg.timeout_s, 120.0)),
-            )
+            response = await self._post_unstreamed(replace(request, max_output_tokens=1))
         except httpx2.HTTPError as exc:
             found = f"asking again without streaming failed too ({type(exc).__name__})"
         else:

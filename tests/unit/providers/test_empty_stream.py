@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import socketserver
+import threading
 from typing import Any
 
 import httpx2
@@ -78,3 +81,90 @@ async def test_an_empty_stream_that_asks_fine_otherwise_says_what_usually_causes
     assert "empty stream" in message
     assert "fails to stream it" in message
     assert "proxy" in message
+
+
+class _DropsAfterEmptyStream(socketserver.ThreadingTCPServer):
+    """Answers the first request of a connection with an empty 200 stream, then reads the next
+    request on that connection and closes it unanswered (as llama-cpp-python's server does
+    after a stream that failed); a new connection gets a whole Chat Completions answer."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+    answer = json.dumps(
+        {
+            "choices": [{"index": 0, "message": {"content": "hello"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1},
+        }
+    ).encode()
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _DropHandler)
+        self.requests: list[bool] = []
+        """Per request: whether it arrived on the connection that had the empty stream."""
+
+
+class _DropHandler(socketserver.StreamRequestHandler):
+    server: _DropsAfterEmptyStream
+
+    def _read_request(self) -> bytes | None:
+        length = 0
+        while line := self.rfile.readline():
+            if line in (b"\r\n", b"\n"):
+                return self.rfile.read(length)
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        return None
+
+    def handle(self) -> None:
+        first = self._read_request()
+        if first is None:
+            return
+        streamed = json.loads(first).get("stream") is True
+        self.server.requests.append(streamed)
+        if streamed:
+            self.wfile.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"transfer-encoding: chunked\r\n\r\n0\r\n\r\n"
+            )
+            self.wfile.flush()
+            if self._read_request() is not None:
+                self.server.requests.append(True)
+            return  # closed unanswered
+        while True:
+            body = self.server.answer
+            self.wfile.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                + f"content-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            self.wfile.flush()
+            if self._read_request() is None:
+                return
+            self.server.requests.append(False)
+
+
+async def test_the_connection_a_failed_stream_leaves_closed_is_not_reused() -> None:
+    server = _DropsAfterEmptyStream()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        cfg = ProviderConfig(
+            name="local",
+            wire="openai-chat",
+            base_url=f"http://127.0.0.1:{port}/v1",
+            model="fake-model",
+            max_retries=0,
+        )
+        async with httpx2.AsyncClient() as client:
+            provider = make_provider(
+                cfg, client=client, api_key=None, context_window_override=None, capabilities=CAPS
+            )
+            reply = await collect(provider.stream(REQUEST))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert reply.message.text == "hello"
+    # The stream, the probe lost with the closed connection, the probe again, the request.
+    assert server.requests == [True, True, False, False]
