@@ -109,7 +109,9 @@ def _intact(path: Path, ref: Reference) -> set[int]:
                     blob = conn.execute(
                         "SELECT data FROM blobs WHERE hash = ?", (digest,)
                     ).fetchone()
-                    if blob is None or bytes(blob[0]) != ref.blobs[digest]:
+                    if blob is None or not isinstance(blob[0], bytes):
+                        continue  # gone, or its type byte flipped to another type
+                    if blob[0] != ref.blobs[digest]:
                         continue
                 found.add(seq)
             except (sqlite3.DatabaseError, UnicodeDecodeError):

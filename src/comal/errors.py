@@ -146,6 +146,18 @@ class ContextPressureLoopError(ComalError):
     exit_code = 5
 
 
+class CompactNotSmallerError(ComalError):
+    """A manual compaction that would not make the view smaller: refused, nothing derived."""
+
+    code = "COMPACT_NOT_SMALLER"
+    exit_code = 5
+
+    def __init__(self, message: str, before_tokens: int, after_tokens: int) -> None:
+        super().__init__(message)
+        self.before_tokens = before_tokens
+        self.after_tokens = after_tokens
+
+
 class InvariantError(ComalError):
     """A view broke an invariant (orphan call or result, dangling ref, over budget)."""
 

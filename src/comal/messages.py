@@ -13,12 +13,28 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Literal, TypeAlias, cast
 
 JSONValue: TypeAlias = "bool | int | float | str | list[JSONValue] | dict[str, JSONValue] | None"
 JSONObject: TypeAlias = dict[str, JSONValue]
 
 Role = Literal["user", "assistant"]
+
+
+class Finish(StrEnum):
+    """Why a model stopped, the same on every wire; the values are what the ledger records."""
+
+    STOP = "stop"
+    TOOL_CALLS = "tool_calls"
+    LENGTH = "length"
+    """OUTPUT_LENGTH: the reply was cut at the output limit (every wire's own word maps here)."""
+    CONTEXT_WINDOW_EXCEEDED = "context_window_exceeded"
+    """Generation stopped because the window filled (Anthropic `model_context_window_exceeded`)."""
+    CONTENT_FILTER = "content_filter"
+    REFUSAL = "refusal"
+    PAUSE = "pause"
+    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +62,27 @@ class ReasoningPart:
 
 
 @dataclass(frozen=True, slots=True)
+class InvalidArguments:
+    """Arguments a model sent for a call that are not a JSON object: kept, never executed."""
+
+    raw_arguments: str
+    """The argument text exactly as it arrived."""
+    error: str
+    """Why it is not a JSON object (the parser's message)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallPart:
-    """A complete tool call: provider id verbatim, parsed JSON arguments."""
+    """A complete tool call: provider id verbatim, parsed JSON arguments.
+
+    A call whose arguments did not parse keeps its place in the message (stream order) with
+    empty `arguments` and `invalid` set: it is answered with an error result, never run.
+    """
 
     call_id: str
     name: str
     arguments: JSONObject = field(default_factory=dict)
+    invalid: InvalidArguments | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,12 +189,19 @@ def _part_to_json(part: Part) -> JSONObject:
             "item_id": part.item_id,
         }
     if isinstance(part, ToolCallPart):
-        return {
+        out: JSONObject = {
             "type": "tool_call",
             "call_id": part.call_id,
             "name": part.name,
             "arguments": part.arguments,
         }
+        if part.invalid is not None:
+            # Only when set, so every valid call serializes as it always has.
+            out["invalid"] = {
+                "raw_arguments": part.invalid.raw_arguments,
+                "error": part.invalid.error,
+            }
+        return out
     if isinstance(part, ToolResultPart):
         return {
             "type": "tool_result",
@@ -202,8 +240,17 @@ def _part_from_json(obj: Mapping[str, JSONValue]) -> Part:
         )
     if kind == "tool_call":
         args = obj.get("arguments")
+        bad = obj.get("invalid")
+        invalid = (
+            InvalidArguments(str(bad.get("raw_arguments", "")), str(bad.get("error", "")))
+            if isinstance(bad, dict)
+            else None
+        )
         return ToolCallPart(
-            str(obj["call_id"]), str(obj["name"]), args if isinstance(args, dict) else {}
+            str(obj["call_id"]),
+            str(obj["name"]),
+            args if isinstance(args, dict) else {},
+            invalid,
         )
     if kind == "tool_result":
         media = obj.get("media")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from comal.errors import ContextLengthError, OverloadedError
-from comal.messages import ReasoningPart, ToolCallPart
+from comal.messages import Finish, ReasoningPart, ToolCallPart
 from comal.providers import anthropic_messages, openai_chat, openai_responses
 from comal.providers.base import (
     Completed,
@@ -33,7 +33,7 @@ def test_openai_chat_parallel_tool_calls() -> None:
         new_input=176, cache_read=1024, cache_write=None, output=40, reasoning=0
     )
     assert usage.raw["prompt_tokens"] == 1200
-    assert events[3:] == [Completed("tool_calls", "tool_calls")]
+    assert events[3:] == [Completed(Finish.TOOL_CALLS, "tool_calls")]
 
 
 def test_openai_chat_text_cut_by_length_with_cache_write() -> None:
@@ -51,7 +51,7 @@ def test_openai_chat_text_cut_by_length_with_cache_write() -> None:
                 "completion_tokens_details": {"reasoning_tokens": 0},
             },
         ),
-        Completed("length", "length"),
+        Completed(Finish.LENGTH, "length"),
     ]
 
 
@@ -65,7 +65,7 @@ def test_ollama_tool_call_with_stop_finish_and_bare_usage() -> None:
             {"prompt_tokens": 2048, "completion_tokens": 25, "total_tokens": 2073},
         ),
         # Ollama says "stop" while calling tools; the normalized finish says what happened.
-        Completed("tool_calls", "stop"),
+        Completed(Finish.TOOL_CALLS, "stop"),
     ]
 
 
@@ -87,7 +87,7 @@ def test_deepseek_reasoning_content_kept_for_the_same_model() -> None:
     assert usage.usage == Usage(
         new_input=64, cache_read=0, cache_write=None, output=20, reasoning=17
     )
-    assert events[5] == Completed("stop", "stop")
+    assert events[5] == Completed(Finish.STOP, "stop")
 
 
 def test_anthropic_thinking_text_and_tool_use() -> None:
@@ -124,7 +124,7 @@ def test_anthropic_thinking_text_and_tool_use() -> None:
     assert isinstance(usage, UsageReport)
     assert usage.usage == Usage(new_input=12, cache_read=30000, cache_write=2000, output=87)
     assert usage.usage.total_input == 32012
-    assert events[7:] == [Completed("tool_calls", "tool_use")]
+    assert events[7:] == [Completed(Finish.TOOL_CALLS, "tool_use")]
 
 
 def test_anthropic_cumulative_usage_takes_latest_not_sum() -> None:
@@ -146,7 +146,7 @@ def test_anthropic_cumulative_usage_takes_latest_not_sum() -> None:
     assert isinstance(usage, UsageReport)
     # 7, not 3 + 7: message_delta usage is cumulative. A null in the delta keeps the known 0.
     assert usage.usage == Usage(new_input=40, cache_read=1000, cache_write=0, output=7)
-    assert events[3] == Completed("length", "max_tokens")
+    assert events[3] == Completed(Finish.LENGTH, "max_tokens")
 
 
 def test_anthropic_overloaded_error_event_mid_stream() -> None:
@@ -185,7 +185,7 @@ def test_responses_reasoning_text_and_function_call() -> None:
             },
         ),
     ]
-    assert events[6:] == [Completed("tool_calls", "completed")]
+    assert events[6:] == [Completed(Finish.TOOL_CALLS, "completed")]
 
 
 def test_responses_incomplete_is_output_length() -> None:
@@ -196,7 +196,7 @@ def test_responses_incomplete_is_output_length() -> None:
     assert usage.usage == Usage(
         new_input=388, cache_read=512, cache_write=0, output=64, reasoning=64
     )
-    assert events[2] == Completed("length", "incomplete:max_output_tokens")
+    assert events[2] == Completed(Finish.LENGTH, "incomplete:max_output_tokens")
 
 
 def test_responses_overflow_error_event() -> None:

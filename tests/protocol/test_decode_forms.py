@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from comal.messages import JSONObject, ReasoningPart, ToolCallPart
+from comal.messages import Finish, JSONObject, ReasoningPart, ToolCallPart
 from comal.providers import openai_chat, openai_responses
 from comal.providers.base import (
     Completed,
@@ -42,7 +42,7 @@ def test_reasoning_as_an_object_with_text_or_content() -> None:
         ReasoningDelta("partB"),
         closing("partApartB"),
         TextDelta("answer"),
-        Completed("stop", "stop"),
+        Completed(Finish.STOP, "stop"),
     ]
 
 
@@ -58,7 +58,7 @@ def test_reasoning_as_a_string() -> None:
         ReasoningDelta("think1"),
         closing("think1"),
         TextDelta("ok"),
-        Completed("stop", "stop"),
+        Completed(Finish.STOP, "stop"),
     ]
 
 
@@ -70,7 +70,7 @@ def test_a_final_message_instead_of_a_delta() -> None:
     assert list(openai_chat.decode_stream(lines, model="m")) == [
         ReasoningDelta("final-cot"),
         closing("final-cot"),
-        Completed("stop", "stop"),
+        Completed(Finish.STOP, "stop"),
     ]
 
 
@@ -86,7 +86,7 @@ def test_a_whole_message_with_text_and_tool_calls() -> None:
     assert list(openai_chat.decode_stream(lines, model="m")) == [
         TextDelta("Looking."),
         ToolCallDone(ToolCallPart("call_1", "run", {})),
-        Completed("tool_calls", "tool_calls"),
+        Completed(Finish.TOOL_CALLS, "tool_calls"),
     ]
 
 
@@ -105,7 +105,7 @@ def test_reasoning_before_a_tool_call_without_an_index() -> None:
         ReasoningDelta("pre-tool"),
         closing("pre-tool"),
         ToolCallDone(ToolCallPart("call_1", "run", {})),
-        Completed("tool_calls", "tool_calls"),
+        Completed(Finish.TOOL_CALLS, "tool_calls"),
     ]
 
 
@@ -118,7 +118,7 @@ def test_only_choice_zero_is_read() -> None:
     )
     assert list(openai_chat.decode_stream(lines, model="m")) == [
         TextDelta("mine"),
-        Completed("stop", "stop"),
+        Completed(Finish.STOP, "stop"),
     ]
 
 
@@ -150,7 +150,7 @@ def test_responses_refusal_deltas_finish_as_refusal() -> None:
     assert list(openai_responses.decode_stream(lines, model="m")) == [
         RefusalDelta("I can't"),
         RefusalDelta(" help with that."),
-        Completed("refusal", "completed"),
+        Completed(Finish.REFUSAL, "completed"),
     ]
 
 
@@ -164,5 +164,5 @@ def test_responses_refusal_part_of_a_whole_message() -> None:
     lines = responses({"type": "response.output_item.done", "item": item}, COMPLETED)
     assert list(openai_responses.decode_stream(lines, model="m")) == [
         RefusalDelta("No."),
-        Completed("refusal", "completed"),
+        Completed(Finish.REFUSAL, "completed"),
     ]

@@ -287,7 +287,8 @@ async def test_invalid_tool_arguments_become_typed_events() -> None:
             reply = await collect(
                 provider_for(server, "openai-chat", client).stream(request([user_text("hi")]))
             )
-    assert reply.message.tool_calls == ()
+    assert reply.tool_calls == ()  # nothing runnable; the call stays in the message, typed
+    assert [c.invalid is not None for c in reply.message.tool_calls] == [True]
     assert [(c.call_id, c.raw_arguments) for c in reply.invalid_calls] == [("c1", '{"cmd": ')]
 
 

@@ -13,6 +13,7 @@ from comal.agent.toolset import standard_tools
 from comal.config import load_config
 from comal.errors import ComalError
 from comal.ledger.store import Ledger
+from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
 from comal.tui.app import ComalApp, SessionStart
 from comal.tui.widgets.prompt import PromptArea
@@ -82,3 +83,15 @@ async def until(pilot: Pilot[int], predicate: Callable[[], bool], timeout_s: flo
 def running_tools(app: ComalApp) -> list[ToolItem]:
     """Tool items still waiting for their receipt."""
     return [t for t in app.query(ToolItem) if t.status is None]
+
+
+def reading_turns(workspace: Path, count: int = 6, lines: int = 60) -> list[ScriptedTurn]:
+    """Model calls that each Read a long file of the workspace, one per call: history that a
+    checkpoint replaces, so that `/compact` makes the view smaller (else it is refused)."""
+    turns = []
+    for i in range(count):
+        body = "".join(f"def handler_{i}_{k}(x):\n    return x * {k}\n" for k in range(lines))
+        (workspace / f"part{i}.py").write_text(body)
+        read = ToolCallPart(f"read_{i}", "Read", {"path": f"part{i}.py"})
+        turns.append(ScriptedTurn(text=f"Reading part {i}.", tool_calls=(read,)))
+    return turns

@@ -21,6 +21,7 @@ from comal.tui.widgets.transcript import NoticeItem
 from tests.tui.conftest import (
     GATE_COMMAND,
     AppFactory,
+    reading_turns,
     running_tools,
     send,
     settle,
@@ -76,9 +77,9 @@ async def test_commands_before_any_session_say_so(make_app: AppFactory, ledger: 
 
 
 async def test_compact_appends_a_checkpoint_and_lists_it(
-    make_app: AppFactory, ledger: Ledger
+    make_app: AppFactory, ledger: Ledger, workspace: Path
 ) -> None:
-    app = make_app(["First answer."])
+    app = make_app([*reading_turns(workspace), "First answer."])
     async with app.run_test(size=(100, 40)) as pilot:
         await send(pilot, app, "remember the number 7")
         await settle(pilot, app)
@@ -105,8 +106,18 @@ async def test_compact_during_a_turn_waits_for_the_boundary(
     make_app: AppFactory, ledger: Ledger, workspace: Path
 ) -> None:
     gated = ToolCallPart("call_1", "Bash", {"command": GATE_COMMAND})
-    app = make_app([ScriptedTurn(text="Working.", tool_calls=(gated,)), "Finished."])
+    app = make_app(
+        [
+            *reading_turns(workspace),
+            "Read them.",
+            ScriptedTurn(text="Working.", tool_calls=(gated,)),
+            "Finished.",
+        ]
+    )
     async with app.run_test(size=(100, 40)) as pilot:
+        # Earlier work a checkpoint replaces, so the compaction makes the view smaller.
+        await send(pilot, app, "read the parts")
+        await settle(pilot, app)
         await send(pilot, app, "do the slow thing")
         await until(pilot, lambda: bool(running_tools(app)))
         await send(pilot, app, "/compact")
@@ -118,7 +129,8 @@ async def test_compact_during_a_turn_waits_for_the_boundary(
     kinds = [e.kind for e in ledger.entries(sid)]
     # Derived before the second model call, i.e. after the tool's receipt, never mid-call.
     assert kinds.count("checkpoint") == 1
-    assert kinds.index("tool.result") < kinds.index("checkpoint")
+    # After every receipt, the gated call's (the last) included.
+    assert len(kinds) - 1 - kinds[::-1].index("tool.result") < kinds.index("checkpoint")
     assert kinds.index("checkpoint") < len(kinds) - 1 - kinds[::-1].index("provider.request")
 
 

@@ -5,8 +5,9 @@ model → record the response → run complete tool calls with write-ahead recei
 
 Invariants kept here:
 - nothing is POSTed that the engine's budget says cannot fit (`prepare()` raises instead);
-- an incomplete response (OUTPUT_LENGTH) is recorded as discarded and none of its calls run;
-  only a larger output reserve is tried, never more context pressure;
+- an unfinished response (OUTPUT_LENGTH, a full window) is recorded as discarded and none of
+  its calls run (`engine.on_unfinished`); after OUTPUT_LENGTH only a larger output reserve is
+  tried, never more context pressure;
 - a provider CONTEXT_LENGTH is recovered at most once per turn (recalibrate, then the next
   `prepare()` projects or derives); "input + max_tokens exceed" lowers the reserve instead;
 - pressure is re-checked before every model call, i.e. after every batch of tool results;
@@ -18,16 +19,19 @@ from __future__ import annotations
 
 from comal.agent.events import (
     ContextActed,
+    Notice,
     ReasoningStreamed,
     Refused,
+    ResponseDiscarded,
     TextStreamed,
     TurnStarted,
 )
-from comal.agent.recording import error_json, record_discarded, record_reply, record_request
+from comal.agent.recording import error_json, record_reply, record_request
 from comal.agent.server_count import prepare_first
 from comal.agent.session import Session
 from comal.errors import (
     BudgetError,
+    CompactNotSmallerError,
     ContextLengthError,
     ProviderError,
     RefusedError,
@@ -39,6 +43,7 @@ from comal.providers.base import (
     ProviderEvent,
     ReasoningDelta,
     TextDelta,
+    encode_request,
 )
 from comal.providers.reply import collect
 
@@ -59,6 +64,8 @@ async def run_turn(s: Session, text: str | None) -> str:
     for step in range(1, s.options.max_turns + 1):
         _check_budget(s)
         view = await prepare_first(s) if step == 1 else s.engine.prepare()
+        if view.compact_refused is not None:
+            s.emit(Notice(CompactNotSmallerError.code, view.compact_refused))
         for action in view.actions:
             s.emit(ContextActed(action, None, view.estimated_tokens, view.checkpoint_number))
         request = ModelRequest(
@@ -69,10 +76,12 @@ async def run_turn(s: Session, text: str | None) -> str:
             max_output_tokens=view.output_reserve,
             reasoning_effort=s.options.reasoning_effort,
         )
-        request_entry = record_request(s, request, view.estimated_tokens, view.checkpoint_number)
+        # Encoded once: the bytes hashed into the ledger are the bytes sent.
+        encoded = encode_request(s.provider, request)
+        request_entry = record_request(s, encoded, view.estimated_tokens, view.checkpoint_number)
         s.emit(TurnStarted(step, view.estimated_tokens, view.measured_base, view.output_reserve))
         try:
-            reply = await collect(s.provider.stream(request), on_event=lambda e: _relay(s, e))
+            reply = await collect(s.provider.send(encoded), on_event=lambda e: _relay(s, e))
         except ContextLengthError as exc:
             s.record("provider.error", error_json(exc))
             if overflow_retried:
@@ -83,8 +92,9 @@ async def run_turn(s: Session, text: str | None) -> str:
         except ProviderError as exc:
             s.record("provider.error", error_json(exc))
             raise
-        if reply.finish in ("length", "context_window_exceeded"):
-            record_discarded(s, reply, view.output_reserve)
+        discarded = s.engine.on_unfinished(reply, view.output_reserve)
+        if discarded is not None:
+            s.emit(ResponseDiscarded(discarded.reason, discarded.output_reserve))
             continue
         message = record_reply(s, reply, request_entry, view.estimated_tokens)
         if reply.refused:

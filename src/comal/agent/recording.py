@@ -1,21 +1,18 @@
 """What the loop writes to the ledger around one model call.
 
-Requests are recorded by the hash of their exact bytes (never the bytes or any key), replies
-with normalized and raw usage, unfinished replies as `response.discarded` — none of whose
-tool calls ever run — and a warning when a server reports far fewer prompt tokens than were
-sent (Ollama's silent truncation).
+Requests are recorded by the hash of the bytes sent (the `EncodedRequest` the loop then hands
+to `send`; never the bytes or any key), finished replies with normalized and raw usage (the
+engine records unfinished ones, `ContextEngine.on_unfinished`), and a warning when a server
+reports far fewer prompt tokens than were sent (Ollama's silent truncation).
 """
 
 from __future__ import annotations
 
-import hashlib
-
-from comal.agent.events import AssistantReplied, Notice, ResponseDiscarded
+from comal.agent.events import AssistantReplied, Notice
 from comal.agent.session import Session
-from comal.agent.tool_runner import INVALID_ARGUMENTS_KEY
 from comal.errors import ProviderError
-from comal.messages import JSONObject, Message, ToolCallPart, message_to_json
-from comal.providers.base import ModelRequest
+from comal.messages import JSONObject, Message, ToolCallPart, digest_bytes, message_to_json
+from comal.providers.base import EncodedRequest
 from comal.providers.discovery import detect_prompt_truncation
 from comal.providers.reply import Reply
 
@@ -26,12 +23,12 @@ def record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -
     A refusal is recorded with its text and reason; tool calls in a refused reply are dropped
     (counted), since the turn ends there and they would otherwise wait as pending calls.
     """
-    message = with_invalid_calls(reply)
+    message = reply.message
     payload: JSONObject = {
         "message": message_to_json(message),
         "wire": str(s.provider.wire),
         "model": s.provider.model,
-        "finish": reply.finish,
+        "finish": reply.finish.value,
         "usage": reply.usage.to_json(),
         "usage_raw": reply.usage_raw,
         "request_entry": request_entry,
@@ -44,7 +41,7 @@ def record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -
             "text": reply.refusal_text(),
             "reason": reply.refusal_reason(),
             "details": reply.details,
-            "dropped_calls": len(reply.message.tool_calls) + len(reply.invalid_calls),
+            "dropped_calls": len(reply.message.tool_calls),
         }
     s.record("message.assistant", payload)
     reported = reply.usage.total_input
@@ -65,13 +62,15 @@ def record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -
 
 
 def record_request(
-    s: Session, request: ModelRequest, estimated: int, checkpoint: int | None
+    s: Session, encoded: EncodedRequest, estimated: int, checkpoint: int | None
 ) -> str:
-    body = s.provider.encode(request)
+    """Record a request about to be sent: the digest and size of its body, and what it was
+    built from (the fingerprint an anchor is matched by)."""
+    request, body = encoded.request, encoded.body
     entry = s.record(
         "provider.request",
         {
-            "sha256": "sha256:" + hashlib.sha256(body).hexdigest(),
+            "sha256": digest_bytes(body),
             "size_bytes": len(body),
             "wire": str(s.provider.wire),
             "model": request.model,
@@ -87,37 +86,6 @@ def record_request(
         },
     )
     return entry.id
-
-
-def record_discarded(s: Session, reply: Reply, reserve: int) -> None:
-    """Record an unfinished response; grow the reserve (OUTPUT_LENGTH) or derive (window full)."""
-    reason = "OUTPUT_LENGTH" if reply.finish == "length" else "CONTEXT_WINDOW_EXCEEDED"
-    s.record(
-        "response.discarded",
-        {
-            "reason": reason,
-            "message": message_to_json(reply.message),
-            "usage": reply.usage.to_json(),
-            "output_reserve": reserve,
-        },
-    )
-    if reason == "OUTPUT_LENGTH":
-        new_reserve = s.engine.grow_output_reserve()
-    else:
-        s.engine.compact(by="context_window_exceeded")
-        new_reserve = reserve
-    s.emit(ResponseDiscarded(reason, new_reserve))
-
-
-def with_invalid_calls(reply: Reply) -> Message:
-    """Keep calls whose arguments were not JSON, so each still gets exactly one (error) result."""
-    if not reply.invalid_calls:
-        return reply.message
-    extra = tuple(
-        ToolCallPart(bad.call_id, bad.name, {INVALID_ARGUMENTS_KEY: bad.error})
-        for bad in reply.invalid_calls
-    )
-    return Message("assistant", reply.message.parts + extra)
 
 
 def error_json(exc: ProviderError) -> JSONObject:

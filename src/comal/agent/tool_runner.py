@@ -52,9 +52,6 @@ ConfirmFn = Callable[[str, JSONObject, str], Awaitable[bool]]
 REPEAT_MODE = "uncertain-repeat"
 """Permission mode recorded for a decision of the insistence guard."""
 
-INVALID_ARGUMENTS_KEY = "_invalid_arguments"
-"""Argument key under which a call whose arguments were not valid JSON keeps its raw text."""
-
 
 @dataclass(frozen=True, slots=True)
 class CallReceipt:
@@ -237,10 +234,8 @@ class ToolRunner:
 
     async def run(self, call: ToolCallPart) -> CallReceipt:
         """Run one call end to end and return its receipt."""
-        if INVALID_ARGUMENTS_KEY in call.arguments:
-            return self._fail_early(
-                call, f"arguments were not valid JSON: {call.arguments[INVALID_ARGUMENTS_KEY]}"
-            )
+        if call.invalid is not None:
+            return self._fail_early(call, f"arguments were not valid JSON: {call.invalid.error}")
         tool = self.registry.get(call.name)
         if tool is None:
             known = ", ".join(s.name for s in self.registry.specs())

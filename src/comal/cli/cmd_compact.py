@@ -1,7 +1,9 @@
 """`comal compact UUID`: derive a checkpoint now, deterministically, with no model call.
 
 When a live process holds the session (a turn may be running), the request is recorded as
-`compact.requested` and the running loop derives at its next turn boundary.
+`compact.requested` and the running loop derives at its next turn boundary. A checkpoint that
+would not make the view smaller is refused (COMPACT_NOT_SMALLER, exit 5) with its figures and
+recorded as `compact.cancelled`; nothing else changes.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ async def _run(args: argparse.Namespace) -> int:
             ledger.append(session_id, "compact.requested", {"by": "user"})
             print(
                 f"comal: session {session_id} is running (pid {holder.pid}); the checkpoint"
-                " will be derived at its next turn boundary",
+                " will be derived at its next turn boundary (or refused there if it would not"
+                " make the view smaller)",
                 file=sys.stderr,
             )
             if args.json:
@@ -61,7 +64,9 @@ async def _run(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `comal compact`."""
     parser = subparsers.add_parser(
-        "compact", help="derive a checkpoint now (deterministic, no model call)"
+        "compact",
+        help="derive a checkpoint now (deterministic, no model call; refused when it would not"
+        " make the view smaller)",
     )
     parser.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     parser.add_argument("--json", action="store_true", help="one JSON object")

@@ -265,6 +265,15 @@ def _entry_lines(entry: Entry, body: bytes | None, *, every: bool) -> list[str]:
             f" ~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)",
             _indent(_shorten(str(p.get("text", "")))),
         ]
+    if kind == "compact.requested":
+        return [f"── context: compaction requested (by {p.get('by', '?')})"]
+    if kind == "compact.cancelled":
+        if p.get("reason") == "not_smaller":
+            return [
+                "── context: compaction refused: it would not make the view smaller"
+                f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
+            ]
+        return [f"── context: queued compaction cancelled (by {p.get('by', '?')})"]
     if kind == "context.calibrated":
         return [f"── context: calibrated ratio {p.get('ratio')} ({p.get('source')})"]
     if kind in ("warning", "provider.error"):

@@ -14,15 +14,24 @@ import json
 import re
 from collections.abc import AsyncIterator
 
-from comal.messages import JSONObject, JSONValue, Message, ToolCallPart, message_to_json
+from comal.messages import (
+    Finish,
+    JSONObject,
+    JSONValue,
+    Message,
+    ToolCallPart,
+    message_to_json,
+)
 from comal.providers.base import (
     Capabilities,
     Completed,
+    EncodedRequest,
     ModelRequest,
     ProviderEvent,
     TextDelta,
     ToolCallDone,
     WireApi,
+    encode_request,
 )
 
 DEMO_MODEL = "comal-demo-script"
@@ -173,11 +182,15 @@ class DemoModel:
             )
         return FINAL_ANSWER, ()
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Encode the request and `send` it."""
+        return self.send(encode_request(self, request))
+
+    async def send(self, encoded: EncodedRequest) -> AsyncIterator[ProviderEvent]:
         """Yield the next planned step as streamed text plus complete tool calls."""
-        text, calls = self._plan(request)
+        text, calls = self._plan(encoded.request)
         for word in re.findall(r"\S+\s*", text):
             yield TextDelta(word)
         for call in calls:
             yield ToolCallDone(call)
-        yield Completed("tool_calls" if calls else "stop", "scripted")
+        yield Completed(Finish.TOOL_CALLS if calls else Finish.STOP, "scripted")

@@ -14,6 +14,7 @@ from comal.context.budget import Budget
 from comal.context.checkpoint import Draft
 from comal.context.projection import ProjectionPlan
 from comal.context.state import Checkpoint, checkpoint_of
+from comal.errors import CompactNotSmallerError
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue
 
@@ -117,3 +118,37 @@ def append_checkpoint(
         },
     )
     return checkpoint_of(entry)
+
+
+def refuse_compaction(
+    ledger: Ledger, session_id: str, requested_by: str, before: int, after: int
+) -> CompactNotSmallerError:
+    """Record that a manual compaction was refused because it would not shrink the view.
+
+    A checkpoint replaces the history since the previous one with its text and keeps a
+    verbatim tail; when that history is already about that small, deriving would only grow
+    the request (and change its prefix, re-sending it uncached). The refusal is recorded as
+    `compact.cancelled` with its figures, which also drops a queued `compact.requested`.
+
+    Returns:
+        The error to raise or report (nothing else is appended).
+    """
+    ledger.append(
+        session_id,
+        "compact.cancelled",
+        {
+            "by": "engine",
+            "reason": "not_smaller",
+            "requested_by": requested_by,
+            "before_tokens": before,
+            "after_tokens": after,
+        },
+    )
+    return CompactNotSmallerError(
+        f"compaction refused: a checkpoint would not make the view smaller (~{before:,} →"
+        f" ~{after:,} tokens), as the history it would replace is already about as small as"
+        " a checkpoint and the verbatim tail it keeps. Nothing was derived; the view and"
+        " everything recorded stay as they are.",
+        before,
+        after,
+    )

@@ -12,12 +12,15 @@ Invariants:
   progress (never more than two without progress) or even a minimal checkpoint cannot fit.
 - Between pressure events the request only grows by appending.
 - No model is ever called to shrink the context.
+- A person's compaction (`/compact`, `comal compact`, now or queued) is derived only when it
+  makes the view smaller; otherwise it is refused with its figures and recorded as
+  `compact.cancelled`, and the view stays as it was.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import TypeVar, assert_never, cast
 
 from comal.context.anchors import AnchorIndex, Fingerprint, calibration_ratio, tools_digest
 from comal.context.budget import (
@@ -44,7 +47,7 @@ from comal.context.calibration import (
 )
 from comal.context.checkpoint import Draft
 from comal.context.conversation import Block, ConversationIndex
-from comal.context.decisions import append_checkpoint
+from comal.context.decisions import append_checkpoint, refuse_compaction
 from comal.context.invariants import check
 from comal.context.relief import (
     COLD_TRIGGER,
@@ -70,6 +73,13 @@ from comal.context.tokens import (
     calibrated,
     counter_for_model,
 )
+from comal.context.unfinished import (
+    OUTPUT_LENGTH,
+    WINDOW_FULL,
+    Discarded,
+    ModelReply,
+    append_discarded,
+)
 from comal.context.view import (
     MESSAGE_OVERHEAD,
     Assembly,
@@ -81,6 +91,7 @@ from comal.context.view import (
     tool_schema_text,
 )
 from comal.errors import (
+    CompactNotSmallerError,
     ContextLengthError,
     ContextOverheadError,
     ContextPressureLoopError,
@@ -90,6 +101,7 @@ from comal.errors import (
 from comal.ids import now_ms
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
+from comal.messages import Finish
 
 T = TypeVar("T")
 __all__ = [
@@ -328,9 +340,40 @@ class ContextEngine:
             )
         return new
 
-    def lower_output_reserve(self, to: int) -> None:
-        """Send at most `to` output tokens on the next request ("input + max_tokens exceed")."""
-        self._send_cap = max(1, to)
+    def on_unfinished(self, reply: ModelReply, reserve: int) -> Discarded | None:
+        """Recover from a reply that stopped before it finished; None for one that finished.
+
+        An unfinished reply is recorded as `response.discarded` (none of its calls run). After
+        OUTPUT_LENGTH the next request gets a larger output reserve, never more context
+        pressure; after a full window a checkpoint is derived now.
+
+        Args:
+            reply: the model's answer.
+            reserve: the output reserve its request was sent with.
+
+        Raises:
+            OutputLengthError: the reserve that overflowed was already the largest possible.
+        """
+        finish = reply.finish
+        match finish:
+            case Finish.LENGTH:
+                append_discarded(self.ledger, self.session_id, reply, OUTPUT_LENGTH, reserve)
+                return Discarded(OUTPUT_LENGTH, self.grow_output_reserve())
+            case Finish.CONTEXT_WINDOW_EXCEEDED:
+                append_discarded(self.ledger, self.session_id, reply, WINDOW_FULL, reserve)
+                self.compact(by="context_window_exceeded")
+                return Discarded(WINDOW_FULL, reserve)
+            case (
+                Finish.STOP
+                | Finish.TOOL_CALLS
+                | Finish.CONTENT_FILTER
+                | Finish.REFUSAL
+                | Finish.PAUSE
+                | Finish.UNKNOWN
+            ):
+                return None
+            case _:
+                assert_never(finish)
 
     def view(self) -> PreparedView:
         """The current view, appending nothing (no invariant check)."""
@@ -339,7 +382,12 @@ class ContextEngine:
         return self._prepared(asm, state, self.budget(), ())
 
     def _prepared(
-        self, asm: Assembly, state: ViewState, budget: Budget, actions: tuple[str, ...]
+        self,
+        asm: Assembly,
+        state: ViewState,
+        budget: Budget,
+        actions: tuple[str, ...],
+        refusal: str | None = None,
     ) -> PreparedView:
         estimate, measured = self.estimate(asm, state)
         # Send exactly the budgeted reserve, not all the room left: what the budget counts is
@@ -359,6 +407,7 @@ class ContextEngine:
             counted_tokens=asm.total_tokens,
             usable_tokens=budget.usable,
             threshold_tokens=budget.threshold,
+            compact_refused=refusal,
         )
 
     def _check_overhead(self, asm: Assembly, budget: Budget) -> None:
@@ -384,11 +433,17 @@ class ContextEngine:
         self._check_overhead(asm, budget)
         estimate, _ = self.estimate(asm, state)
         actions: list[str] = []
+        refusal: str | None = None
         requested = self.pending_compaction()
         if requested is not None:
-            self._derive(requested, estimate, budget)
-            actions.append("checkpoint")
-        else:
+            try:
+                self._derive(requested, estimate, budget)
+                actions.append("checkpoint")
+            except CompactNotSmallerError as exc:
+                # The queued request is dropped (recorded); pressure is judged as usual.
+                refusal = exc.message
+                requested = None
+        if requested is None:
             media = relieve_media(self, asm, state, budget, estimate)
             if media is not None:
                 actions.append(media)
@@ -404,7 +459,7 @@ class ContextEngine:
         if actions:
             state = self.state()
             asm = self.assemble(state)
-        view = self._prepared(asm, state, budget, tuple(actions))
+        view = self._prepared(asm, state, budget, tuple(actions), refusal)
         if view.estimated_tokens > budget.usable:
             raise ContextPressureLoopError(
                 no_fit_message(view.estimated_tokens, budget, self.session_id)
@@ -469,7 +524,15 @@ class ContextEngine:
         return draft_checkpoint(self, state, budget, landing_for(self, asm, budget, before))
 
     def _derive(self, by: str, before: int, budget: Budget) -> Checkpoint:
+        """Derive and record a checkpoint; a person's request must make the view smaller.
+
+        Raises:
+            CompactNotSmallerError: `by` is a person and the checkpoint would not shrink the
+                view (the refusal is recorded as `compact.cancelled` with its figures).
+        """
         draft, after = self._draft(self.state(), budget, before)
+        if by in USER_TRIGGERS and after >= before:
+            raise refuse_compaction(self.ledger, self.session_id, by, before, after)
         return append_checkpoint(self.ledger, self.session_id, draft, by, before, after, budget)
 
     def compact(self, *, by: str) -> Checkpoint:
@@ -478,6 +541,10 @@ class ContextEngine:
         Args:
             by: who asked: `user` for people (/compact, `comal compact`), otherwise the
                 reason (e.g. `context_window_exceeded`).
+
+        Raises:
+            CompactNotSmallerError: a person asked and the view would not get smaller.
+            ContextPressureLoopError: an automatic derivation after two without progress.
         """
         budget = self.budget()
         state = self.state()

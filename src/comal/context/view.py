@@ -181,6 +181,8 @@ class PreparedView:
     """The local (uncalibrated) count of the whole request."""
     usable_tokens: int = 0
     threshold_tokens: int = 0
+    compact_refused: str | None = None
+    """Why a queued manual compaction was refused (it would not shrink the view), or None."""
 
 
 @dataclass(slots=True)

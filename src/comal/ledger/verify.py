@@ -32,6 +32,10 @@ _MAX_PROBLEMS = 1000
 _PROBE_PAST_END = 64
 """Seqs probed past the largest one listed, until this many in a row are absent."""
 
+_MIN_ROW_BYTES = 64
+"""No entry row is smaller (its id and content hash alone take 100 bytes), so a file of N bytes
+holds at most N // 64 of them: that bounds the seqs a damaged one can send us looking for."""
+
 _ENTRY_COLUMNS = "seq, id, session_id, kind, payload, content_hash, created_at"
 
 READ_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
@@ -166,8 +170,10 @@ def _confirmed(conn: sqlite3.Connection, sql: str, params: tuple[object, ...]) -
         return None
 
 
-def _session_known(conn: sqlite3.Connection, row: EntryRow) -> bool:
-    """Whether the row's session is recorded, or the index's copy agrees with the row's.
+def _session_known(conn: sqlite3.Connection, row: EntryRow) -> bool | None:
+    """Whether the row's session is recorded, or the index's copy agrees with the row's
+    (True); whether the row's copy is the one that was flipped (False); or None when the
+    two copies disagree and nothing says which is right.
 
     (A flipped session id names no session; the sessions table or index may be what is
     damaged, so either confirmation is enough.)
@@ -187,11 +193,20 @@ def _session_known(conn: sqlite3.Connection, row: EntryRow) -> bool:
         return False
     try:
         other = conn.execute(
-            "SELECT 1 FROM entries INDEXED BY entries_by_session WHERE seq = ?", (row.seq,)
+            "SELECT session_id FROM entries INDEXED BY entries_by_session WHERE seq = ?",
+            (row.seq,),
         ).fetchone()
     except READ_ERRORS:
         return True
-    return other is None
+    if other is None:
+        return True
+    # The index files the seq under another session. The row is the flipped copy only when
+    # the sessions table confirms the index's; when it confirms neither (it is damaged too),
+    # the table's row stands, kept as recorded and reported as a doubt, as for ids.
+    index_sid = other[0].decode("utf-8", "replace") if isinstance(other[0], bytes) else other[0]
+    if _confirmed(conn, "SELECT 1 FROM sessions WHERE id = ?", (index_sid,)):
+        return False
+    return None
 
 
 def _id_problems(conn: sqlite3.Connection, row: EntryRow) -> tuple[list[str], list[str]]:
@@ -236,7 +251,10 @@ def _candidate_seqs(conn: sqlite3.Connection, session_id: str | None) -> list[in
         # Seqs are assigned one after another: one missing from every listing was lost. The
         # listings may stop early too, so seqs past the largest one seen are probed until
         # a run of them is absent.
-        top = max(seen, default=0)
+        # A flipped seq can be any 64-bit number: gaps are filled only up to as many rows as
+        # the file can hold; a larger seq is still read (as listed), not searched below.
+        bound = _most_rows(conn) or 2 * len(seen) + _PROBE_PAST_END
+        top = max((s for s in seen if s <= bound), default=0)
         seen.update(range(1, top + 1))
         misses, probe = 0, top + 1
         while misses < _PROBE_PAST_END:
@@ -252,6 +270,18 @@ def _candidate_seqs(conn: sqlite3.Connection, session_id: str | None) -> list[in
                 top = probe
             probe += 1
     return sorted(seen)
+
+
+def _most_rows(conn: sqlite3.Connection) -> int:
+    """How many entry rows the file could hold at most, from its size (0 when unreadable)."""
+    try:
+        pages = conn.execute("PRAGMA page_count").fetchone()
+        size = conn.execute("PRAGMA page_size").fetchone()
+    except READ_ERRORS:
+        return 0
+    if pages is None or size is None:
+        return 0
+    return int(pages[0]) * int(size[0]) // _MIN_ROW_BYTES
 
 
 def _blob_digests(conn: sqlite3.Connection) -> set[str]:
@@ -348,10 +378,20 @@ def _scan(conn: sqlite3.Connection, session_id: str | None) -> Scan:
         result.doubts.extend((row.id, doubt) for doubt in doubts)
         if found:
             result.damaged.extend((row.id, problem) for problem in found)
-        elif _session_known(conn, row):
-            readable.append((row, blob))
-        else:
+            continue
+        known = _session_known(conn, row)
+        if known is None:
+            result.doubts.append(
+                (
+                    row.id,
+                    f"entry {row.id!r} (seq {row.seq}, {row.kind}): its session"
+                    " disagrees with the ledger's index (kept as recorded)",
+                )
+            )
+        if known is False:
             unplaced.append((row, blob))
+        else:
+            readable.append((row, blob))
     # A session id that other intact rows carry too is no flipped byte: those rows stand.
     counts = Counter(row.session_id for row, _ in (*readable, *unplaced))
     for row, blob in unplaced:

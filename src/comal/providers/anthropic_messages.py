@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from comal.messages import (
+    Finish,
     JSONObject,
     JSONValue,
     MediaPart,
@@ -47,13 +48,13 @@ WIRE = WireApi.ANTHROPIC_MESSAGES
 API_VERSION = "2023-06-01"
 
 _STOP = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "context_window_exceeded",
-    "refusal": "refusal",
-    "pause_turn": "pause",
+    "end_turn": Finish.STOP,
+    "stop_sequence": Finish.STOP,
+    "tool_use": Finish.TOOL_CALLS,
+    "max_tokens": Finish.LENGTH,
+    "model_context_window_exceeded": Finish.CONTEXT_WINDOW_EXCEEDED,
+    "refusal": Finish.REFUSAL,
+    "pause_turn": Finish.PAUSE,
 }
 _THINKING_BUDGET = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
 _CACHE: JSONObject = {"type": "ephemeral"}
@@ -284,7 +285,7 @@ class AnthropicDecoder:
         self._blocks.clear()
         if self._usage:
             out.append(UsageReport(usage_from_anthropic(self._usage), dict(self._usage)))
-        finish = _STOP.get(self._stop or "", "unknown")
+        finish = _STOP.get(self._stop or "", Finish.UNKNOWN)
         out.append(Completed(finish, self._stop, self._stop_details))
         return out
 

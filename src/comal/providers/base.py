@@ -1,10 +1,12 @@
 """The provider contract: wire APIs, capabilities, model requests and the typed stream events.
 
 A provider is a declared wire protocol plus configuration (never guessed). Every adapter turns a
-`ModelRequest` into the exact request bytes of its wire (`encode`) and the streamed answer into
-`ProviderEvent`s (`stream`). Events arrive in stream order and a well-formed stream always ends
-with exactly one `Completed`, preceded by at most one `UsageReport` per wire message. Failures are
-raised as `comal.errors.ProviderError` subclasses, never as transport or JSON exceptions.
+`ModelRequest` into the exact request bytes of its wire (`encode`), and POSTs those bytes as
+they are (`send` takes the `EncodedRequest`, never re-encodes), so what is recorded of a request
+and what is sent are one value. The answer streams as `ProviderEvent`s, in stream order; a
+well-formed stream always ends with exactly one `Completed`, preceded by at most one
+`UsageReport` per wire message. Failures are raised as `comal.errors.ProviderError`
+subclasses, never as transport or JSON exceptions.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, TypeAlias, runtime_checkable
 
-from comal.messages import JSONObject, Message, ReasoningPart, ToolCallPart, ToolSpec
+from comal.messages import Finish, JSONObject, Message, ReasoningPart, ToolCallPart, ToolSpec
 from comal.usage import Usage
 
 
@@ -57,6 +59,16 @@ class ModelRequest:
     max_output_tokens: int = 4096
     reasoning_effort: str | None = None
     """`low`, `medium` or `high`; None leaves the provider's default."""
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedRequest:
+    """A request and the exact bytes of its body: hashed into the ledger and POSTed as is."""
+
+    request: ModelRequest
+    """What the bytes encode (the decoder reads the model from it)."""
+    body: bytes
+    """The body `send()` POSTs, byte for byte."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,25 +124,11 @@ class UsageReport:
     raw: JSONObject
 
 
-FINISHES = (
-    "stop",
-    "tool_calls",
-    "length",
-    "context_window_exceeded",
-    "content_filter",
-    "refusal",
-    "pause",
-    "unknown",
-)
-"""Normalized finish statuses; `length` is OUTPUT_LENGTH on every wire."""
-
-
 @dataclass(frozen=True, slots=True)
 class Completed:
     """The end of a well-formed stream."""
 
-    finish: str
-    """One of `FINISHES`."""
+    finish: Finish
     raw_finish: str | None
     """The wire's own value (`end_turn`, `incomplete:max_output_tokens`, …)."""
     details: JSONObject | None = None
@@ -156,17 +154,26 @@ class Provider(Protocol):
     model: str
     capabilities: Capabilities
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        """Send the request and yield its events.
+    def encode(self, request: ModelRequest) -> bytes:
+        """The request body bytes of the wire (pure: equal requests give equal bytes)."""
+        ...
+
+    def send(self, encoded: EncodedRequest) -> AsyncIterator[ProviderEvent]:
+        """Send exactly `encoded.body` and yield the events of the answer.
 
         Raises:
             ProviderError: a subclass from `comal.errors` for every failure.
         """
         ...
 
-    def encode(self, request: ModelRequest) -> bytes:
-        """The exact request body bytes `stream()` would POST."""
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """`send(encode_request(self, request))`: for callers that record nothing of it."""
         ...
+
+
+def encode_request(provider: Provider, request: ModelRequest) -> EncodedRequest:
+    """The request with its body encoded once, to be recorded and sent as one value."""
+    return EncodedRequest(request, provider.encode(request))
 
 
 @runtime_checkable

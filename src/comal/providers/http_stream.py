@@ -1,7 +1,8 @@
 """The thin HTTP part every adapter shares: POST the exact bytes, read SSE lines, map failures.
 
 `WireProvider` holds what all adapters have in common (config, injected `httpx2.AsyncClient`,
-key, capabilities) and implements `stream()` as: encode → POST → `adrive(lines, decoder)`.
+key, capabilities) and implements `send()` as: POST the encoded bytes → `adrive(lines, decoder)`;
+`stream()` is `encode` then `send`.
 Subclasses only provide the URL, the headers, the pure encoder and the pure decoder. Transport
 failures become `NetworkError`, non-2xx answers are classified by `error_mapping`, and the API
 key is scrubbed from every message. Retries are not done here (see `transport.py`).
@@ -19,7 +20,14 @@ import httpx2
 from comal.config import ProviderConfig
 from comal.errors import EmptyStreamError, InvalidRequestError, NetworkError, ProviderError
 from comal.messages import JSONObject
-from comal.providers.base import Capabilities, ModelRequest, ProviderEvent, WireApi
+from comal.providers.base import (
+    Capabilities,
+    EncodedRequest,
+    ModelRequest,
+    ProviderEvent,
+    WireApi,
+    encode_request,
+)
 from comal.providers.error_mapping import classify_error_object, classify_http_error, redact
 from comal.providers.sse import StreamDecoder, adrive
 
@@ -172,7 +180,7 @@ class WireProvider:
         raise NotImplementedError
 
     def encode(self, request: ModelRequest) -> bytes:
-        """The exact request body bytes `stream()` POSTs: the wire JSON plus `extra_body`."""
+        """The request body bytes: the wire JSON plus the `extra_body` that applies to it."""
         return encode_body(self.request_json(request))
 
     def request_json(self, request: ModelRequest) -> JSONObject:
@@ -188,8 +196,12 @@ class WireProvider:
         out.update(dict(self._cfg.headers))
         return out
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        """POST the encoded request and yield its decoded events.
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Encode the request and `send` it."""
+        return self.send(encode_request(self, request))
+
+    async def send(self, encoded: EncodedRequest) -> AsyncIterator[ProviderEvent]:
+        """POST `encoded.body` as it is and yield the decoded events.
 
         An empty 200 stream is diagnosed by asking once without streaming. Where that is
         answered and the wire decodes whole replies, the request is sent again without
@@ -202,6 +214,7 @@ class WireProvider:
             ProviderError: classified failures; for an empty 200 stream, what asking once
                 without streaming revealed (`diagnose_empty_stream`).
         """
+        request = encoded.request
         if self._streams_fail:
             async for event in self._unstreamed(request):
                 yield event
@@ -211,7 +224,7 @@ class WireProvider:
             self._client,
             self.url(),
             self.headers(),
-            self.encode(request),
+            encoded.body,
             secrets=secrets,
             timeout_s=self._cfg.timeout_s,
             provider=self.name,

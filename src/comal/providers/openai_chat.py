@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from comal.messages import (
+    Finish,
     JSONObject,
     JSONValue,
     MediaPart,
@@ -51,11 +52,11 @@ from comal.providers.usage_mapping import usage_from_openai_chat
 WIRE = WireApi.OPENAI_CHAT
 
 _FINISH = {
-    "stop": "stop",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "length": "length",
-    "content_filter": "content_filter",
+    "stop": Finish.STOP,
+    "tool_calls": Finish.TOOL_CALLS,
+    "function_call": Finish.TOOL_CALLS,
+    "length": Finish.LENGTH,
+    "content_filter": Finish.CONTENT_FILTER,
 }
 
 
@@ -222,11 +223,11 @@ class ChatDecoder:
         out = self._flush_calls()
         if self._usage is not None:
             out.append(UsageReport(usage_from_openai_chat(self._usage), self._usage))
-        finish = _FINISH.get(self._finish or "", "unknown")
-        if finish == "stop" and self._saw_calls:
-            finish = "tool_calls"
-        if self._saw_refusal and finish in ("stop", "unknown"):
-            finish = "refusal"
+        finish = _FINISH.get(self._finish or "", Finish.UNKNOWN)
+        if finish is Finish.STOP and self._saw_calls:
+            finish = Finish.TOOL_CALLS
+        if self._saw_refusal and finish in (Finish.STOP, Finish.UNKNOWN):
+            finish = Finish.REFUSAL
         out.append(Completed(finish, self._finish))
         return out
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from comal.messages import (
+    Finish,
     JSONObject,
     JSONValue,
     MediaPart,
@@ -48,7 +49,7 @@ from comal.providers.usage_mapping import usage_from_openai_responses
 
 WIRE = WireApi.OPENAI_RESPONSES
 
-_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_INCOMPLETE = {"max_output_tokens": Finish.LENGTH, "content_filter": Finish.CONTENT_FILTER}
 
 
 def _image(media: MediaPart) -> JSONObject:
@@ -267,14 +268,16 @@ class ResponsesDecoder:
         details = response.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, dict) else None
         raw: str | None
+        finish: Finish
         if status == "incomplete":
             raw = f"incomplete:{reason}" if isinstance(reason, str) else "incomplete"
-            finish = _INCOMPLETE.get(reason if isinstance(reason, str) else "", "unknown")
+            finish = _INCOMPLETE.get(reason if isinstance(reason, str) else "", Finish.UNKNOWN)
         elif status == "completed":
-            raw, finish = "completed", ("tool_calls" if self._saw_calls else "stop")
-            finish = "refusal" if self._saw_refusal and finish == "stop" else finish
+            raw, finish = "completed", (Finish.TOOL_CALLS if self._saw_calls else Finish.STOP)
+            if self._saw_refusal and finish is Finish.STOP:
+                finish = Finish.REFUSAL
         else:
-            raw, finish = (status if isinstance(status, str) else None), "unknown"
+            raw, finish = (status if isinstance(status, str) else None), Finish.UNKNOWN
         out.append(Completed(finish, raw))
         return out
 

@@ -2,9 +2,10 @@
 
 Parts keep stream order: consecutive text deltas form one `TextPart`, consecutive reasoning
 deltas one `ReasoningPart` (the closing delta's `part`, when present, is taken verbatim), and
-each complete tool call a `ToolCallPart`. Refusal deltas become text of the message too (the
-conversation the model sees next stays faithful) and are also kept apart in `refusal`, so a
-refusal is reported as one. Invalid tool calls are kept aside, never in the message. The last
+each tool call a `ToolCallPart` — a call whose arguments did not parse too, in its place, typed
+by `invalid` (so it gets its error result where the model made it). Refusal deltas become text
+of the message too (the conversation the model sees next stays faithful) and are also kept
+apart in `refusal`, so a refusal is reported as one. The last
 `UsageReport` wins (wires report cumulative usage). A stream that ends without `Completed`
 raises `NetworkError`: a partial reply is never passed off as whole.
 """
@@ -15,7 +16,16 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from comal.errors import NetworkError
-from comal.messages import JSONObject, Message, Part, ReasoningPart, TextPart, ToolCallPart
+from comal.messages import (
+    Finish,
+    InvalidArguments,
+    JSONObject,
+    Message,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+)
 from comal.providers.base import (
     Completed,
     ProviderEvent,
@@ -35,11 +45,10 @@ class Reply:
 
     message: Message
     """Role `assistant`: ReasoningPart / TextPart / ToolCallPart in stream order."""
-    finish: str
+    finish: Finish
     raw_finish: str | None
     usage: Usage
     usage_raw: JSONObject
-    invalid_calls: tuple[ToolCallInvalid, ...]
     refusal: str = ""
     """Text the wire marked as a refusal (Chat `delta.refusal`, Responses refusal parts)."""
     details: JSONObject | None = None
@@ -47,13 +56,22 @@ class Reply:
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
-        """The valid tool calls of the message, in order."""
-        return self.message.tool_calls
+        """The valid tool calls of the message, in order (`message.tool_calls` has them all)."""
+        return tuple(c for c in self.message.tool_calls if c.invalid is None)
+
+    @property
+    def invalid_calls(self) -> tuple[ToolCallInvalid, ...]:
+        """The calls whose arguments did not parse, as the stream reported them."""
+        return tuple(
+            ToolCallInvalid(c.call_id, c.name, c.invalid.raw_arguments, c.invalid.error)
+            for c in self.message.tool_calls
+            if c.invalid is not None
+        )
 
     @property
     def refused(self) -> bool:
         """Whether the model declined to answer."""
-        return self.finish == "refusal"
+        return self.finish is Finish.REFUSAL
 
     def refusal_text(self) -> str:
         """What the model said in refusing: the marked refusal, else the message's text."""
@@ -85,6 +103,13 @@ class _Builder:
             self.reasoning = []
 
 
+def _call_part(event: ToolCallDone | ToolCallInvalid) -> ToolCallPart:
+    if isinstance(event, ToolCallDone):
+        return event.call
+    invalid = InvalidArguments(event.raw_arguments, event.error)
+    return ToolCallPart(event.call_id, event.name, {}, invalid)
+
+
 async def collect(
     events: AsyncIterator[ProviderEvent],
     on_event: Callable[[ProviderEvent], None] | None = None,
@@ -102,7 +127,6 @@ async def collect(
     build = _Builder()
     usage: Usage = Usage()
     usage_raw: JSONObject = {}
-    invalid: list[ToolCallInvalid] = []
     refusal: list[str] = []
     completed: Completed | None = None
     try:
@@ -125,12 +149,10 @@ async def collect(
                     build.parts.append(event.part)
                 else:
                     build.reasoning.append(event.text)
-            elif isinstance(event, ToolCallDone):
+            elif isinstance(event, ToolCallDone | ToolCallInvalid):
                 build.flush_text()
                 build.flush_reasoning()
-                build.parts.append(event.call)
-            elif isinstance(event, ToolCallInvalid):
-                invalid.append(event)
+                build.parts.append(_call_part(event))
             elif isinstance(event, UsageReport):
                 usage, usage_raw = event.usage, event.raw
             else:
@@ -149,7 +171,6 @@ async def collect(
         raw_finish=completed.raw_finish,
         usage=usage,
         usage_raw=usage_raw,
-        invalid_calls=tuple(invalid),
         refusal="".join(refusal),
         details=completed.details,
     )

@@ -1,10 +1,10 @@
 """`ScriptedProvider`: a real `Provider` whose answers come from a list of scripted turns.
 
-Used by unit tests and the offline demo. Each call to `stream()` consumes the next turn and
-records the `ModelRequest` it received (`requests`). A turn yields reasoning, then text, then
-tool calls (valid and invalid), usage and `Completed`, as a real adapter would; a turn may
-instead raise a `ComalError` (before or after its events). Asking for more turns than
-scripted raises `ScriptExhaustedError`, naming how many were scripted.
+Used by unit tests and the offline demo. Each call to `send()` (or `stream()`) consumes the next
+turn and records the `ModelRequest` it received (`requests`) and the bytes sent (`bodies`). A
+turn yields reasoning, then text, then tool calls (valid and invalid), usage and `Completed`, as
+a real adapter would; a turn may instead raise a `ComalError` (before or after its events).
+Asking for more turns than scripted raises `ScriptExhaustedError`, naming how many were scripted.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from comal.errors import ComalError, ScriptExhaustedError
-from comal.messages import JSONObject, ReasoningPart, ToolCallPart, message_to_json
+from comal.messages import Finish, JSONObject, ReasoningPart, ToolCallPart, message_to_json
 from comal.providers.base import (
     Capabilities,
     Completed,
+    EncodedRequest,
     ModelRequest,
     ProviderEvent,
     ReasoningDelta,
@@ -27,6 +28,7 @@ from comal.providers.base import (
     ToolCallInvalid,
     UsageReport,
     WireApi,
+    encode_request,
 )
 from comal.usage import Usage
 
@@ -41,8 +43,8 @@ class ScriptedTurn:
     invalid_tool_calls: tuple[ToolCallInvalid, ...] = ()
     usage: Usage | None = None
     usage_raw: JSONObject | None = None
-    finish: str | None = None
-    """Normalized finish; default `tool_calls` when the turn has calls, else `stop`."""
+    finish: Finish | None = None
+    """Default `tool_calls` when the turn has calls, else `stop` (`refusal` with a refusal)."""
     raw_finish: str | None = None
     error: ComalError | None = None
     """Raised instead of answering (or after the events, see `error_after_events`)."""
@@ -96,6 +98,8 @@ class ScriptedProvider:
             for t in turns
         )
         self.requests: list[ModelRequest] = []
+        self.bodies: list[bytes] = []
+        """The body of each request sent, in order."""
 
     @property
     def remaining(self) -> int:
@@ -131,15 +135,24 @@ class ScriptedProvider:
         if turn.usage is not None:
             out.append(UsageReport(turn.usage, turn.usage_raw or turn.usage.to_json()))
         finish = turn.finish or (
-            "refusal" if turn.refusal else "tool_calls" if turn.tool_calls else "stop"
+            Finish.REFUSAL
+            if turn.refusal
+            else Finish.TOOL_CALLS
+            if turn.tool_calls
+            else Finish.STOP
         )
         out.append(Completed(finish, turn.raw_finish or finish))
         return out
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Encode the request and `send` it."""
+        return self.send(encode_request(self, request))
+
+    async def send(self, encoded: EncodedRequest) -> AsyncIterator[ProviderEvent]:
         """Answer with the next scripted turn."""
         index = len(self.requests)
-        self.requests.append(request)
+        self.requests.append(encoded.request)
+        self.bodies.append(encoded.body)
         if index >= len(self.turns):
             raise ScriptExhaustedError(
                 f"the script has {len(self.turns)} turn(s) and request {index + 1} asked for"

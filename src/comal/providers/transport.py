@@ -18,7 +18,14 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from comal.errors import ContextLengthError, ProviderError
-from comal.providers.base import CountsTokens, ModelRequest, Provider, ProviderEvent
+from comal.providers.base import (
+    CountsTokens,
+    EncodedRequest,
+    ModelRequest,
+    Provider,
+    ProviderEvent,
+    encode_request,
+)
 
 
 def is_retryable(error: ProviderError) -> bool:
@@ -87,13 +94,17 @@ class RetryingProvider:
             return await self.inner.count_input_tokens(request)
         return None
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        """The inner stream, retried while nothing has been yielded."""
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Encode the request and `send` it."""
+        return self.send(encode_request(self, request))
+
+    async def send(self, encoded: EncodedRequest) -> AsyncIterator[ProviderEvent]:
+        """The inner provider's answer to the same bytes, retried while nothing was yielded."""
         attempt = 0
         while True:
             yielded = False
             try:
-                async for event in self.inner.stream(request):
+                async for event in self.inner.send(encoded):
                     yielded = True
                     yield event
                 return

@@ -14,7 +14,8 @@ Invariants:
   a `denied` receipt, so nothing the user stopped runs later.
 - `/compact` derives at once when idle; during a turn it records `compact.requested`, which
   the loop honours before its next model call, and whatever is still pending when the turn
-  ends is derived then.
+  ends is derived then. A compaction that would not make the view smaller is refused with
+  its figures (recorded as `compact.cancelled`), and the session goes on as it was.
 - Permission `ask` verdicts become a modal yes / no / always allow this pattern (written to
   `.comal/config.toml`); nothing else asks the user anything.
 """
@@ -37,7 +38,7 @@ from comal.agent.headless import Outcome, resume_session, run_session
 from comal.agent.session import Session, SessionOptions, open_session
 from comal.agent.state import open_calls, render_state, session_state
 from comal.config import Config, PermissionRule, add_workspace_rule
-from comal.errors import ComalError, ConfigError
+from comal.errors import ComalError, CompactNotSmallerError, ConfigError
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
 from comal.providers.base import Provider
@@ -426,6 +427,9 @@ class ComalApp(App[int]):
             return
         try:
             cp = self.session.engine.compact(by="user")
+        except CompactNotSmallerError as exc:
+            self.transcript.add_notice(f"◆ {exc.message}", "warning")
+            return
         except ComalError as exc:
             self.transcript.add_notice(f"✗ compaction failed: {exc}", "error")
             return

@@ -32,7 +32,11 @@ class SlashCommand:
 HELP_ROWS: tuple[tuple[str, str], ...] = (
     ("/context", "where the context window goes, row by row"),
     ("/state", "session status, board, pending and uncertain calls, usage, lock"),
-    ("/compact", "derive a checkpoint now (no model call; waits for the turn boundary)"),
+    (
+        "/compact",
+        "derive a checkpoint now (no model call; waits for the turn boundary, Esc cancels it);"
+        " refused with its figures when it would not make the view smaller",
+    ),
     ("/session checkpoints [N]", "list the checkpoints, or show checkpoint N"),
     ("/help", "this list"),
     ("/quit · Ctrl+Q", "leave (the session stays resumable: comal --resume UUID)"),

@@ -29,7 +29,8 @@ def test_a_message_sent_many_times_appears_once(ledger: Ledger, builder: Session
     task = builder.user("Fix the parser.")
     reminders = []
     for _ in range(3):
-        command_turns(builder, 1)
+        # Outputs large enough that a checkpoint makes the view smaller (else /compact refuses).
+        command_turns(builder, 1, lines=60)
         reminders.append(builder.user(REMINDER))
     command_turns(builder, 4)
     checkpoint = make_engine(ledger, builder.session_id).compact(by="user")
@@ -46,7 +47,7 @@ def test_repeats_that_differ_only_in_numbers_appear_once(
     builder.user("Fix the parser.")
     reminders = []
     for found in (4, 3, 2):
-        command_turns(builder, 1)
+        command_turns(builder, 1, lines=60)
         reminders.append(builder.user(f"Exactly one action, please: found {found} actions."))
     builder.user("Also keep 2 tests.")
     command_turns(builder, 4)

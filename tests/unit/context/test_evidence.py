@@ -19,6 +19,7 @@ from comal.ledger.store import Ledger
 from comal.messages import JSONObject, digest_bytes
 from comal.testing.sessions import SessionBuilder
 from comal.tools.evidence import EvidenceReadTool
+from tests.unit.context.conftest import listing
 
 
 def main(argv: list[str]) -> int:
@@ -161,6 +162,9 @@ def test_cli_evidence_context_checkpoints(capsys: pytest.CaptureFixture[str]) ->
     with Ledger.open(path) as ledger:
         builder = SessionBuilder(ledger)
         ref = _result(builder, "line one\nline two\n")
+        # More history than a checkpoint's verbatim tail holds, so `compact` makes it smaller.
+        for i in range(8):
+            builder.turn("", [("Read", {"path": f"src/m{i}.py"}, listing(f"m{i}", 100), None)])
         sid = builder.session_id
     assert main(["evidence", sid[:13], ref, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["text"] == "line one\nline two\n"

@@ -106,6 +106,11 @@ def test_derivations_with_no_turn_in_between_are_not_progress(
     with pytest.raises(ContextPressureLoopError, match="no model turn in between"):
         engine.compact(by="pressure")
     assert len(ledger.entries(builder.session_id, kinds=("checkpoint",))) == 3
-    # A person may always compact.
+    # A person may always compact, where the guard still refuses an automatic derivation
+    # (new history, so that the checkpoint makes the view smaller: else it is refused).
+    for i in range(6, 12):
+        output_turn(builder, i, 40)
+    with pytest.raises(ContextPressureLoopError, match="no model turn in between"):
+        engine.compact(by="pressure")
     engine.compact(by="user")
     assert len(ledger.entries(builder.session_id, kinds=("checkpoint",))) == 4

@@ -248,14 +248,24 @@ def test_output_reserve_is_sized_from_outputs_and_grows_on_output_length(ledger:
     assert again.output_reserve() == engine.output_reserve() == 16_000
 
 
+def read_turn(builder: SessionBuilder, i: int) -> None:
+    builder.turn(
+        f"Reading part {i}.",
+        [("Read", {"path": f"src/r{i}.py"}, listing(f"r{i}", 60), None)],
+    )
+
+
 def test_compact_now_and_requested_compaction(ledger: Ledger, builder: SessionBuilder) -> None:
+    # Histories longer than a checkpoint's verbatim tail: each compaction makes the view smaller.
     builder.user("Go.")
-    for i in range(5):
-        small_turn(builder, i)
+    for i in range(8):
+        read_turn(builder, i)
     engine = make_engine(ledger, builder.session_id)
     first = engine.compact(by="user")
     assert first.number == 1
     assert first.by == "user"
+    for i in range(8, 16):
+        read_turn(builder, i)
     builder.append("compact.requested", {"by": "user"})
     assert engine.pending_compaction() == "user"
     view = engine.prepare()

@@ -10,6 +10,7 @@ import pytest
 
 from comal.errors import LedgerError, SchemaTooNewError
 from comal.ledger import Ledger
+from comal.ledger.salvage import verify_file
 from comal.ledger.schema import MIGRATIONS, SCHEMA_VERSION, check_readable
 
 
@@ -188,3 +189,95 @@ def test_read_only_probe_defers_a_ledger_shaped_file_to_the_locked_check(
     check_readable(ledger_path)
     with pytest.raises(LedgerError, match="not a Comal ledger"):
         Ledger.open(ledger_path)
+
+
+def test_a_seq_flipped_far_past_the_end_is_read_not_searched_for(ledger_path: Path) -> None:
+    # One damaged seq can be any 64-bit number: verify must not look for every seq below it
+    # (that took all the machine's memory), yet still report the seq that went missing and
+    # let salvage keep the moved row, which is otherwise intact.
+    sid = _populated(ledger_path)
+    conn = _raw(ledger_path)
+    conn.execute("DROP TRIGGER entries_no_update")
+    conn.execute("UPDATE entries SET seq = 5000000 WHERE seq = 1")
+    conn.close()
+    report = verify_file(ledger_path)
+    assert not report.ok
+    assert any("entry seq 1: missing" in p for p in report.problems)
+    assert len(report.problems) < 10
+    out = ledger_path.parent / "salvaged.db"
+    with Ledger.open(out) as ledger:
+        ledger.salvage_from(ledger_path)
+        kinds = [e.kind for e in ledger.entries(sid)]
+    assert "message.user" in kinds
+
+
+@pytest.mark.parametrize("serial_type", [0, 1, 7, 12, 13])
+def test_an_unreadable_creation_time_is_reported_but_loses_no_entry(
+    ledger_path: Path, serial_type: int
+) -> None:
+    # The creation time is not hashed: one whose type byte is flipped (to NULL, a 1-byte or
+    # 8-byte number, an empty blob or empty text) makes the row malformed for SQLite, which is
+    # reported, but is no reason to drop an entry whose content still hashes to its record.
+    sid = _populated(ledger_path)
+    conn = _raw(ledger_path)
+    conn.execute("PRAGMA journal_mode = DELETE")  # every row in the one file
+    (entry_id,) = conn.execute("SELECT id FROM entries WHERE seq = 2").fetchone()
+    conn.close()
+    data = bytearray(ledger_path.read_bytes())
+    needle = entry_id.encode()
+    # The table's record holds the id right after its header, whose last serial type is the
+    # creation time's (a 6-byte integer, type 5); the index's record has the seq's before it.
+    at = next(i for i in range(len(data)) if data.startswith(needle, i) and data[i - 1] == 5)
+    data[at - 1] = serial_type
+    ledger_path.write_bytes(bytes(data))
+    report = verify_file(ledger_path)
+    assert not report.ok
+    assert report.damaged == ()
+    out = ledger_path.parent / "salvaged.db"
+    with Ledger.open(out) as ledger:
+        ledger.salvage_from(ledger_path)
+        assert [e.kind for e in ledger.entries(sid)][-2:] == ["message.user", "tool.result"]
+
+
+def _patch_index_session(path: Path, sid: str, seq: int) -> None:
+    """Flip one byte of `sid` in the entries_by_session record of entry `seq` only."""
+    data = bytearray(path.read_bytes())
+    needle = sid.encode()
+    # An index record: its header (its size, the text's type, then 1-byte integers for the
+    # seq and the rowid it points to), the session id, the seq, the rowid (the same seq).
+    at = next(
+        i
+        for i in range(len(data))
+        if data.startswith(needle, i)
+        and data[i - 4 : i] == bytes([4, len(needle) * 2 + 13, 1, 1])
+        and data[i + len(needle) : i + len(needle) + 2] == bytes([seq, seq])
+    )
+    data[at] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_an_entry_whose_session_row_and_index_are_both_damaged_is_kept_as_a_doubt(
+    ledger_path: Path,
+) -> None:
+    # A child's only entry: its session row is gone and the index files it under a flipped
+    # session id. Nothing says which copy of the session id is right, so the table's row
+    # stands (reported as a doubt) rather than an intact entry being dropped.
+    with Ledger.open(ledger_path) as ledger:
+        parent = ledger.create_session(cwd="/w")
+        ledger.append(parent, "message.user", {"text": "hello"})
+        child = ledger.create_session(cwd="/w", parent_id=parent)
+        entry = ledger.append(child, "message.user", {"text": "only entry"})
+    conn = _raw(ledger_path)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    (seq,) = conn.execute("SELECT seq FROM entries WHERE id = ?", (entry.id,)).fetchone()
+    conn.execute("DELETE FROM sessions WHERE id = ?", (child,))
+    conn.close()
+    _patch_index_session(ledger_path, child, seq)
+    report = verify_file(ledger_path)
+    assert not report.ok
+    assert entry.id in report.damaged
+    assert any("disagrees with the ledger's index" in p for p in report.problems)
+    out = ledger_path.parent / "salvaged.db"
+    with Ledger.open(out) as ledger:
+        ledger.salvage_from(ledger_path)
+        assert [e.id for e in ledger.entries(child)] == [entry.id]

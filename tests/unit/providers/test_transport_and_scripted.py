@@ -12,7 +12,14 @@ from comal.errors import (
     RateLimitError,
     ScriptExhaustedError,
 )
-from comal.messages import ReasoningPart, TextPart, ToolCallPart, user_text
+from comal.messages import (
+    Finish,
+    InvalidArguments,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    user_text,
+)
 from comal.providers.base import (
     Completed,
     ModelRequest,
@@ -140,7 +147,7 @@ async def _events(*events: ProviderEvent):
         yield event
 
 
-async def test_collect_keeps_stream_order_and_sets_aside_invalid_calls() -> None:
+async def test_collect_keeps_stream_order_with_invalid_calls_typed_in_place() -> None:
     part = ReasoningPart("anthropic-messages", "m", text="ab", signature="s")
     bad = ToolCallInvalid("c2", "read", "{", "not JSON")
     reply = await collect(
@@ -155,16 +162,18 @@ async def test_collect_keeps_stream_order_and_sets_aside_invalid_calls() -> None
             TextDelta("after"),
             UsageReport(Usage(output=1), {"n": 1}),
             UsageReport(Usage(output=2), {"n": 2}),
-            Completed("tool_calls", "tool_use"),
+            Completed(Finish.TOOL_CALLS, "tool_use"),
         )
     )
     assert reply.message.parts == (
         TextPart("Hi there"),
         part,
         ToolCallPart("c1", "shell", {}),
+        ToolCallPart("c2", "read", {}, InvalidArguments("{", "not JSON")),
         TextPart("after"),
     )
     assert reply.invalid_calls == (bad,)
+    assert reply.tool_calls == (ToolCallPart("c1", "shell", {}),)
     assert (reply.usage, reply.usage_raw) == (Usage(output=2), {"n": 2})
     assert (reply.finish, reply.raw_finish) == ("tool_calls", "tool_use")
 
