@@ -171,23 +171,19 @@ def test_an_oversized_conversation_is_refused_relieved_and_answered(
     # the delegation tools would be offered by default; their ~770 schema tokens cannot fit a
     # 4,096-token window beside the native tools, which is not what this test is about.
     agents_off = ("[agents]", "enabled = false")
+    # The 135M model rambles up to the output reserve (thousands of tokens in the assumed
+    # window, minutes on a busy machine); a stop sequence (a server option, through
+    # extra_body) keeps each answer to one line so each turn ends as an answer.
+    one_line = ("[providers.llama.extra_body]", 'stop = [".", "\\n"]')
     with Gateway(server_8k.root) as big:
-        configure(workspace, big.base_url, *agents_off)
+        configure(workspace, big.base_url, *agents_off, *one_line)
         first = run(workspace, home, "-p", f"Here is a log:\n{log}\nHow many lines?")
     assert first.code == 0, first.stdout + first.stderr
     session = only_session(home)
     (answered,) = payloads(home, session, "message.assistant")
     assert measured_input(answered) > 4_096
     with Gateway(server_4k.root) as small:
-        # The 135M model rambles; a stop sequence (a server option, through extra_body) keeps
-        # its answer to one line so the recovered turn ends as an answer.
-        configure(
-            workspace,
-            small.base_url,
-            *agents_off,
-            "[providers.llama.extra_body]",
-            'stop = [".", "\\n"]',
-        )
+        configure(workspace, small.base_url, *agents_off, *one_line)
         second = run(workspace, home, "--resume", session, "-p", "say hi")
     assert second.code == 0, second.stdout + second.stderr
     errors = payloads(home, session, "provider.error")
