@@ -248,6 +248,13 @@ def _judge(result: TrialResult, home: Path, workspace: Path, parent_id: str) -> 
                 result.rerun_children += max(0, receipts - 1) + max(0, tasks - 1)
                 if receipts == 0:
                     result.problems.append(f"child {sid} has no receipt")
+                else:
+                    # The status row follows the receipt, even when a kill came between them.
+                    last = [e for e in entries if e.kind == RECEIPT_KIND][-1]
+                    want = "finished" if last.payload.get("status") == "finished" else "failed"
+                    status = ledger.session(sid).status
+                    if status != want:
+                        result.problems.append(f"child {sid} is {status}, its receipt says {want}")
             results = [e for e in entries if e.kind == "tool.result"]
             result.rebuilt += sum(
                 1 for e in results if str(e.payload.get("call_id")) in ("d1", "s1")

@@ -22,6 +22,7 @@ from typing import Any
 
 from comal.errors import ConfigError
 from comal.messages import JSONObject, JSONValue
+from comal.usage import Price
 
 DEFAULT_WINDOW_TOKENS = 45_000
 """Window used when neither the catalog, the server, nor the user says otherwise."""
@@ -43,11 +44,30 @@ class ProviderConfig:
     headers: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 600.0
     max_retries: int = 4
+    reasoning_effort: str | None = None
+    """`low`, `medium` or `high` (`--effort` overrides it); None asks for no reasoning."""
     vision: bool | None = None
     """Whether the model takes images; None asks the built-in catalog (unknown models: no)."""
     extra_body: JSONObject = field(default_factory=dict, hash=False)
     """Server-specific request fields (`[providers.NAME.extra_body]`), merged into every request
     body last: a table merges into the field of the same name, anything else replaces it."""
+
+
+HOOK_EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
+"""The hook events Comal runs, with Claude Code's names and protocol."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookConfig:
+    """One hook command: run on `event` for tools whose name the `matcher` regex matches."""
+
+    event: str
+    command: str
+    matcher: str = ""
+    """A regular expression on the tool name (`Bash`, `Edit|Write`); "" or `*` match all."""
+    timeout_s: float = 60.0
+    source: str = "config.toml"
+    """Where it was configured: `config.toml` or the `.claude/settings*.json` path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +221,10 @@ class Config:
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     """Configured MCP servers by name, sorted by name (disabled ones included)."""
     agents: AgentsConfig = AgentsConfig()
+    hooks: tuple[HookConfig, ...] = ()
+    """Hooks from `[[hooks.EVENT]]` tables and the workspace's `.claude/settings*.json`."""
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    """`[prices."model"]` tables: prices that override (or add to) the built-in ones."""
     warnings: tuple[str, ...] = ()
     """Problems that did not stop loading (unknown keys, a broken file ignored when lenient)."""
     plugins: PluginsConfig = PluginsConfig()
@@ -355,6 +379,94 @@ def _int_env(env: Mapping[str, str], name: str) -> int | None:
     return value
 
 
+EFFORTS = ("low", "medium", "high")
+"""Reasoning efforts; each wire maps them (Chat, Responses, Anthropic `thinking` budget)."""
+
+
+def check_effort(value: object, where: str) -> str | None:
+    """A valid effort, or None (raises ConfigError for anything else)."""
+    if value is None:
+        return None
+    if value not in EFFORTS:
+        raise ConfigError(f"{where} must be one of {', '.join(EFFORTS)} (got {value!r})")
+    return str(value)
+
+
+def _hook(event: str, raw: Mapping[str, Any], matcher: str, source: str) -> HookConfig:
+    command = raw.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise ConfigError(f"a {event} hook in {source} needs a command")
+    timeout = raw.get("timeout_s", raw.get("timeout", 60))
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise ConfigError(f"a {event} hook in {source} has a bad timeout {timeout!r}")
+    return HookConfig(event, command, matcher, float(timeout), source)
+
+
+def _toml_hooks(raw: Mapping[str, Any]) -> list[HookConfig]:
+    found = []
+    for event, tables in dict(raw).items():
+        if event not in HOOK_EVENTS:
+            raise ConfigError(f"hooks.{event}: unknown event; one of {', '.join(HOOK_EVENTS)}")
+        for table in tables if isinstance(tables, list) else [tables]:
+            if not isinstance(table, Mapping):
+                raise ConfigError(f"hooks.{event} must be a list of tables")
+            found.append(_hook(event, table, str(table.get("matcher", "")), "config.toml"))
+    return found
+
+
+def _claude_hooks(workspace: Path) -> list[HookConfig]:
+    """Hooks from the workspace's Claude Code settings, in Claude Code's own shape."""
+    found = []
+    for path in (
+        workspace / ".claude" / "settings.json",
+        workspace / ".claude" / "settings.local.json",
+    ):
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read hooks from {path}: {exc}") from exc
+        hooks = data.get("hooks") if isinstance(data, dict) else None
+        for event, groups in (hooks or {}).items() if isinstance(hooks, dict) else []:
+            if event not in HOOK_EVENTS or not isinstance(groups, list):
+                continue  # events Comal does not run are left for Claude Code
+            for group in groups:
+                if not isinstance(group, dict):
+                    continue
+                for hook in group.get("hooks") or []:
+                    if isinstance(hook, dict) and hook.get("type", "command") == "command":
+                        found.append(_hook(event, hook, str(group.get("matcher", "")), str(path)))
+    return found
+
+
+PRICE_FIELDS = ("input", "cached_input", "cache_write", "output")
+"""The keys of a `[prices."model"]` table (US dollars per million tokens)."""
+
+
+def _prices(raw: Mapping[str, Any]) -> dict[str, Price]:
+    """The configured prices, by model name (raises ConfigError for a bad one)."""
+    found: dict[str, Price] = {}
+    for model, table in dict(raw).items():
+        where = f'prices."{model}"'
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{where} must be a table of {', '.join(PRICE_FIELDS)}")
+        values: list[float] = []
+        for key in PRICE_FIELDS:
+            value = table.get(key, table.get("input") if key == "cache_write" else None)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ConfigError(
+                    f"{where}.{key} must be a non-negative number of US dollars per million"
+                    f" tokens (got {value!r})"
+                )
+            values.append(float(value))
+        as_of = str(table.get("as_of", "config"))
+        found[str(model)] = Price(
+            values[0], values[1], values[2], values[3], as_of=as_of, source="configuration"
+        )
+    return found
+
+
 def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
     wire = raw.get("wire")
     if wire not in ("openai-chat", "openai-responses", "anthropic-messages"):
@@ -383,6 +495,9 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
         headers=tuple(sorted((str(k), str(v)) for k, v in dict(headers).items())),
         timeout_s=float(raw.get("timeout_s", 600.0)),
         max_retries=int(raw.get("max_retries", 4)),
+        reasoning_effort=check_effort(
+            raw.get("reasoning_effort"), f"providers.{name}.reasoning_effort"
+        ),
         vision=vision,
         extra_body={
             str(k): _json_value(v, f"providers.{name}.extra_body.{k}") for k, v in extra.items()
@@ -680,6 +795,8 @@ def _resolve(
         workspace=workspace,
         providers=providers,
         default_provider=raw.get("default_provider"),
+        prices=_prices(raw.get("prices", {})),
+        hooks=(*_toml_hooks(raw.get("hooks", {})), *_claude_hooks(workspace)),
         context=context,
         permissions=permissions,
         sandbox=_sandbox(raw.get("sandbox", {})),

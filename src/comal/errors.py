@@ -273,6 +273,20 @@ class BudgetError(ComalError):
     exit_code = 6
 
 
+class RewindError(ComalError):
+    """A rewind or fork that cannot be done as asked: an unknown point, or files changed
+    outside the session since its last change (refused unless forced)."""
+
+    code = "REWIND_REFUSED"
+
+
+class HookBlockedError(ComalError):
+    """A hook (exit code 2) blocked the user's prompt; it was not sent to the model."""
+
+    code = "HOOK_BLOCKED"
+    exit_code = 2
+
+
 class RefusedError(ComalError):
     """The model declined the task: a refusal the wire marked as such, never an empty answer."""
 

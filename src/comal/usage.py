@@ -70,3 +70,20 @@ class Usage:
             add(self.output, other.output),
             add(self.reasoning, other.reasoning),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """What a model costs, in US dollars per million tokens of each kind, as of a date."""
+
+    input: float
+    """New (uncached) input."""
+    cached_input: float
+    """Input read from the provider's cache."""
+    cache_write: float
+    """Input written to the cache (Anthropic bills it apart; OpenAI bills it as input)."""
+    output: float
+    """Output, reasoning included."""
+    as_of: str
+    """The date the figures were read (`YYYY-MM-DD`), or `config` for a configured price."""
+    source: str = ""

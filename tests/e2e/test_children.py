@@ -334,7 +334,7 @@ def test_evidence_of_a_grandchild_or_an_unrelated_session_is_refused(
             text = (ledger.body(results[call_id]) or b"").decode()
             assert results[call_id].payload["is_error"] is True
             assert f"belongs to session {owner}" in text
-            assert "neither this session nor one of its direct children" in text
+            assert "neither this session, one of its direct children" in text
             assert "deep secret" not in text
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
 
 from comal.agent.children import child_session_id
 from comal.ledger.store import Ledger
 from comal.messages import JSONValue, ToolCallPart
 from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.children import ChildPanel
+from comal.tui.widgets.reports import ContextView
 from tests.tui.conftest import AppFactory, send, settle, until
 
 pytestmark = pytest.mark.tui
@@ -49,7 +51,15 @@ async def test_a_child_runs_in_a_collapsible_panel_with_its_own_meter(
         panel.collapsed = False
         await pilot.pause()
         assert not panel.collapsed
+        # `/context` says what the child's receipt costs the coordinator's window.
+        await send(pilot, app, "/context")
+        await pilot.pause()
+        view = app.query_one(ContextView)
+        shown = "\n".join(str(s.content) for s in view.query(Static))
     assert ledger.session(child).status == "finished"
+    assert view.report.child_receipts == 1
+    assert view.report.child_receipt_tokens > 0
+    assert f"Child receipts: 1 in view, ~{view.report.child_receipt_tokens:,} tokens" in shown
 
 
 async def test_escape_cancels_the_running_children_with_the_turn(

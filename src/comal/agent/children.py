@@ -176,6 +176,7 @@ class Delegation:
         if child_id is not None:
             receipt = recorded_receipt(self.ledger, child_id)
             if receipt is not None:
+                self._settle_status(receipt)
                 self._finished(receipt)
                 return receipt
         tools, offer = self.child_tools(task.tools)
@@ -295,9 +296,16 @@ class Delegation:
         )
         # The receipt first, then the status row: the row follows the data, never the reverse.
         self.ledger.append(child_id, RECEIPT_KIND, receipt.to_json())
-        self.ledger.set_status(child_id, "finished" if receipt.finished else "failed")
+        self._settle_status(receipt)
         self._finished(receipt)
         return receipt
+
+    def _settle_status(self, receipt: ChildReceipt) -> None:
+        """Set the child's status row from its receipt; a read-back receipt repairs a row a
+        crash left behind (killed between the receipt and the row)."""
+        status = "finished" if receipt.finished else "failed"
+        if self.ledger.session(receipt.session_id).status != status:
+            self.ledger.set_status(receipt.session_id, status)
 
     def _finished(self, receipt: ChildReceipt) -> None:
         self.session.emit(

@@ -26,6 +26,7 @@ from comal.agent.events import (
     TextStreamed,
     TurnStarted,
 )
+from comal.agent.mentions import mention_message
 from comal.agent.recording import error_json, record_reply, record_request
 from comal.agent.server_count import prepare_first
 from comal.agent.session import Session
@@ -33,11 +34,12 @@ from comal.errors import (
     BudgetError,
     CompactNotSmallerError,
     ContextLengthError,
+    HookBlockedError,
     ProviderError,
     RefusedError,
     StepLimitError,
 )
-from comal.messages import message_to_json, user_text
+from comal.messages import JSONObject, message_to_json, user_text
 from comal.providers.base import (
     ModelRequest,
     ProviderEvent,
@@ -46,6 +48,9 @@ from comal.providers.base import (
     encode_request,
 )
 from comal.providers.reply import collect
+
+MAX_STOP_BLOCKS = 3
+"""Times Stop hooks may send the model back to work in one turn (no endless loop)."""
 
 
 async def run_turn(s: Session, text: str | None) -> str:
@@ -58,9 +63,19 @@ async def run_turn(s: Session, text: str | None) -> str:
     Raises:
         ComalError: a typed failure; everything recorded so far stays in the ledger.
     """
+    hooks = s.runner.hooks
     if text is not None:
-        s.record("message.user", {"message": message_to_json(user_text(text))})
+        if hooks is not None and hooks.configured("UserPromptSubmit"):
+            verdict = await hooks.run("UserPromptSubmit", {"prompt": text})
+            if verdict.blocked:
+                raise HookBlockedError(
+                    f"a UserPromptSubmit hook blocked the prompt: {verdict.reason}"
+                )
+            if verdict.context:
+                text = f"{text}\n\n{verdict.context}"
+        s.record("message.user", {"message": message_to_json(await mention_message(s, text))})
     overflow_retried = False
+    stops = 0
     for step in range(1, s.options.max_turns + 1):
         _check_budget(s)
         view = await prepare_first(s) if step == 1 else s.engine.prepare()
@@ -101,8 +116,26 @@ async def run_turn(s: Session, text: str | None) -> str:
             s.emit(Refused(reply.refusal_text(), reply.refusal_reason()))
             raise RefusedError(reply.refusal_text(), reply.refusal_reason())
         if not message.tool_calls:
-            return message.text
+            if hooks is None or not hooks.configured("Stop") or stops >= MAX_STOP_BLOCKS:
+                return message.text
+            fields: JSONObject = {
+                "stop_hook_active": stops > 0,
+                "last_assistant_message": message.text,
+            }
+            verdict = await hooks.run("Stop", fields)
+            if not verdict.blocked:
+                return message.text
+            stops += 1
+            s.record(
+                "message.user",
+                {"message": message_to_json(user_text(f"Stop hook: {verdict.reason}"))},
+            )
+            continue
         await s.run_calls(message.tool_calls)
+        if s.runner.feedback:
+            note = "\n".join(s.runner.feedback)
+            s.runner.feedback.clear()
+            s.record("message.user", {"message": message_to_json(user_text(note))})
         finished = s.finished_answer()  # a successful finish_call closed the session
         if finished is not None:
             s.emit(TextStreamed(finished + "\n"))

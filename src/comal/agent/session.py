@@ -8,6 +8,7 @@ its lock first, so two live processes never write one session.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolFinished, ToolStarted
+from comal.agent.hooks import Hooks
 from comal.agent.instructions import load_instructions
 from comal.agent.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
 from comal.agent.prompt import SYSTEM_PROMPT
@@ -278,8 +280,22 @@ def open_session(
         ledger.append(sid, kind, payload, body=body)
 
     observed = frozenset(t.spec.name for t in extra if plugins.reconciler(t.spec.name) is not None)
+
+    def record_entry(kind: str, payload: JSONObject) -> Entry:
+        return ledger.append(sid, kind, payload)
+
+    hooks = None
+    if config.hooks:
+        hooks = Hooks(
+            config.hooks,
+            session_id=sid,
+            cwd=workspace,
+            ledger_path=ledger.path,
+            record=record_entry,
+            env=dict(config.env),
+        )
     runner = ToolRunner(
-        registry, permissions, context, record, confirm=options.ask, observed=observed
+        registry, permissions, context, record, confirm=options.ask, observed=observed, hooks=hooks
     )
     instructions = load_instructions(workspace, config.config_dir)
     fixed = FixedParts(
@@ -347,3 +363,52 @@ def open_session(
         for plugin_failure in plugins.failures:
             session.emit(Notice(PLUGIN_WARNING, plugin_failure.message))
     return session
+
+
+CONFIGURED_KIND = "session.configured"
+"""The entry a mid-session change of model or effort records (docs/ledger.md)."""
+
+
+def reconfigure(
+    session: Session,
+    config: Config,
+    *,
+    provider: Provider | None = None,
+    effort: str | None = None,
+    keep_effort: bool = True,
+) -> Entry:
+    """Switch the model (`provider`) and/or the reasoning effort from the next model call on.
+
+    The context engine is rebuilt for the new model (its window, counter and calibration) with
+    the new fingerprint, so the measured anchor of an earlier request no longer applies; the
+    reasoning of the former model is never replayed to the new one (`providers/reasoning.py`).
+    The change is recorded as `session.configured`.
+    """
+    provider = provider or session.provider
+    if not keep_effort:
+        session.options.reasoning_effort = effort
+    session.provider = provider
+    old = session.engine
+    session.engine = ContextEngine(
+        session.ledger,
+        session.id,
+        engine_settings(config, provider, session.options),
+        old.fixed,
+        model=provider.model,
+        fingerprint=dataclasses.replace(
+            old.fingerprint, model=provider.model, effort=session.options.reasoning_effort
+        ),
+    )
+    return session.record(
+        CONFIGURED_KIND,
+        {
+            "provider": provider.name,
+            "wire": str(provider.wire),
+            "model": provider.model,
+            "effort": session.options.reasoning_effort,
+            "window": {
+                "tokens": provider.capabilities.context_window,
+                "source": provider.capabilities.window_source,
+            },
+        },
+    )

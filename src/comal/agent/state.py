@@ -11,9 +11,10 @@ reuse call ids across turns are handled.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
 from comal.context.state import checkpoints
 from comal.ledger.entry import Entry
 from comal.ledger.locks import LockInfo
@@ -21,7 +22,7 @@ from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, ToolCallPart, message_from_json
 from comal.tools.board import Criterion, board_is_open, criteria_from_json, render_board
 from comal.tools.plugin import RecordedCall
-from comal.usage import Usage
+from comal.usage import Price, Usage
 
 
 def recorded_calls(entries: Sequence[Entry]) -> tuple[RecordedCall, ...]:
@@ -118,6 +119,7 @@ class SessionState:
     """(number, title, entry id) of the latest checkpoint."""
     evidence_count: int
     usage: UsageTotals
+    cost: SessionCost
     final_answer: str | None
     """The answer recorded by a successful finish_call (status `finished`)."""
     last_answer: str | None
@@ -269,8 +271,10 @@ def _child_summary(ledger: Ledger, child_id: str) -> ChildSummary:
     )
 
 
-def session_state(ledger: Ledger, session_id: str) -> SessionState:
-    """The state of one session, read from the ledger.
+def session_state(
+    ledger: Ledger, session_id: str, prices: Mapping[str, Price] | None = None
+) -> SessionState:
+    """The state of one session, read from the ledger (`prices`: the configured ones).
 
     Raises:
         UnknownSessionError: no such session.
@@ -292,6 +296,7 @@ def session_state(ledger: Ledger, session_id: str) -> SessionState:
         last_checkpoint=None if cp is None else (cp.number, cp.title, cp.entry_id),
         evidence_count=sum(1 for e in entries if e.kind == "tool.result"),
         usage=usage_totals(entries),
+        cost=session_cost(entries, prices or {}),
         final_answer=final_answer(entries) if info.status == "finished" else None,
         last_answer=last_answer(entries),
         children=tuple(_child_summary(ledger, c) for c in ledger.children(session_id)),
@@ -352,6 +357,7 @@ def state_to_json(state: SessionState) -> JSONObject:
             "measured": _usage_json(state.usage.measured),
             "estimated_input_tokens": state.usage.estimated_input_tokens,
         },
+        "cost": cost_json(state.cost),
         "final_answer": state.final_answer,
         "last_answer": state.last_answer,
         "children": [
@@ -415,6 +421,7 @@ def render_state(state: SessionState) -> str:
             f" {_tokens(cm.total_input)}, output {_tokens(cm.output)}"
             + (f" · {c.title}" if c.title else "")
         )
+    lines.append(render_cost(state.cost))
     if state.final_answer is not None:
         lines.append(f"final answer: {state.final_answer}")
     return "\n".join(lines)

@@ -21,6 +21,7 @@ import base64
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
+from comal.agent.hooks import Hooks, claude_tool_input, tool_response
 from comal.errors import ComalError, ToolError
 from comal.messages import (
     JSONObject,
@@ -133,8 +134,12 @@ class ToolRunner:
         record: RecordFn,
         confirm: ConfirmFn | None = None,
         observed: frozenset[str] = frozenset(),
+        hooks: Hooks | None = None,
     ) -> None:
         self.registry = registry
+        self.hooks = hooks
+        self.feedback: list[str] = []
+        """What PostToolUse hooks asked to tell the model; the loop sends it after the results."""
         self.permissions = permissions
         self.context = context
         self._record = record
@@ -185,9 +190,12 @@ class ToolRunner:
             "arguments": call.arguments,
             "permission": _decision_json(decision),
         }
+        body = None
         if preparation is not None:
             payload["preparation"] = _preparation_json(preparation)
-        self._record("tool.started", payload, None)
+            # The bytes before the change, kept as the entry's body: what a rewind restores.
+            body = preparation.before
+        self._record("tool.started", payload, body)
 
     def _result(self, call: ToolCallPart, outcome: ToolOutcome) -> CallReceipt:
         payload: JSONObject = {
@@ -243,6 +251,12 @@ class ToolRunner:
         problem = validate_arguments(tool.spec, call.arguments)
         if problem is not None:
             return self._fail_early(call, problem)
+        if self.hooks is not None and self.hooks.configured("PreToolUse"):
+            verdict = await self.hooks.run("PreToolUse", self._hook_fields(call), call.name)
+            if verdict.blocked:
+                return self.refuse(
+                    call, f"blocked by a PreToolUse hook: {verdict.reason}", mode="hook"
+                )
         held = self._uncertain.get(call_key(call.name, call.arguments))
         if held is not None and not tool.read_only:
             repeat = await self._repeat_allowed(call, held)
@@ -280,7 +294,26 @@ class ToolRunner:
         except asyncio.CancelledError:
             self._cancelled(call, tool, preparation)
             raise
-        return self._result(call, outcome)
+        receipt = self._result(call, outcome)
+        if self.hooks is not None and self.hooks.configured("PostToolUse"):
+            fields = self._hook_fields(call)
+            fields["tool_response"] = tool_response(
+                outcome.output, outcome.is_error, outcome.exit_code
+            )
+            verdict = await self.hooks.run("PostToolUse", fields, call.name)
+            if verdict.blocked:
+                self.feedback.append(
+                    f"PostToolUse hook on {call.name} ({call.call_id}): {verdict.reason}"
+                )
+        return receipt
+
+    @staticmethod
+    def _hook_fields(call: ToolCallPart) -> JSONObject:
+        return {
+            "tool_name": call.name,
+            "tool_input": claude_tool_input(call.arguments),
+            "tool_use_id": call.call_id,
+        }
 
     def _cancelled(self, call: ToolCallPart, tool: Tool, preparation: Preparation | None) -> None:
         """Record a call whose task was cancelled while it ran (a signal, a forced cancel).

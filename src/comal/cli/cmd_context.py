@@ -17,12 +17,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from comal.agent.cost import cost_json, render_cost, session_cost
 from comal.agent.instructions import load_instructions
 from comal.agent.plugins import recorded_plugin_owners, recorded_plugin_specs
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.tool_catalog import recorded_mcp_specs
 from comal.agent.toolset import session_tools, standard_tools
 from comal.cli.configuring import read_only_config
+from comal.cli.timeline import timeline_of, write_timeline
 from comal.config import DEFAULT_WINDOW_TOKENS, Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.ledger.store import Ledger
@@ -125,11 +127,18 @@ async def _run(args: argparse.Namespace) -> int:
     config = read_only_config()
     with Ledger.open(config.ledger_path) as ledger:
         session_id = ledger.resolve(args.session)
-        report = recorded_engine(ledger, session_id, config).report()
+        engine = recorded_engine(ledger, session_id, config)
+        report = engine.report()
+        entries = ledger.entries(session_id)
+        cost = session_cost(entries, config.prices)
+        if args.timeline is not None:
+            picture = timeline_of(entries, engine.window()[0], config.context.threshold_ratio)
+            write_timeline(picture, args.timeline, f"session {session_id} · {engine.model}")
+            print(f"wrote {args.timeline} ({len(picture.calls)} calls)", file=sys.stderr)
     if args.json:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), "cost": cost_json(cost)})
     else:
-        emit(report.render() + "\n")
+        emit(report.render() + "\n" + render_cost(cost) + "\n")
     return 0
 
 
@@ -140,4 +149,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     parser.add_argument("--json", action="store_true", help="one JSON object")
+    parser.add_argument(
+        "--timeline",
+        type=Path,
+        metavar="OUT.png|OUT.svg",
+        help="also draw the context timeline: tokens per call by component, window, events",
+    )
     parser.set_defaults(func=_run)

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import httpx2
 
+from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
+from comal.agent.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.events import Notice, TextStreamed, TurnFinished
 from comal.agent.headless import Outcome, is_closed, run_headless
 from comal.agent.plugins import load_plugins
@@ -33,7 +35,7 @@ from comal.cli.failures import explain
 from comal.cli.provider_choice import choose_provider
 from comal.cli.render import Renderer
 from comal.cli.window_check import refuse_overhead
-from comal.config import Config
+from comal.config import EFFORTS, Config, ProviderConfig
 from comal.errors import ComalError, ConfigError, UnknownSessionError
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
@@ -73,6 +75,11 @@ def register_top_level(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-output-tokens", type=int, metavar="N", help="cap the output reserve")
     group.add_argument(
         "--max-turns", type=_at_least_one, metavar="N", help="model calls allowed per turn (≥ 1)"
+    )
+    group.add_argument(
+        "--effort",
+        choices=EFFORTS,
+        help="reasoning effort (overrides the provider's reasoning_effort)",
     )
     group.add_argument("--cwd", type=Path, help="workspace directory (default: current)")
     group.add_argument(
@@ -154,6 +161,14 @@ def _prompt(args: argparse.Namespace) -> str | None:
     return args.prompt if piped is None else f"{args.prompt}\n\n{piped}"
 
 
+def _expanded(prompt: str | None, config: Config) -> str | None:
+    """`comal -p "/fix-issue 123"` runs a custom command, as in the TUI."""
+    if prompt is None or not prompt.startswith("/"):
+        return prompt
+    folders = command_folders(config.workspace, config.config_dir, Path.home())
+    return expand_command(prompt, load_commands(folders)) or prompt
+
+
 def _is_tty(stream: object) -> bool:
     isatty = getattr(stream, "isatty", None)
     try:
@@ -167,6 +182,11 @@ async def build_provider(
 ) -> Provider:
     """The retrying provider for this run, with its window resolved."""
     cfg = await choose_provider(config, args.provider, args.model)
+    return await provider_for(config, cfg, client)
+
+
+async def provider_for(config: Config, cfg: ProviderConfig, client: httpx2.AsyncClient) -> Provider:
+    """The retrying provider for one configuration, with its window resolved."""
     api_key = config.api_key(cfg)
     override = config.context.context_window
     caps = await resolve_capabilities(cfg, client, api_key, override)
@@ -194,7 +214,7 @@ async def run_command(args: argparse.Namespace) -> int:
 
 async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) -> int:
     config = _load(args)
-    prompt = _prompt(args)
+    prompt = _expanded(_prompt(args), config)
     with Ledger.open(config.ledger_path) as ledger:
         renderer.shorten = ledger.short_id
         session_id: str | None = None
@@ -215,13 +235,19 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
                 config = _load(args, workspace)  # the session's workspace config applies
             if prompt is None and not interactive and is_closed(ledger, session_id):
                 return _show_finished(renderer, ledger, session_id)
-        options = SessionOptions(
-            max_turns=args.max_turns or config.max_turns,
-            max_output_tokens=args.max_output_tokens,
-            emit=renderer,
-        )
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=10.0)) as client:
-            provider = await build_provider(config, args, client)
+            cfg = await choose_provider(config, args.provider, args.model)
+            provider = await provider_for(config, cfg, client)
+            options = SessionOptions(
+                max_turns=args.max_turns or config.max_turns,
+                reasoning_effort=args.effort or cfg.reasoning_effort,
+                max_output_tokens=args.max_output_tokens,
+                emit=renderer,
+            )
+
+            async def switch_model(model: str) -> Provider:
+                return await provider_for(config, dataclasses.replace(cfg, model=model), client)
+
             async with configured_mcp_tools(config) as mcp:
                 tools = [*standard_tools(), *mcp.tools]
                 options.mcp_failures = mcp.failures
@@ -234,14 +260,21 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
                     from comal.tui.launch import run_tui
 
                     return await run_tui(
-                        ledger, config, provider, tools, options, session_id=session_id
+                        ledger,
+                        config,
+                        provider,
+                        tools,
+                        options,
+                        session_id=session_id,
+                        switch_model=switch_model,
                     )
                 if session_id is None:
                     refuse_overhead(config, provider, tools, options)
                 outcome = await run_headless(
                     ledger, config, provider, tools, options, prompt=prompt, session_id=session_id
                 )
-                return _finish(renderer, outcome)  # inside: short ids read the open ledger
+                cost = session_cost(ledger.entries(outcome.session_id), config.prices)
+                return _finish(renderer, outcome, cost)  # inside: short ids read the open ledger
 
 
 def recorded_workspace(ledger: Ledger, session_id: str) -> Path:
@@ -296,11 +329,13 @@ def _show_finished(renderer: Renderer, ledger: Ledger, session_id: str) -> int:
     return 0
 
 
-def _finish(renderer: Renderer, outcome: Outcome) -> int:
+def _finish(renderer: Renderer, outcome: Outcome, cost: SessionCost) -> int:
     renderer.finish(
         session_id=outcome.session_id,
         status=outcome.status,
         answer=outcome.answer,
         error=outcome.error,
+        cost=cost_json(cost),
+        cost_line=render_cost(cost),
     )
     return 0 if outcome.error is None else outcome.error.exit_code

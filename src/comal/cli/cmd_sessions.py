@@ -88,7 +88,8 @@ def _age(ms: int, now: int) -> str:
     return f"{seconds}s"
 
 
-def _session_json(info: SessionInfo, short: str, title: str) -> JSONObject:
+def session_json(info: SessionInfo, short: str, title: str) -> JSONObject:
+    """The JSON form of a session row (`comal sessions --json`, exports)."""
     return {
         "id": info.id,
         "short_id": short,
@@ -103,6 +104,8 @@ def _session_json(info: SessionInfo, short: str, title: str) -> JSONObject:
         "entries": info.entries,
         "last_activity_at": info.last_activity_at,
         "last_activity": _utc(info.last_activity_at),
+        "fork_of": info.fork_of,
+        "fork_seq": info.fork_seq,
     }
 
 
@@ -110,13 +113,19 @@ def _session_json(info: SessionInfo, short: str, title: str) -> JSONObject:
 
 
 def session_tree(infos: list[SessionInfo]) -> list[tuple[int, SessionInfo]]:
-    """(depth, session): top-level sessions newest first, each followed by its children
-    (oldest first, as they were started), theirs after them."""
+    """(depth, session): top-level sessions newest first, each followed by its children and
+    forks (oldest first, as they were started), theirs after them."""
     known = {info.id for info in infos}
+
+    def parent(info: SessionInfo) -> str | None:
+        up = info.parent_id if info.parent_id in known else info.fork_of
+        return up if up in known else None
+
     kids: dict[str, list[SessionInfo]] = {}
     for info in infos:
-        if info.parent_id in known:
-            kids.setdefault(info.parent_id or "", []).append(info)
+        up = parent(info)
+        if up is not None:
+            kids.setdefault(up, []).append(info)
     out: list[tuple[int, SessionInfo]] = []
 
     def walk(info: SessionInfo, depth: int) -> None:
@@ -126,7 +135,7 @@ def session_tree(infos: list[SessionInfo]) -> list[tuple[int, SessionInfo]]:
             walk(child, depth + 1)
 
     for info in infos:
-        if info.parent_id not in known:
+        if parent(info) is None:
             walk(info, 0)
     return out
 
@@ -143,7 +152,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
     titles = {info.id: info.title or _first_ask(asks.get(info.id)) for info in infos}
     if args.json:
         _emit_json(
-            [_session_json(i, shorts[i.id], titles[i.id]) | {"depth": depth} for depth, i in tree]
+            [session_json(i, shorts[i.id], titles[i.id]) | {"depth": depth} for depth, i in tree]
         )
         return 0
     if not infos:
@@ -311,7 +320,7 @@ async def run_show(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json(
             {
-                "session": _session_json(info, short, title),
+                "session": session_json(info, short, title),
                 "children": list(children),
                 "entries": [_entry_json(e, b) for e, b in zip(entries, bodies, strict=True)],
             }

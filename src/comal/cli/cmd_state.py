@@ -18,8 +18,9 @@ from comal.ledger.store import Ledger
 
 async def run_state(args: argparse.Namespace) -> int:
     """Print one session's state."""
-    with Ledger.open(read_only_config().ledger_path) as ledger:
-        state = session_state(ledger, ledger.resolve(args.session))
+    config = read_only_config()
+    with Ledger.open(config.ledger_path) as ledger:
+        state = session_state(ledger, ledger.resolve(args.session), config.prices)
     if args.json:
         text = json.dumps(state_to_json(state), ensure_ascii=False, indent=2)
     else:

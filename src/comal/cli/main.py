@@ -32,6 +32,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "comal.cli.cmd_evidence",
     "comal.cli.cmd_state",
     "comal.cli.cmd_plugins",
+    "comal.cli.cmd_rewind",
+    "comal.cli.cmd_fork",
+    "comal.cli.cmd_export",
 )
 """Subcommand modules, in the order `--help` lists them."""
 

@@ -34,6 +34,7 @@ from comal.agent.events import (
     event_to_json,
 )
 from comal.errors import ComalError, RefusedError
+from comal.messages import JSONObject
 
 
 @dataclass(slots=True)
@@ -147,7 +148,12 @@ class Renderer:
             self._line(f"    [{tag}] ✗ {event.code}: {event.message}")
 
     def _json_object(
-        self, session_id: str | None, status: str, answer: str, error: ComalError | None
+        self,
+        session_id: str | None,
+        status: str,
+        answer: str,
+        error: ComalError | None,
+        cost: JSONObject | None = None,
     ) -> None:
         body = {
             "session_id": session_id,
@@ -155,6 +161,7 @@ class Renderer:
             "answer": answer,
             "steps": self.steps,
             "error": None if error is None else {"code": error.code, "message": error.message},
+            "cost": cost,
             "events": [event_to_json(e) for e in self.events],
         }
         if isinstance(error, RefusedError):
@@ -163,16 +170,27 @@ class Renderer:
         self.out.flush()
 
     def finish(
-        self, *, session_id: str, status: str, answer: str, error: ComalError | None
+        self,
+        *,
+        session_id: str,
+        status: str,
+        answer: str,
+        error: ComalError | None,
+        cost: JSONObject | None = None,
+        cost_line: str = "",
     ) -> None:
-        """Print the answer (text), the closing object (json), or nothing more (stream-json)."""
+        """Print the answer (text), the closing object (json), or nothing more (stream-json).
+
+        `cost` is the session's cost object (`agent/cost.py`) and `cost_line` its one-line form.
+        """
         if self.fmt == "json":
-            self._json_object(session_id, status, answer, error)
+            self._json_object(session_id, status, answer, error, cost)
         elif self.fmt == "text":
             if answer:
                 self.out.write(answer if answer.endswith("\n") else answer + "\n")
                 self.out.flush()
-            self._line(f"session {self.shorten(session_id)} · {status}", always=True)
+            tail = f" · {cost_line}" if cost_line else ""
+            self._line(f"session {self.shorten(session_id)} · {status}{tail}", always=True)
 
     def fail(self, error: ComalError) -> None:
         """Report a failure that ended the run before (or outside) the turn's own reporting."""

@@ -100,6 +100,7 @@ from comal.errors import (
 )
 from comal.ids import now_ms
 from comal.ledger.entry import Entry
+from comal.ledger.history import REWOUND_KIND
 from comal.ledger.store import Ledger
 from comal.messages import Finish
 
@@ -172,7 +173,16 @@ class ContextEngine:
         """The session's entries, read incrementally from the ledger."""
         last = self._entries[-1].seq if self._entries else 0
         new = self.ledger.entries(self.session_id, after_seq=last)
-        if new:
+        if any(e.kind == REWOUND_KIND and e.payload.get("conversation") for e in new):
+            # A conversation rewind takes earlier entries out of the history: read it again.
+            self._entries = self.ledger.entries(self.session_id)
+            self._memo.clear()
+            self._anchors = AnchorIndex()
+            self._anchors.extend(self._entries)
+            self._outputs = session_outputs(self._entries)
+            self._truncated = truncated_reserves(self._entries)
+            self._kind_lists.clear()
+        elif new:
             self._entries.extend(new)
             self._anchors.extend(new)
             self._outputs.extend(session_outputs(new))

@@ -214,10 +214,25 @@ def resolve_entry(ledger: Ledger, session_id: str, ref: str) -> Entry:
         return entry
     if ledger.session(entry.session_id).parent_id == session_id:
         return entry
+    if _inherited(ledger, session_id, entry):
+        return entry
     raise EvidenceAccessError(
-        f"{ref} belongs to session {entry.session_id}, which is neither this session nor one of"
-        " its direct children; its evidence cannot be read from here"
+        f"{ref} belongs to session {entry.session_id}, which is neither this session, one of"
+        " its direct children, nor a session it was forked from (before the fork point); its"
+        " evidence cannot be read from here"
     )
+
+
+def _inherited(ledger: Ledger, session_id: str, entry: Entry) -> bool:
+    """Whether `entry` is part of this fork's history: an ancestor's, before the fork point."""
+    info = ledger.session(session_id)
+    limit: int | None = None
+    while info.fork_of is not None and info.fork_seq is not None:
+        limit = info.fork_seq if limit is None else min(limit, info.fork_seq)
+        if entry.session_id == info.fork_of:
+            return entry.seq <= limit
+        info = ledger.session(info.fork_of)
+    return False
 
 
 def _search_paged(

@@ -109,6 +109,16 @@ class ContextReport:
             "plugins": [{"name": n, "schema_tokens": t} for n, t in self.plugins],
         }
 
+    def receipts_line(self) -> str | None:
+        """What the children's receipts cost the conversation (None: no receipt in view); the
+        plain form and the TUI's `/context` both show it."""
+        if not self.child_receipts:
+            return None
+        return (
+            f"Child receipts: {self.child_receipts} in view, ~{self.child_receipt_tokens:,}"
+            " tokens of the conversation (each child's own work stayed in its own window)"
+        )
+
     def render(self) -> str:
         """Plain-text form."""
         used = f"{self.used_tokens:,}" if self.used_measured else f"~{self.used_tokens:,}"
@@ -145,11 +155,9 @@ class ContextReport:
                 f"{name} (~{tokens:,} schema tokens)" for name, tokens in self.plugins
             )
             lines.append(f"Plugins loaded: {listed}")
-        if self.child_receipts:
-            lines.append(
-                f"Child receipts: {self.child_receipts} in view, ~{self.child_receipt_tokens:,}"
-                " tokens of the conversation (each child's own work stayed in its own window)"
-            )
+        receipts = self.receipts_line()
+        if receipts is not None:
+            lines.append(receipts)
         if self.pending_compaction:
             lines.append("A compaction was requested; it runs at the next turn boundary.")
         return "\n".join(lines)

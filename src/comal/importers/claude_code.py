@@ -6,8 +6,9 @@ One JSON record per line: `user`, `assistant`, `system` and `summary`. Mapping:
   usage of the group's last record;
 - `tool_result` blocks become `tool.result` entries with the exact text as body; image blocks
   become media (of the user message, or of the result they belong to);
-- `isSidechain` records (Task sub-agents) form separate conversations, one child session per
-  chain root (`parentUuid` null);
+- `isSidechain` records (1.x Task sub-agents) form separate conversations, one child session
+  per chain root (`parentUuid` null), linked to the `Task` call whose prompt is the chain's
+  first ask, verbatim;
 - `isCompactSummary` user records (the peer's auto-compaction) and `summary` records (its
   session titles) are kept as `message.summary`; `system` notices become `warning` entries.
 
@@ -15,8 +16,16 @@ Claude Code 2.x adds bookkeeping records (`file-history-snapshot`, often the fir
 `progress`, `queue-operation`): they are not conversation and are skipped (they never split a
 response). Its sub-agents live beside the transcript, in `<session>/subagents/agent-<id>.jsonl`:
 each becomes a child session linked to the parent's `Task` call whose result names it
-(`agentId: <id>`). `agent-acompact-*` files are Claude Code's own compaction calls: children
-too, marked `compaction` (the replay leaves them out, as it leaves out the peer's summaries).
+(`agentId: <id>`), or whose `agent_progress` records carry it (`data.agentId`, with the call as
+`parentToolUseID`: the link when the file ends before the result). `agent-acompact-*` files are
+Claude Code's own compaction calls: children too, marked `compaction` (the replay leaves them
+out, as it leaves out the peer's summaries).
+
+A transcript that ends while a sub-agent runs (the peer stopped mid-`Task`) leaves that call
+open with its `tool.started` receipt, as a Comal coordinator stopped mid-call does, instead of
+closing it as `uncertain`: the sub-agent's own transcript, imported as the child, is the record
+of its work, so resuming rebuilds the call from the child — an answered child's receipt is read
+from its answer, an unfinished child resumes like any session — and never runs it again.
 """
 
 from __future__ import annotations
@@ -52,6 +61,8 @@ _TITLE_CHARS = 80
 _CONVERSATION = frozenset({"user", "assistant", "system", "summary"})
 """Record types that belong to the conversation; others (2.x bookkeeping) are skipped."""
 _AGENT_ID = re.compile(r"agentId: ([A-Za-z0-9_-]+)")
+_DELEGATION = "Task"
+"""The peer's sub-agent tool: its `prompt` is the sub-agent's first ask."""
 _COMPACTION_AGENT = "acompact-"
 
 
@@ -96,6 +107,8 @@ class _Conversation:
         self.first_text = ""
         self.agent_calls: dict[str, str] = {}
         """Sub-agent id → the call whose result names it (`agentId: …`)."""
+        self.task_prompts: list[tuple[str, str]] = []
+        """(call id, prompt) of every `Task` call, in order."""
         self._group: list[tuple[int, dict[str, Any]]] = []
         self._held: list[tuple[int, dict[str, Any]]] = []
         """Results (and notices) recorded between the blocks of the open response."""
@@ -163,6 +176,9 @@ class _Conversation:
                 raise format_error(self.path, line, "tool_use block without id or name")
             arguments = block.get("input")
             args: JSONObject = arguments if isinstance(arguments, dict) else {}
+            prompt = args.get("prompt")
+            if name == _DELEGATION and isinstance(prompt, str):
+                self.task_prompts.append((call_id, prompt))
             return [ToolCallPart(call_id, name, args)]
         return []
 
@@ -267,6 +283,39 @@ def is_subagent_file(path: Path) -> bool:
     return parent_session_file(path) is not None
 
 
+def _progress_link(record: dict[str, Any]) -> tuple[str, str] | None:
+    """(sub-agent id, parent call id) of an `agent_progress` record, if it is one."""
+    data = record.get("data")
+    if not isinstance(data, dict) or data.get("type") != "agent_progress":
+        return None
+    agent, call = data.get("agentId"), record.get("parentToolUseID")
+    if not isinstance(agent, str) or not isinstance(call, str) or not agent or not call:
+        return None
+    return agent, call
+
+
+def _running(main: _Conversation, files: list[Path]) -> dict[str, str]:
+    """Calls whose sub-agent transcript is imported as their child, by call id → file name
+    (`SessionPlan.done` keeps those still unanswered at the end open)."""
+    found = {path.stem.removeprefix("agent-"): path.name for path in files}
+    return {
+        call: found[agent]
+        for agent, call in main.agent_calls.items()
+        if agent in found and not agent.startswith(_COMPACTION_AGENT)
+    }
+
+
+def _sidechain_calls(main: _Conversation, chains: list[_Conversation]) -> list[str | None]:
+    """For each sidechain (in order), the `Task` call whose prompt is its first ask, verbatim;
+    each call links one chain at most (None: no such call)."""
+    free = list(main.task_prompts)
+    links: list[str | None] = []
+    for chain in chains:
+        found = next((i for i, (_, prompt) in enumerate(free) if prompt == chain.first_text), None)
+        links.append(None if found is None else free.pop(found)[0])
+    return links
+
+
 def _subagent(path: Path, main: _Conversation, cwd: str) -> ParsedSession:
     """One sub-agent file as a child session: the whole file is its conversation."""
     agent = path.stem.removeprefix("agent-")
@@ -313,6 +362,9 @@ def parse(path: Path) -> ParsedSession:
         origin = origin or record.get("sessionId")
         if record["type"] == "summary":
             titles.append(str(record.get("summary", "")))
+        link = _progress_link(record) if not record.get("isSidechain") else None
+        if link is not None:
+            main.agent_calls.setdefault(*link)
         if record["type"] not in _CONVERSATION:
             continue
         if record.get("isSidechain"):
@@ -321,19 +373,27 @@ def parse(path: Path) -> ParsedSession:
         else:
             main.feed(line, record)
     main.finish()
-    children = [_subagent(file, main, cwd) for file in subagent_files(path)]
-    for number, chain in enumerate(chains.values(), start=1):
+    files = subagent_files(path)
+    children = [_subagent(file, main, cwd) for file in files]
+    running = _running(main, files)
+    sidechains = list(chains.values())
+    links = _sidechain_calls(main, sidechains)
+    for number, (chain, call) in enumerate(zip(sidechains, links, strict=True), start=1):
         chain.finish()
+        label = f"{path.stem}#sidechain-{number}"
+        if call is not None:
+            running.setdefault(call, f"{path.name} (sidechain {number})")
         children.append(
             ParsedSession(
                 format=FORMAT,
                 path=str(path),
-                label=f"{path.stem}#sidechain-{number}",
+                label=label,
                 title=chain.first_text[:_TITLE_CHARS],
                 cwd=cwd,
                 model=chain.model,
                 system="",
                 entries=chain.plan.done(),
+                parent_call_id=call,
             )
         )
     return ParsedSession(
@@ -344,7 +404,7 @@ def parse(path: Path) -> ParsedSession:
         cwd=cwd,
         model=main.model,
         system="",
-        entries=main.plan.done(),
+        entries=main.plan.done(running),
         children=tuple(children),
         origin_id=str(origin) if origin else None,
     )

@@ -8,7 +8,9 @@ and the replay benchmark can read the same plan without a ledger.
 Invariants kept by `SessionPlan` (the builder every importer uses):
 - every tool call gets exactly one `tool.result`, placed right after its assistant turn's
   results; a call with no recorded result is closed with status `uncertain` and an explicit
-  interrupted text, never left an orphan;
+  interrupted text, never left an orphan — except a call of the last turn whose work the peer
+  recorded elsewhere (a sub-agent's own transcript) while the file ends before its result: it
+  keeps a `tool.started` receipt and no result, as a Comal call interrupted mid-run (`done`);
 - a result whose call is unknown is a format error, not silently dropped;
 - call ids are unique within a session: a recorded id used again (replayed demonstrations do
   this) becomes `<id>#<n>`, and its result follows it;
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,10 @@ from comal.usage import Usage
 
 INTERRUPTED_TEXT = "[interrupted: the recorded session holds no result for this call]"
 """Body of the synthetic result given to a call the peer never answered."""
+
+IMPORTED_MODE = "imported"
+"""Permission `mode` of the `tool.started` receipt of a call left running (`SessionPlan.done`):
+the peer allowed and started it; this process's policy decides everything done from now on."""
 
 TEXT_ACTION_PREFIX = "text_action_"
 """Call ids of *text actions*: commands the agent wrote inside its assistant text (mini-swe-agent
@@ -374,7 +381,35 @@ class SessionPlan:
         self._close_pending()
         self.entries.append(PlannedEntry("session.finished", {"answer": answer, "checks": []}))
 
-    def done(self) -> tuple[PlannedEntry, ...]:
-        """Close pending calls and return the entries."""
+    def done(self, running: Mapping[str, str] | None = None) -> tuple[PlannedEntry, ...]:
+        """Close pending calls and return the entries.
+
+        Args:
+            running: calls of the last turn (recorded id → where their work is recorded) that
+                the peer started and whose work it recorded elsewhere — a sub-agent's own
+                transcript — while the file ends before their result. Each keeps a
+                `tool.started` receipt (allowed, mode `imported`) and no result, exactly as a
+                Comal call interrupted mid-run, so resuming finishes it from that record (a
+                `Task` is rebuilt from its child) instead of holding a guess as `uncertain`.
+                Every other pending call is closed as `uncertain`.
+        """
+        for original, pending in self._pending.items():
+            where = (running or {}).get(original)
+            if pending.answered or where is None:
+                continue
+            pending.answered = True
+            call = pending.call
+            permission: JSONObject = {
+                "decision": "allow",
+                "mode": IMPORTED_MODE,
+                "reason": f"started in the recorded session; its work is recorded in {where}",
+            }
+            payload: JSONObject = {
+                "call_id": call.call_id,
+                "name": call.name,
+                "arguments": call.arguments,
+                "permission": permission,
+            }
+            self.entries.append(PlannedEntry("tool.started", payload))
         self._close_pending()
         return tuple(self.entries)

@@ -48,3 +48,7 @@ class SessionInfo:
     source: str
     entries: int
     last_activity_at: int
+    fork_of: str | None = None
+    """The session this one was forked from (its history continues the parent's), if any."""
+    fork_seq: int | None = None
+    """The last of the parent's entries (by seq) that the fork's history includes."""

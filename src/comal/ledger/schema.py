@@ -104,9 +104,21 @@ def m001_initial(conn: sqlite3.Connection) -> None:
     )
 
 
+def m002_forks(conn: sqlite3.Connection) -> None:
+    """Fork links on the session row, and an index to find a session's entries of one kind.
+
+    A fork's history is its parent's entries through `fork_seq` followed by its own: the link
+    is read on every `entries()` call, so it lives on the row rather than in an entry. The
+    kind index keeps the lookup of rewinds (`session.rewound`) cheap on long sessions.
+    """
+    conn.execute("ALTER TABLE sessions ADD COLUMN fork_of TEXT REFERENCES sessions(id)")
+    conn.execute("ALTER TABLE sessions ADD COLUMN fork_seq INTEGER")
+    conn.execute("CREATE INDEX entries_by_kind ON entries(session_id, kind, seq)")
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
-MIGRATIONS: tuple[Migration, ...] = (m001_initial,)
+MIGRATIONS: tuple[Migration, ...] = (m001_initial, m002_forks)
 """Every migration, in the order it must run."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

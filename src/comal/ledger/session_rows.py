@@ -18,10 +18,17 @@ from comal.ledger.entry import SessionInfo
 STATUSES = ("active", "finished", "failed", "interrupted")
 """The statuses a session can have."""
 SESSION_COLUMNS = (
-    "id, parent_id, created_at, cwd, model, status, title, source, entry_count, last_activity_at"
+    "id, parent_id, created_at, cwd, model, status, title, source, entry_count, last_activity_at,"
+    " fork_of, fork_seq"
 )
 CANDIDATES_SHOWN = 10
 """Sessions an ambiguous prefix lists at most."""
+
+
+def one_line(title: str) -> str:
+    """A session title as stored: its words on one line (a first ask or an imported sub-agent's
+    prompt may span lines; listings and `/state` show one line per session)."""
+    return " ".join(title.split())
 
 
 def session_id_to_create(given: str | None) -> str:
@@ -49,7 +56,7 @@ def check_status(status: str) -> None:
 
 
 def session_from_row(
-    row: tuple[str, str | None, int, str, str, str, str, str, int, int],
+    row: tuple[str, str | None, int, str, str, str, str, str, int, int, str | None, int | None],
 ) -> SessionInfo:
     """The value of one `SESSION_COLUMNS` row."""
     return SessionInfo(*row)
@@ -85,12 +92,26 @@ def insert_session(
     title: str,
     source: str,
     created_at: int,
+    fork_of: str | None = None,
+    fork_seq: int | None = None,
 ) -> None:
     """Insert an `active` session whose last activity is its creation."""
     conn.execute(
         "INSERT INTO sessions (id, parent_id, cwd, model, title, source, status,"
-        " created_at, last_activity_at) VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)",
-        (session_id, parent_id, cwd, model, title, source, created_at, created_at),
+        " created_at, last_activity_at, fork_of, fork_seq)"
+        " VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)",
+        (
+            session_id,
+            parent_id,
+            cwd,
+            model,
+            title,
+            source,
+            created_at,
+            created_at,
+            fork_of,
+            fork_seq,
+        ),
     )
 
 
@@ -108,6 +129,14 @@ def child_ids(conn: sqlite3.Connection, session_id: str) -> list[str]:
         "SELECT id FROM sessions WHERE parent_id = ? ORDER BY created_at, rowid", (session_id,)
     ).fetchall()
     return [row[0] for row in rows]
+
+
+def fork_ids(conn: sqlite3.Connection, session_id: str) -> list[str]:
+    """Ids of the sessions forked from `session_id`, oldest first."""
+    rows = conn.execute(
+        "SELECT id FROM sessions WHERE fork_of = ? ORDER BY created_at, rowid", (session_id,)
+    ).fetchall()
+    return [str(row[0]) for row in rows]
 
 
 def short_ids(conn: sqlite3.Connection) -> dict[str, str]:

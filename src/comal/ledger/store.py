@@ -37,6 +37,7 @@ from comal.ledger.entry_rows import (
     select_entries,
     select_entry,
 )
+from comal.ledger.history import FORKED_KIND, history
 from comal.ledger.locks import (
     LockInfo,
     current_process,
@@ -55,8 +56,10 @@ from comal.ledger.session_rows import (
     all_sessions,
     check_status,
     child_ids,
+    fork_ids,
     insert_session,
     latest_session_id,
+    one_line,
     require_session,
     resolve_prefix,
     select_session,
@@ -171,7 +174,7 @@ class Ledger:
         Args:
             cwd: the workspace the session works in.
             model: the model it talks to (may change later; this is the starting one).
-            title: a short human title.
+            title: a short human title, kept as one line (`one_line`).
             source: `comal`, or `import:<format>` for imported sessions.
             parent_id: the coordinating session, for a child (sub-agent) session.
             session_id: a given UUID (importers keep the peer's id); default a new UUIDv7.
@@ -193,7 +196,7 @@ class Ledger:
                 parent_id=parent_id,
                 cwd=cwd,
                 model=model,
-                title=title,
+                title=one_line(title),
                 source=source,
                 created_at=created,
             )
@@ -258,14 +261,16 @@ class Ledger:
             conn.execute("UPDATE sessions SET status = ? WHERE id = ?", (status, session_id))
 
     def set_title(self, session_id: str, title: str) -> None:
-        """Set the session's human title.
+        """Set the session's human title (kept as one line, `one_line`).
 
         Raises:
             UnknownSessionError: no such session.
         """
         with self._write() as conn:
             self._require_session(session_id)
-            conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+            conn.execute(
+                "UPDATE sessions SET title = ? WHERE id = ?", (one_line(title), session_id)
+            )
 
     # --- entries and blobs ------------------------------------------------------------------
 
@@ -339,8 +344,15 @@ class Ledger:
         *,
         after_seq: int = 0,
         kinds: Collection[str] | None = None,
+        own: bool = False,
+        rewound: bool = False,
     ) -> list[Entry]:
-        """The session's entries with `seq > after_seq`, in seq order, optionally of some kinds.
+        """The session's history with `seq > after_seq`, in seq order, optionally of some kinds.
+
+        The history of a fork starts with its parent's entries through the fork point, and a
+        conversation rewind leaves out what it went back over (`ledger/history.py`); `own`
+        gives the entries this session itself appended, all of them; `rewound` keeps what
+        conversation rewinds went back over.
 
         Raises:
             UnknownSessionError: no such session.
@@ -349,7 +361,52 @@ class Ledger:
             return []  # asked for no kind: nothing to read, not even the session
         with self._mutex:
             self._require_session(session_id)
-            return select_entries(self._conn, session_id, after_seq, kinds)
+            if own:
+                return select_entries(self._conn, session_id, after_seq, kinds)
+            return history(self._conn, session_id, after_seq, kinds, rewound=rewound)
+
+    def fork_session(self, parent_id: str, *, through_seq: int, title: str = "") -> str:
+        """Record a fork of `parent_id` whose history is the parent's through `through_seq`.
+
+        The new session has the parent's workspace and model; its first own entry is
+        `session.forked` {`parent`, `through_seq`, `through_entry`}. Nothing is copied.
+
+        Raises:
+            UnknownSessionError: no such parent.
+            LedgerError: `through_seq` is not one of the parent's history entries.
+        """
+        with self._mutex:
+            parent = self._require_session(parent_id)
+            point = [e for e in history(self._conn, parent_id) if e.seq == through_seq]
+        if not point:
+            raise LedgerError(f"seq {through_seq} is not an entry of session {parent_id}")
+        session_id = session_id_to_create(None)
+        created = now_ms()
+        payload: JSONObject = {
+            "parent": parent_id,
+            "through_seq": through_seq,
+            "through_entry": point[0].id,
+        }
+        with self._write() as conn:
+            insert_session(
+                conn,
+                session_id,
+                parent_id=None,
+                cwd=parent.cwd,
+                model=parent.model,
+                title=title or parent.title,
+                source="comal",
+                created_at=created,
+                fork_of=parent_id,
+                fork_seq=through_seq,
+            )
+            insert_entry(conn, session_id, FORKED_KIND, encode_payload(payload)[0])
+        return session_id
+
+    def forks(self, session_id: str) -> list[str]:
+        """Ids of the sessions forked from `session_id`, oldest first."""
+        with self._mutex:
+            return fork_ids(self._conn, session_id)
 
     def first_entries(self, kind: str) -> dict[str, Entry]:
         """Each session's first entry of `kind`, by session id (e.g. every first ask)."""

@@ -121,10 +121,15 @@ def _text(value: object, name: str) -> str:
     return value.decode("utf-8")
 
 
-def _row(raw: tuple[object, ...]) -> EntryRow:
+def _row(raw: tuple[object, ...], fallback_created: int) -> EntryRow:
+    """The row as text. A creation time that reads but is no integer (its type byte flipped
+    to a blob or text of the same width) is not hashed: the previous entry's time stands in,
+    as for one that does not read at all."""
     seq, entry_id, session_id, kind, payload, stored_hash, created = raw
-    if not isinstance(seq, int) or not isinstance(created, int):
-        raise ValueError("seq or created_at is not an integer")
+    if not isinstance(seq, int):
+        raise ValueError("seq is not an integer")
+    if not isinstance(created, int):
+        created = fallback_created
     return EntryRow(
         seq,
         _text(entry_id, "id"),
@@ -363,11 +368,13 @@ def _scan(conn: sqlite3.Connection, session_id: str | None) -> Scan:
             result.damaged.append((f"seq {seq}", f"entry seq {seq}: missing"))
             continue
         try:
-            row = _row(tuple(raw))
+            row = _row(tuple(raw), last_created)
         except (ValueError, UnicodeDecodeError) as exc:
             result.entries_seen += 1
             result.damaged.append((f"seq {seq}", f"entry seq {seq}: unreadable field ({exc})"))
             continue
+        if not isinstance(raw[-1], int):
+            result.problems.append(f"entry {row.id} (seq {seq}): creation time unreadable")
         last_created = row.created_at
         if session_id is not None and row.session_id != session_id:
             continue

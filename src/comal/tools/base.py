@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
@@ -70,6 +70,9 @@ class Preparation:
     intent: JSONObject | None = None
     """What else a plugin tool declares before acting (target, URL, per-file digests), so
     recovery can compare a fresh observation with it."""
+    before: bytes | None = field(default=None, compare=False, repr=False)
+    """The exact bytes read during preparation (None when absent or not kept): recorded with
+    the preparation so a rewind can restore the file byte for byte."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,7 +137,9 @@ class _FileChangeTool(PathArgument):
         change = await self._change(arguments, ctx)
         before = None if change.before is None else digest_bytes(change.before)
         path = string_arg(arguments, "path")
-        return Preparation(path, str(change.resolved), before, digest_bytes(change.after))
+        return Preparation(
+            path, str(change.resolved), before, digest_bytes(change.after), before=change.before
+        )
 
     async def run(
         self, arguments: JSONObject, ctx: ToolContext, preparation: Preparation | None
@@ -148,7 +150,7 @@ class _FileChangeTool(PathArgument):
             if preparation is not None:
                 _check_prepared(preparation, change)
             if change.before != change.after:
-                await asyncio.to_thread(_write_atomic, change.resolved, change.after)
+                await asyncio.to_thread(write_atomic, change.resolved, change.after)
         except ToolError as exc:
             return error_outcome(exc.message)
         return text_outcome(change.summary)
@@ -264,7 +266,7 @@ def _read_current(resolved: Path, given: str) -> bytes | None:
         raise ToolError(f"{given}: cannot read: {exc.strerror or exc}") from exc
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     """Replace `path` with `data` atomically and durably."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

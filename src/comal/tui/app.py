@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,9 +34,13 @@ from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
 from comal.agent.children import Delegation, offers_delegation
+from comal.agent.cost import render_cost, session_cost
+from comal.agent.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.events import AgentEvent, ChildActivity, ToolFinished, ToolStarted, TurnStarted
 from comal.agent.headless import Outcome, resume_session, run_session
-from comal.agent.session import Session, SessionOptions, open_session
+from comal.agent.init_file import write_agents_md
+from comal.agent.rewind import apply_rewind, plan_rewind, turns
+from comal.agent.session import Session, SessionOptions, open_session, reconfigure
 from comal.agent.state import open_calls, render_state, session_state
 from comal.config import Config, PermissionRule, add_workspace_rule
 from comal.errors import ComalError, CompactNotSmallerError, ConfigError
@@ -49,8 +54,12 @@ from comal.tui.replay import past_items
 from comal.tui.widgets.confirm import ConfirmScreen
 from comal.tui.widgets.prompt import PromptArea
 from comal.tui.widgets.reports import CheckpointList, ContextView, HelpView, TextReport
+from comal.tui.widgets.rewind import RewindScreen
 from comal.tui.widgets.status import StatusBar, StatusLine
 from comal.tui.widgets.transcript import Transcript
+
+ModelSwitch = Callable[[str], Awaitable[Provider]]
+"""Builds the provider of the same configuration for another model."""
 
 CANCEL_GRACE_S = 3.0
 """How long Esc waits for a running tool to stop on its own before cancelling the task."""
@@ -71,6 +80,8 @@ class SessionStart:
     session_id: str | None = None
     """The session to resume; None starts a new one on the first message."""
     workspace: Path | None = None
+    switch_model: ModelSwitch | None = None
+    """Builds the provider for another model (`/model NAME`); None: switching is not offered."""
 
 
 class ComalApp(App[int]):
@@ -104,7 +115,7 @@ class ComalApp(App[int]):
     def compose(self) -> ComposeResult:
         provider = self.start.provider
         yield Transcript()
-        yield PromptArea()
+        yield PromptArea(self.start.workspace or self.start.config.workspace)
         yield StatusBar(StatusLine(provider.model, provider.capabilities.context_window))
 
     @property
@@ -270,8 +281,11 @@ class ComalApp(App[int]):
         try:
             command = parse_command(text)
         except UnknownCommandError as exc:
-            self.transcript.add_notice(f"✗ {exc.message}", "error")
-            return
+            expanded = self._custom(text)
+            if expanded is None:
+                self.transcript.add_notice(f"✗ {exc.message}", "error")
+                return
+            command, text = None, expanded
         if command is not None:
             self.answer_command(command)
             return
@@ -373,6 +387,20 @@ class ComalApp(App[int]):
         if command.name == "help":
             self.transcript.add(HelpView(HELP_ROWS))
             return
+        if command.name == "init":
+            try:
+                path = write_agents_md(self._workspace())
+            except ComalError as exc:
+                self.transcript.add_notice(f"✗ {exc.message}", "error")
+                return
+            self.transcript.add_notice(f"wrote {path}: edit it; sessions load it from now on")
+            return
+        if command.name == "clear":
+            self._clear()
+            return
+        if command.name in ("model", "effort"):
+            self.run_worker(self._configure(command), group="configure", exit_on_error=False)
+            return
         if self.session is None:
             self.transcript.add_notice("no session yet: send a task first", "warning")
             return
@@ -384,8 +412,10 @@ class ComalApp(App[int]):
     def _session_command(self, session: Session, command: SlashCommand) -> None:
         if command.name == "context":
             self.transcript.add(ContextView(session.engine.report()))
+            entries = session.ledger.entries(session.id)
+            self.transcript.add_notice(render_cost(session_cost(entries, self.start.config.prices)))
         elif command.name == "state":
-            state = session_state(session.ledger, session.id)
+            state = session_state(session.ledger, session.id, self.start.config.prices)
             self.transcript.add(TextReport("State", render_state(state)))
         elif command.name == "checkpoints":
             found = session.engine.checkpoints()
@@ -400,6 +430,8 @@ class ComalApp(App[int]):
                 return
             title = f"Checkpoint #{chosen.number} · {chosen.title}"
             self.transcript.add(TextReport(title, chosen.text))
+        elif command.name == "rewind":
+            self._rewind(session, command)
         elif command.name == "compact":
             if self.turn is not None:
                 session.record("compact.requested", {"by": "user"})
@@ -409,6 +441,131 @@ class ComalApp(App[int]):
                 return
             self._compact_now()
             self._refresh_context()
+
+    def _workspace(self) -> Path:
+        return self.start.workspace or self.start.config.workspace
+
+    def _custom(self, text: str) -> str | None:
+        """The prompt of a custom command, or None when `text` names none."""
+        config = self.start.config
+        folders = command_folders(self._workspace(), config.config_dir, Path.home())
+        try:
+            return expand_command(text, load_commands(folders))
+        except ComalError as exc:
+            self.transcript.add_notice(f"✗ {exc.message}", "error")
+            return None
+
+    def _clear(self) -> None:
+        """`/clear`: the next message starts a new session; this one stays resumable."""
+        if self.turn is not None:
+            self.transcript.add_notice("✗ a turn is running: /clear when it ends", "error")
+            return
+        old = self.session
+        if old is not None:
+            old.ledger.release_lock(old.id)
+            self.start = dataclasses.replace(
+                self.start, provider=old.provider, options=old.options, session_id=None
+            )
+        self.session = None
+        self._recover = False
+        self.transcript.remove_children()
+        shown = f" · the last one stays resumable: comal --resume {old.id}" if old else ""
+        self.transcript.add_notice(f"new session on the next message{shown}")
+        self._set_status(session_id=None, used_tokens=None)
+
+    async def _configure(self, command: SlashCommand) -> None:
+        """`/model [NAME]` and `/effort [LEVEL]`: show, or change from the next model call on."""
+        provider = self.session.provider if self.session else self.start.provider
+        options = self.session.options if self.session else self.start.options
+        if command.value is None:
+            shown = provider.model if command.name == "model" else options.reasoning_effort
+            self.transcript.add_notice(f"{command.name}: {shown or 'off'}")
+            return
+        if self.turn is not None:
+            self.transcript.add_notice(
+                f"✗ a turn is running: /{command.name} when it ends", "error"
+            )
+            return
+        new_provider, effort = provider, options.reasoning_effort
+        try:
+            if command.name == "model":
+                if self.start.switch_model is None:
+                    raise ConfigError("this session cannot switch models")
+                new_provider = await self.start.switch_model(command.value)
+            else:
+                effort = None if command.value == "off" else command.value
+        except ComalError as exc:
+            self.transcript.add_notice(f"✗ {exc}", "error")
+            return
+        if self.session is None:
+            self.start = dataclasses.replace(
+                self.start,
+                provider=new_provider,
+                options=dataclasses.replace(options, reasoning_effort=effort),
+            )
+        else:
+            reconfigure(
+                self.session,
+                self.start.config,
+                provider=new_provider,
+                effort=effort,
+                keep_effort=False,
+            )
+        self._set_status(
+            model=new_provider.model, window_tokens=new_provider.capabilities.context_window
+        )
+        self.transcript.add_notice(
+            f"◆ {new_provider.model} · effort {effort or 'off'} from the next call on (the measured"
+            " context base is re-measured; reasoning is replayed only to the model that made it)",
+            "context",
+        )
+        self._refresh_context()
+
+    def _rewind(self, session: Session, command: SlashCommand) -> None:
+        """`/rewind`: the picker without a turn number, else restore to before that turn."""
+        if self.turn is not None:
+            self.transcript.add_notice("✗ a turn is running: rewind when it ends", "error")
+            return
+        listed = turns(session.ledger, session.id)
+        if not listed:
+            self.transcript.add_notice("no turn to rewind yet", "warning")
+            return
+        if command.number is not None:
+            self._rewind_to(session, command, command.number)
+            return
+
+        def picked(number: int | None) -> None:
+            if number is not None:
+                self._rewind_to(session, command, number)
+
+        self.push_screen(RewindScreen(listed), callback=picked)
+
+    def _rewind_to(self, session: Session, command: SlashCommand, number: int) -> None:
+        listed = turns(session.ledger, session.id)
+        try:
+            plan = plan_rewind(session.ledger, session.id, str(number))
+            apply_rewind(
+                session.ledger,
+                plan,
+                files=command.mode != "conversation",
+                conversation=command.mode != "files",
+                force=command.force,
+            )
+        except ComalError as exc:
+            self.transcript.add_notice(f"✗ {exc}", "error")
+            return
+        lines = [f"↶ rewound to {plan.label}"]
+        if command.mode != "conversation":
+            lines += [f"  restored {f.path}" for f in plan.files if f.restorable]
+            lines += [
+                f"  not restored {f.path}: {f.reason}" for f in plan.files if not f.restorable
+            ]
+        lines += [f"  not restorable: {line}" for line in plan.not_restorable]
+        self.transcript.add_notice("\n".join(lines), "context")
+        if command.mode != "files":
+            # As in the peers: the message the user went back over is offered again.
+            self.query_one(PromptArea).insert(listed[number - 1].text)
+        self._refresh_context()
 
     def _after_cancel(self) -> None:
         """Record why the calls the cancel kept from starting never ran; recover the rest."""

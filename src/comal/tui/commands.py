@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from comal.config import EFFORTS
 from comal.errors import ComalError
 
 
@@ -26,7 +27,13 @@ class SlashCommand:
     name: str
     """`context`, `state`, `compact`, `checkpoints`, `help` or `quit`."""
     number: int | None = None
-    """The checkpoint to show (`/session checkpoints N`)."""
+    """The checkpoint to show (`/session checkpoints N`), or the turn to rewind to."""
+    mode: str = "both"
+    """`/rewind`: `both`, `files` (files only) or `conversation` (conversation only)."""
+    force: bool = False
+    """`/rewind … force`: overwrite files changed outside the session."""
+    value: str | None = None
+    """`/model NAME`, `/effort LEVEL` (`off` for none); None shows the current one."""
 
 
 HELP_ROWS: tuple[tuple[str, str], ...] = (
@@ -38,19 +45,28 @@ HELP_ROWS: tuple[tuple[str, str], ...] = (
         " refused with its figures when it would not make the view smaller",
     ),
     ("/session checkpoints [N]", "list the checkpoints, or show checkpoint N"),
-    ("/help", "this list"),
-    ("/quit · Ctrl+Q", "leave (the session stays resumable: comal --resume UUID)"),
-    ("Esc", "cancel the running turn"),
-    ("Enter · Ctrl+J", "send · new line (pasted text keeps its lines)"),
+    ("/rewind [N]", "back to before turn N (picker without N; files, conversation, force)"),
+    ("/model · /effort", "show, or switch from the next call on, the model · the effort"),
+    ("/init · /clear", "a starter AGENTS.md · a new session (this one stays resumable)"),
+    ("/NAME [args]", "a custom command: .comal/commands/NAME.md (.claude/commands too)"),
+    ("/help · /quit · Ctrl+Q", "this list · leave (the session stays resumable)"),
+    ("Esc · Enter · Ctrl+J", "cancel the running turn · send · new line"),
 )
 """The `/help` table: (what to type, what it does)."""
 
-COMMAND_NAMES = "/context, /state, /compact, /session checkpoints [N], /help, /quit"
+COMMAND_NAMES = (
+    "/context, /state, /compact, /session checkpoints [N], /rewind, /model, /effort, /init,"
+    " /clear, /help, /quit, or a custom command"
+)
+EFFORT_WORDS = (*EFFORTS, "off")
+REWIND_USAGE = "usage: /rewind [N] [files|conversation] [force] (N is a turn number)"
 
 _SIMPLE = {
     "/context": "context",
     "/state": "state",
     "/compact": "compact",
+    "/init": "init",
+    "/clear": "clear",
     "/help": "help",
     "/?": "help",
     "/quit": "quit",
@@ -86,4 +102,25 @@ def parse_command(text: str) -> SlashCommand | None:
         if len(rest) == 1 and rest[0].isdigit():
             return SlashCommand("checkpoints", int(rest[0]))
         raise UnknownCommandError("usage: /session checkpoints [N] (N is a checkpoint number)")
+    if head == "/rewind":
+        return _rewind(words[1:])
+    if head in ("/model", "/effort") and len(words) <= 2:
+        value = words[1] if len(words) == 2 else None
+        if head == "/effort" and value is not None and value.lower() not in EFFORT_WORDS:
+            raise UnknownCommandError("usage: /effort [low|medium|high|off]")
+        return SlashCommand(head[1:], value=value.lower() if head == "/effort" and value else value)
     raise UnknownCommandError(f"unknown command {words[0]!r}; commands: {COMMAND_NAMES}")
+
+
+def _rewind(words: list[str]) -> SlashCommand:
+    number, mode, force = None, "both", False
+    for word in (w.lower() for w in words):
+        if word.isdigit() and number is None:
+            number = int(word)
+        elif word in ("files", "conversation") and mode == "both":
+            mode = word
+        elif word == "force":
+            force = True
+        else:
+            raise UnknownCommandError(REWIND_USAGE)
+    return SlashCommand("rewind", number, mode, force)

@@ -13,7 +13,7 @@ from comal.config import Config
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.tools.base import Tool
-from comal.tui.app import ComalApp, SessionStart
+from comal.tui.app import ComalApp, ModelSwitch, SessionStart
 
 
 async def run_tui(
@@ -25,6 +25,7 @@ async def run_tui(
     *,
     session_id: str | None = None,
     workspace: Path | None = None,
+    switch_model: ModelSwitch | None = None,
 ) -> int:
     """Run the interactive front end until the user quits; returns the exit code.
 
@@ -36,8 +37,11 @@ async def run_tui(
         options: limits; the app supplies its own emit, ask and cancel hooks.
         session_id: a session to resume; None starts one on the first message.
         workspace: the workspace (default: the configuration's).
+        switch_model: builds the provider for another model (`/model NAME`).
     """
-    app = ComalApp(SessionStart(ledger, config, provider, tools, options, session_id, workspace))
+    app = ComalApp(
+        SessionStart(ledger, config, provider, tools, options, session_id, workspace, switch_model)
+    )
     try:
         await app.run_async()
     finally:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from comal.errors import ImportFormatError
-from comal.importers import import_files
+from comal.importers import import_files, parse_sessions
 from comal.ledger import Ledger
 from comal.messages import message_from_json
 from comal.usage import Usage
@@ -17,6 +17,7 @@ from tests.unit.importers.conftest import assert_paired, trajectory
 
 SIDECHAINS = "claude-code_vsla/0a725fb5-6378-432a-9e84-9f3f49d4043d.jsonl"
 WITH_IMAGE = "claude-code_vsla/6dc88126-2048-43a9-b5c2-b9747d5a0301.jsonl"
+TWO_TASKS = "claude-code_vsla/9034225e-c367-4ab6-b1eb-1f478a7ae27a.jsonl"
 
 
 def _records(path: Path) -> list[dict[str, object]]:
@@ -180,3 +181,42 @@ def test_a_call_without_a_result_gets_an_uncertain_result(ledger: Ledger, tmp_pa
     assert entries[3].payload["status"] == "uncertain"
     assert entries[3].payload["call_id"] == "toolu_1"
     assert b"interrupted" in (ledger.body(entries[3]) or b"")
+
+
+def test_sidechains_are_linked_to_the_task_call_whose_prompt_they_start_with() -> None:
+    path = trajectory(TWO_TASKS)
+    records = _records(path)
+    prompts = {
+        str(b["input"]["prompt"]): str(b["id"])
+        for r in records
+        if r.get("type") == "assistant" and not r.get("isSidechain")
+        for b in r["message"]["content"]  # type: ignore[index]
+        if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == "Task"
+    }
+    assert len(prompts) == 2
+
+    (parsed,) = parse_sessions(path)
+
+    links = {child.parent_call_id: child.title for child in parsed.children}
+    assert set(links) == set(prompts.values())
+    for prompt, call in prompts.items():
+        assert prompt.startswith(links[call])
+
+
+def test_a_file_that_ends_inside_a_sidechain_keeps_its_task_call_open(tmp_path: Path) -> None:
+    source = trajectory(SIDECHAINS)
+    lines = source.read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    # Where Claude Code stopped while the sub-agent ran: the last sidechain record.
+    last = max(i for i, r in enumerate(records) if r.get("isSidechain"))
+    path = tmp_path / source.name
+    path.write_text("\n".join(lines[: last + 1]) + "\n")
+
+    (parsed,) = parse_sessions(path)
+
+    (child,) = parsed.children
+    started = parsed.entries[-1]
+    assert started.kind == "tool.started"
+    assert started.payload["call_id"] == child.parent_call_id
+    assert started.payload["name"] == "Task"
+    assert [e.kind for e in child.entries][-1] == "message.assistant"  # the child had answered

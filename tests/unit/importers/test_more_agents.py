@@ -11,9 +11,15 @@ import pytest
 
 from comal.bench.transcript import transcripts_from
 from comal.importers import detect_format, import_files, parse_sessions
-from comal.importers.plan import is_text_action
+from comal.importers.plan import (
+    IMPORTED_MODE,
+    INTERRUPTED_TEXT,
+    SessionPlan,
+    is_text_action,
+)
 from comal.ledger import Entry, Ledger
-from comal.messages import Message, message_from_json
+from comal.messages import Message, ToolCallPart, message_from_json
+from comal.usage import Usage
 from tests.unit.importers.conftest import assert_paired, trajectory
 
 SPOTTER = "claude-code-2_spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
@@ -218,3 +224,78 @@ def test_an_openhands_event_list_is_one_session(ledger: Ledger, tmp_path: Path) 
     )
     assert mine == theirs
     assert session.label == "events"
+
+
+def _stopped_mid_task(tmp_path: Path, *, with_agent: bool) -> tuple[Path, str]:
+    """The spotter recording cut where Claude Code stopped while its sub-agent ran (before the
+    Task result), in `tmp_path`: (parent file, the Task call id)."""
+    source = trajectory(SPOTTER)
+    lines = source.read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    index, call = next(
+        (i, str(b["tool_use_id"]))
+        for i, r in enumerate(records)
+        if r["type"] == "user" and isinstance(r["message"]["content"], list)
+        for b in r["message"]["content"]
+        if b.get("type") == "tool_result" and "agentId: a2898e3" in json.dumps(b.get("content"))
+    )
+    path = tmp_path / source.name
+    path.write_text("\n".join(lines[:index]) + "\n")
+    if with_agent:
+        folder = tmp_path / source.stem / "subagents"
+        folder.mkdir(parents=True)
+        agent = source.parent / source.stem / "subagents" / "agent-a2898e3.jsonl"
+        shutil.copy(agent, folder / agent.name)
+    return path, call
+
+
+def test_a_task_whose_sub_agent_ran_past_the_end_of_the_file_stays_open(
+    tmp_path: Path,
+) -> None:
+    path, call = _stopped_mid_task(tmp_path, with_agent=True)
+
+    (parsed,) = parse_sessions(path)
+
+    # Linked by the `agent_progress` records: the result that names the agent is not there.
+    (child,) = parsed.children
+    assert child.parent_call_id == call
+    started = parsed.entries[-1]
+    assert started.kind == "tool.started"
+    assert started.payload["call_id"] == call
+    assert started.payload["name"] == "Task"
+    permission = started.payload["permission"]
+    assert isinstance(permission, dict)
+    assert (permission["decision"], permission["mode"]) == ("allow", IMPORTED_MODE)
+    assert "agent-a2898e3.jsonl" in str(permission["reason"])
+    assert not [
+        e for e in parsed.entries if e.kind == "tool.result" and e.payload["call_id"] == call
+    ]
+
+
+def test_a_task_without_its_sub_agent_file_is_closed_as_uncertain(tmp_path: Path) -> None:
+    path, call = _stopped_mid_task(tmp_path, with_agent=False)
+
+    (parsed,) = parse_sessions(path)
+
+    assert parsed.children == ()
+    assert not [e for e in parsed.entries if e.kind == "tool.started"]
+    last = parsed.entries[-1]
+    assert (last.kind, last.payload["call_id"], last.payload["status"]) == (
+        "tool.result",
+        call,
+        "uncertain",
+    )
+    assert last.body == INTERRUPTED_TEXT.encode()
+
+
+def test_only_the_named_running_calls_of_the_last_turn_stay_open() -> None:
+    plan = SessionPlan(Path("x.jsonl"), "anthropic-messages")
+    plan.user_text("go")
+    calls = (ToolCallPart("t1", "Task", {"prompt": "a"}), ToolCallPart("r1", "Read", {}))
+    plan.assistant(calls, model="m", finish="tool_calls", usage=Usage(), usage_raw=None)
+
+    entries = plan.done({"t1": "agent-x.jsonl", "gone": "agent-y.jsonl"})
+
+    kinds = [(e.kind, e.payload.get("call_id"), e.payload.get("status")) for e in entries[2:]]
+    assert kinds == [("tool.started", "t1", None), ("tool.result", "r1", "uncertain")]
+    assert entries[2].payload["arguments"] == {"prompt": "a"}

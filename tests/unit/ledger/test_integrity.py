@@ -211,13 +211,14 @@ def test_a_seq_flipped_far_past_the_end_is_read_not_searched_for(ledger_path: Pa
     assert "message.user" in kinds
 
 
-@pytest.mark.parametrize("serial_type", [0, 1, 7, 12, 13])
+@pytest.mark.parametrize("serial_type", [0, 1, 7, 12, 13, 24, 25])
 def test_an_unreadable_creation_time_is_reported_but_loses_no_entry(
     ledger_path: Path, serial_type: int
 ) -> None:
-    # The creation time is not hashed: one whose type byte is flipped (to NULL, a 1-byte or
-    # 8-byte number, an empty blob or empty text) makes the row malformed for SQLite, which is
-    # reported, but is no reason to drop an entry whose content still hashes to its record.
+    # The creation time is not hashed: one whose type byte is flipped is reported but is no
+    # reason to drop an entry whose content still hashes to its record. Most flips (to NULL, a
+    # 1-byte or 8-byte number, an empty blob or text) make the row malformed for SQLite; to a
+    # blob or text of the same 6 bytes (24, 25) it reads, as no integer.
     sid = _populated(ledger_path)
     conn = _raw(ledger_path)
     conn.execute("PRAGMA journal_mode = DELETE")  # every row in the one file
@@ -233,6 +234,8 @@ def test_an_unreadable_creation_time_is_reported_but_loses_no_entry(
     report = verify_file(ledger_path)
     assert not report.ok
     assert report.damaged == ()
+    if serial_type in (24, 25):
+        assert any("seq 2): creation time unreadable" in p for p in report.problems)
     out = ledger_path.parent / "salvaged.db"
     with Ledger.open(out) as ledger:
         ledger.salvage_from(ledger_path)

@@ -130,6 +130,17 @@ def test_sessions_children_status_and_title(ledger: Ledger) -> None:
         ledger.set_status(parent, "done")
 
 
+def test_a_title_spanning_lines_is_stored_as_one_line(ledger: Ledger) -> None:
+    prompt = "Very thorough exploration. I need:\n\n1. How  it renders\n\t2. Why"
+    session = ledger.create_session(cwd="/w", title=prompt)
+    assert (
+        ledger.session(session).title
+        == "Very thorough exploration. I need: 1. How it renders 2. Why"
+    )
+    ledger.set_title(session, "  renamed\nagain ")
+    assert ledger.session(session).title == "renamed again"
+
+
 def test_latest_session_prefers_recent_activity_and_skips_children(ledger: Ledger) -> None:
     assert ledger.latest_session("/w") is None
     old = ledger.create_session(cwd="/w")

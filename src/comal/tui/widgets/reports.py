@@ -60,6 +60,9 @@ class ContextView(Vertical):
         if r.plugins:
             listed = ", ".join(f"{name} (~{tokens:,} schema tokens)" for name, tokens in r.plugins)
             lines.append(f"plugins loaded: {listed}")
+        receipts = r.receipts_line()
+        if receipts is not None:
+            lines.append(receipts)
         if r.pending_compaction:
             lines.append("a compaction is requested; it runs at the next turn boundary")
         yield Static("\n".join(lines), classes="dim")

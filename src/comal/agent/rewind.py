@@ -1,0 +1,383 @@
+"""Restore points: rewind a session's files and conversation to an earlier point of its ledger.
+
+Invariants:
+- Files come back byte for byte from the ledger: every Write/Edit records, before it touches
+  the file, the exact bytes it read (the `tool.started` body) and the digests before and
+  intended. The state of a file at a point is the "before" of the first change after it.
+- A file whose current digest is not the one this session's last change (or last rewind) left
+  is refused, with a summary of the difference, unless forced: Comal never overwrites work it
+  did not do without being told to.
+- Changes made by Bash or MCP tools cannot be known, so they are listed as not restorable.
+- The rewind is itself an entry (`session.rewound`); nothing is deleted. A conversation rewind
+  makes the history leave out what it went back over (`ledger/history.py`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from comal.errors import LedgerError, RewindError, ToolError
+from comal.ledger.entry import Entry
+from comal.ledger.history import REWOUND_KIND
+from comal.ledger.store import Ledger
+from comal.messages import JSONObject, JSONValue, digest_bytes, message_from_json
+from comal.tools.edits import write_atomic
+
+FILE_TOOLS = frozenset({"Write", "Edit"})
+"""Tools whose changes the ledger can undo."""
+OK_STATUSES = frozenset({"ok", "postcondition_observed"})
+DIFF_LINES_SHOWN = 12
+TURN_TEXT_CHARS = 70
+
+
+@dataclass(frozen=True, slots=True)
+class FileEvent:
+    """One change of a file by this session: a Write/Edit, or a rewind that restored it."""
+
+    seq: int
+    path: str
+    """The absolute path."""
+    before: str | None
+    """Digest of the file just before (None: absent)."""
+    after: frozenset[str | None]
+    """Digests the file may hold just after (two when the outcome is unknown)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A user message and what the calls after it (until the next one) did."""
+
+    number: int
+    seq: int
+    entry_id: str
+    text: str
+    files: tuple[str, ...]
+    not_restorable: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FilePlan:
+    """What a rewind does to one file."""
+
+    path: str
+    target: bytes | None
+    """The bytes to restore; None deletes the file (it did not exist at the point)."""
+    target_digest: str | None
+    expected: frozenset[str | None]
+    """What this session's last change may have left; the file must still hold one of them."""
+    current_digest: str | None
+    current: bytes | None
+    restorable: bool = True
+    reason: str = ""
+
+    @property
+    def changed_outside(self) -> bool:
+        """The file no longer holds what this session left there."""
+        return self.restorable and self.current_digest not in self.expected
+
+    @property
+    def unchanged(self) -> bool:
+        """The file already holds the state of the point."""
+        return self.current_digest == self.target_digest
+
+
+@dataclass(frozen=True, slots=True)
+class RewindPlan:
+    """Everything a rewind to one point would do."""
+
+    session_id: str
+    to_seq: int
+    label: str
+    files: tuple[FilePlan, ...]
+    not_restorable: tuple[str, ...]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def conflicts(self) -> tuple[FilePlan, ...]:
+        """Files changed outside this session since its last change."""
+        return tuple(f for f in self.files if f.changed_outside)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RewindError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _prepared(entry: Entry) -> tuple[str, str | None, str] | None:
+    """(path, digest before, digest intended) of a Write/Edit's preparation, if it has one."""
+    prep = entry.payload.get("preparation")
+    if entry.kind != "tool.started" or not isinstance(prep, dict):
+        return None
+    path, intended, before = (
+        prep.get("abs_path"),
+        prep.get("digest_intended"),
+        prep.get("digest_before"),
+    )
+    if not isinstance(path, str) or not isinstance(intended, str):
+        return None
+    return path, before if isinstance(before, str) else None, intended
+
+
+def file_events(entries: list[Entry]) -> list[FileEvent]:
+    """Every change of a file in `entries` (in the order they happened)."""
+    statuses = _result_status(entries)
+    found = []
+    for entry in entries:
+        prepared = _prepared(entry)
+        if prepared is not None:
+            path, before, intended = prepared
+            status = statuses.get(str(entry.payload.get("call_id")))
+            after: frozenset[str | None] = frozenset({intended})
+            if status is None or status == "uncertain":
+                after = frozenset({before, intended})
+            elif status not in OK_STATUSES:
+                after = frozenset({before})
+            found.append(FileEvent(entry.seq, path, before, after))
+        elif entry.kind == REWOUND_KIND:
+            listed = entry.payload.get("files")
+            for item in listed if isinstance(listed, list) else []:
+                if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+                    continue
+                previous, restored = item.get("previous_digest"), item.get("restored_digest")
+                found.append(
+                    FileEvent(
+                        entry.seq,
+                        str(item["path"]),
+                        previous if isinstance(previous, str) else None,
+                        frozenset({restored if isinstance(restored, str) else None}),
+                    )
+                )
+    return found
+
+
+def _result_status(entries: list[Entry]) -> dict[str, str]:
+    return {
+        str(e.payload.get("call_id")): str(e.payload.get("status"))
+        for e in entries
+        if e.kind == "tool.result"
+    }
+
+
+def _unrestorable_call(entry: Entry) -> str | None:
+    """A one-line description of a call whose effects Comal cannot undo, if it is one."""
+    name = str(entry.payload.get("name", ""))
+    if entry.kind != "tool.started" or not (name == "Bash" or name.startswith("mcp__")):
+        return None
+    arguments = entry.payload.get("arguments")
+    command = arguments.get("command") if isinstance(arguments, dict) else None
+    shown = f" {command}" if isinstance(command, str) else ""
+    return f"{name}{shown[:100]} ({entry.payload.get('call_id')})"
+
+
+def turns(ledger: Ledger, session_id: str) -> list[Turn]:
+    """The session's turns, each with the files it changed and the calls it cannot undo."""
+    entries = ledger.entries(session_id)
+    found: list[Turn] = []
+    files: list[str] = []
+    other: list[str] = []
+    head: Entry | None = None
+
+    def close() -> None:
+        if head is not None:
+            message = message_from_json(_object(head.payload.get("message")))
+            found.append(
+                Turn(len(found) + 1, head.seq, head.id, message.text, tuple(files), tuple(other))
+            )
+
+    for entry in entries:
+        if entry.kind == "message.user":
+            close()
+            head, files, other = entry, [], []
+        elif (prepared := _prepared(entry)) is not None:
+            if prepared[0] not in files:
+                files.append(prepared[0])
+        elif (line := _unrestorable_call(entry)) is not None:
+            other.append(line)
+    close()
+    return found
+
+
+def turn_label(turn: Turn) -> str:
+    """A turn as a picker shows it: its message, then the files it changed."""
+    first = turn.text.strip().splitlines()[0] if turn.text.strip() else "(empty)"
+    lines = [f"{turn.number:>3}  {first[:TURN_TEXT_CHARS]}"]
+    lines += [f"       changed {path}" for path in turn.files]
+    lines += [f"       not restorable: {line}" for line in turn.not_restorable]
+    return "\n".join(lines)
+
+
+def _object(value: JSONValue) -> JSONObject:
+    return value if isinstance(value, dict) else {}
+
+
+def resolve_point(ledger: Ledger, session_id: str, to: str | None) -> tuple[int, str]:
+    """(to_seq, label): the history through `to_seq` is kept.
+
+    `to` is a turn number (the state just before that turn's message), `cp:N` or
+    `checkpoint:N` (the state at checkpoint N), an entry id `evt_…` (the state right after
+    that entry), or None (before the last turn).
+
+    Raises:
+        RewindError: the point names nothing in the session.
+    """
+    entries = ledger.entries(session_id)
+    if to is None or to.isdigit():
+        listed = turns(ledger, session_id)
+        if not listed:
+            raise RewindError(f"session {session_id} has no turn to rewind")
+        number = len(listed) if to is None else int(to)
+        if not 1 <= number <= len(listed):
+            raise RewindError(f"no turn {number}: the session has turns 1 to {len(listed)}")
+        return listed[number - 1].seq - 1, f"before turn {number}"
+    lowered = to.lower()
+    for prefix in ("checkpoint:", "cp:"):
+        if lowered.startswith(prefix) and lowered[len(prefix) :].isdigit():
+            number = int(lowered[len(prefix) :])
+            for entry in entries:
+                if entry.kind == "checkpoint" and entry.payload.get("number") == number:
+                    return entry.seq, f"checkpoint {number}"
+            raise RewindError(f"session {session_id} has no checkpoint {number}")
+    for entry in entries:
+        if entry.id == to:
+            return entry.seq, f"after entry {to}"
+    raise RewindError(
+        f"{to!r} is not a turn number, a checkpoint (cp:N) or an entry of session {session_id}"
+    )
+
+
+def _bytes_of(ledger: Ledger, digest: str | None) -> tuple[bool, bytes | None]:
+    """(known, bytes) of a file state: every state a change started from is a blob."""
+    if digest is None:
+        return True, None
+    try:
+        return True, ledger.blob(digest)
+    except LedgerError:
+        return False, None
+
+
+def plan_rewind(ledger: Ledger, session_id: str, to: str | None) -> RewindPlan:
+    """What rewinding `session_id` to `to` would do to its files (nothing is changed).
+
+    The state of a file at the point is the state just before its first change after the
+    point, in the order things really happened (what earlier conversation rewinds went back
+    over included); what it should hold now is what its last change left.
+
+    Raises:
+        RewindError: unknown point, or a file that cannot be read.
+    """
+    to_seq, label = resolve_point(ledger, session_id, to)
+    events = file_events(ledger.entries(session_id, rewound=True))
+    plans: list[FilePlan] = []
+    for path in dict.fromkeys(e.path for e in events if e.seq > to_seq):
+        mine = [e for e in events if e.path == path]
+        first = next(e for e in mine if e.seq > to_seq)
+        known, target = _bytes_of(ledger, first.before)
+        current = _read(path)
+        plans.append(
+            FilePlan(
+                path,
+                target,
+                first.before,
+                mine[-1].after,
+                None if current is None else digest_bytes(current),
+                current,
+                restorable=known,
+                reason="" if known else "the bytes before its change were not kept",
+            )
+        )
+    others = [
+        line
+        for e in ledger.entries(session_id)
+        if e.seq > to_seq and (line := _unrestorable_call(e)) is not None
+    ]
+    return RewindPlan(session_id, to_seq, label, tuple(plans), tuple(others))
+
+
+def diff_summary(plan: FilePlan) -> str:
+    """A few lines telling how the file now differs from what this session left."""
+    now = "absent" if plan.current is None else f"{len(plan.current)} bytes"
+    head = (
+        f"{plan.path}: changed outside this session since its last change "
+        f"(now {now}, {plan.current_digest or 'absent'}; expected "
+        f"{' or '.join(sorted(d or 'absent' for d in plan.expected))})"
+    )
+    if plan.current is None or plan.target is None:
+        return head
+    old = plan.target.decode("utf-8", errors="replace").splitlines()
+    new = plan.current.decode("utf-8", errors="replace").splitlines()
+    lines = list(difflib.unified_diff(old, new, "at the rewind point", "now", n=0, lineterm=""))
+    added = sum(1 for ln in lines if ln.startswith("+") and not ln.startswith("+++"))
+    removed = sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---"))
+    shown = [f"    {ln}" for ln in lines[:DIFF_LINES_SHOWN]]
+    more = ["    …"] if len(lines) > DIFF_LINES_SHOWN else []
+    return "\n".join([f"{head}; +{added} -{removed} lines against the rewind point", *shown, *more])
+
+
+def apply_rewind(
+    ledger: Ledger,
+    plan: RewindPlan,
+    *,
+    files: bool = True,
+    conversation: bool = True,
+    force: bool = False,
+) -> Entry:
+    """Restore the files (unless `files` is false), record the rewind, and return its entry.
+
+    Raises:
+        RewindError: files changed outside the session and `force` is not set (nothing is
+            written or recorded then).
+    """
+    if files and plan.conflicts and not force:
+        summaries = "\n".join(diff_summary(f) for f in plan.conflicts)
+        raise RewindError(
+            f"{summaries}\nnothing was restored; rewind with --force to overwrite "
+            "these changes, or --conversation-only to leave files as they are"
+        )
+    restored: list[JSONValue] = []
+    for item in plan.files:
+        if not item.restorable or not files:
+            continue
+        if item.current is not None:
+            # What the file held is kept too, so a later rewind can come back to it.
+            ledger.put_blob(item.current)
+        if not item.unchanged:
+            _restore(item)
+        restored.append(
+            {
+                "path": item.path,
+                "restored_digest": item.target_digest,
+                "previous_digest": item.current_digest,
+                "forced": item.changed_outside,
+            }
+        )
+    payload: JSONObject = {
+        "to_seq": plan.to_seq,
+        "to": plan.label,
+        "files": restored,
+        "files_restored": files,
+        "conversation": conversation,
+        "not_restorable": [
+            *plan.not_restorable,
+            *(f"{f.path}: {f.reason}" for f in plan.files if not f.restorable),
+        ],
+    }
+    return ledger.append(plan.session_id, REWOUND_KIND, payload)
+
+
+def _restore(item: FilePlan) -> None:
+    path = Path(item.path)
+    try:
+        if item.target is None:
+            path.unlink(missing_ok=True)
+        else:
+            write_atomic(path, item.target)
+    except OSError as exc:
+        raise RewindError(f"cannot restore {item.path}: {exc.strerror or exc}") from exc
+    except ToolError as exc:
+        raise RewindError(f"cannot restore {item.path}: {exc.message}") from exc

@@ -1,0 +1,241 @@
+"""A session's transcript as Markdown, self-contained HTML or JSON (`comal export`).
+
+The transcript is the session's history (a fork's starts with its parent's): asks, answers,
+tool calls with their receipts, and context events (projections, checkpoints, rewinds, peer
+summaries) marked as such. The HTML is one file with no outside resource: inline style, the
+context timeline as inline SVG, tool calls folded in `<details>`, and a small script for
+folding them all at once.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from comal.ledger.entry import Entry, SessionInfo
+from comal.messages import (
+    JSONValue,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    message_from_json,
+    render_output_text,
+)
+
+RESULT_CHARS = 6_000
+"""A receipt's text shown in Markdown/HTML (the JSON export has every byte)."""
+EVENT_KINDS = ("projection", "checkpoint", "session.rewound", "session.forked", "message.summary")
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One row of the transcript."""
+
+    kind: str
+    """`user`, `assistant`, `call`, `event` or `note`."""
+    title: str
+    text: str
+    detail: str = ""
+    """The receipt of a call."""
+    error: bool = False
+
+
+def _short(text: str) -> str:
+    if len(text) <= RESULT_CHARS:
+        return text
+    return (
+        text[:RESULT_CHARS]
+        + f"\n… {len(text) - RESULT_CHARS:,} more characters (comal export --format json)"
+    )
+
+
+def _event(entry: Entry) -> str:
+    p = entry.payload
+    if entry.kind == "projection":
+        ids = p.get("result_ids")
+        count = len(ids) if isinstance(ids, list) else 0
+        return (
+            f"projection: {count} old results become exact references"
+            f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
+        )
+    if entry.kind == "checkpoint":
+        return (
+            f"checkpoint #{p.get('number')} {p.get('title')}"
+            f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
+        )
+    if entry.kind == "session.rewound":
+        return f"rewound to {p.get('to')} (conversation: {p.get('conversation')})"
+    if entry.kind == "session.forked":
+        return f"forked from {p.get('parent')} after entry {p.get('through_entry')}"
+    return f"peer compaction summary ({len(str(p.get('text', ''))):,} characters)"
+
+
+def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) -> list[Item]:
+    """The rows of a transcript, in order."""
+    items: list[Item] = []
+    calls: dict[str, int] = {}
+    for entry in entries:
+        p = entry.payload
+        if entry.kind in ("message.user", "message.assistant"):
+            raw = p.get("message")
+            if not isinstance(raw, dict):
+                continue
+            message = message_from_json(raw)
+            texts = [part.text for part in message.parts if isinstance(part, TextPart)]
+            if (
+                entry.kind == "message.user"
+                and any(not isinstance(part, TextPart) for part in message.parts)
+                and not texts
+            ):
+                continue  # tool results travel as user messages; their receipts are shown
+            reasoning = sum(1 for part in message.parts if isinstance(part, ReasoningPart))
+            title = "user" if entry.kind == "message.user" else f"assistant · {p.get('model', '')}"
+            if reasoning:
+                title += f" · {reasoning} reasoning block(s)"
+            if texts:
+                items.append(Item(entry.kind.split(".")[1], title, "\n".join(texts)))
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    arguments = json.dumps(part.arguments, ensure_ascii=False, indent=1)
+                    calls[part.call_id] = len(items)
+                    items.append(Item("call", f"{part.name} · {part.call_id}", arguments))
+        elif entry.kind == "tool.result":
+            body = bodies.get(entry.id)
+            text = _short(render_output_text(body)) if body is not None else ""
+            status = str(p.get("status"))
+            exit_code = p.get("exit_code")
+            head = status + ("" if exit_code is None else f" · exit {exit_code}")
+            detail = f"[{head} · {entry.id}]\n{text}"
+            index = calls.get(str(p.get("call_id")))
+            if index is not None:
+                call = items[index]
+                items[index] = Item(
+                    call.kind, call.title, call.text, detail, bool(p.get("is_error"))
+                )
+            else:
+                items.append(Item("call", f"{p.get('name')} · {p.get('call_id')}", "", detail))
+        elif entry.kind in EVENT_KINDS:
+            items.append(Item("event", entry.kind, _event(entry)))
+        elif entry.kind == "hook.run":
+            items.append(
+                Item(
+                    "note",
+                    f"hook {p.get('event')}",
+                    f"{p.get('command')} → exit {p.get('exit_code')}",
+                )
+            )
+    return items
+
+
+def to_markdown(info: SessionInfo, items: Sequence[Item], cost_line: str) -> str:
+    """The transcript as Markdown."""
+    lines = [
+        f"# Session {info.id}",
+        "",
+        f"{info.cwd} · model {info.model or '-'} · {info.status} · {cost_line}",
+        "",
+    ]
+    fence = "````"
+    for item in items:
+        if item.kind in ("user", "assistant"):
+            lines += [f"## {item.title}", "", item.text, ""]
+        elif item.kind == "call":
+            lines += [f"**→ {item.title}**", "", fence + "json", item.text, fence, ""]
+            if item.detail:
+                lines += [fence, item.detail, fence, ""]
+        else:
+            lines += [f"> ◆ {item.text}", ""]
+    return "\n".join(lines)
+
+
+_STYLE = """
+body{font:15px/1.5 system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;
+color:#222}
+header{border-bottom:1px solid #ccc;margin-bottom:1rem}
+.user{background:#eef4fb;border-left:4px solid #4a78b5;padding:.5rem 1rem;margin:1rem 0}
+.assistant{background:#f7f7f7;border-left:4px solid #888;padding:.5rem 1rem;margin:1rem 0}
+.event{background:#f3eefa;border-left:4px solid #6a4c93;padding:.3rem 1rem;margin:.8rem 0;
+font-weight:600}
+.note{color:#666;font-size:.9em;margin:.3rem 0}
+details{margin:.4rem 0 .4rem 1rem;border:1px solid #ddd;border-radius:4px;padding:.2rem .6rem}
+details.error summary{color:#b00020}
+summary{cursor:pointer;font-family:ui-monospace,monospace}
+pre{white-space:pre-wrap;word-break:break-word;background:#fafafa;padding:.5rem;margin:.3rem 0}
+h2{font-size:.85rem;text-transform:uppercase;color:#555;margin:0}
+figure{margin:1rem 0;overflow-x:auto}
+figure svg{max-width:100%;height:auto}
+"""
+
+_SCRIPT = """
+document.getElementById('toggle').addEventListener('click', function () {
+  var all = document.querySelectorAll('details');
+  var open = Array.prototype.some.call(all, function (d) { return !d.open; });
+  all.forEach(function (d) { d.open = open; });
+  this.textContent = open ? 'fold every call' : 'unfold every call';
+});
+"""
+
+
+def to_html(info: SessionInfo, items: Sequence[Item], cost_line: str, svg: str | None) -> str:
+    """The transcript as one self-contained HTML page."""
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>Comal session {e(info.id)}</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        f"<header><h1>Session {e(info.id)}</h1>",
+        f"<p>{e(info.cwd)} · model {e(info.model or '-')} · {e(info.status)} · {e(cost_line)}</p>",
+        '<button id="toggle" type="button">unfold every call</button></header>',
+    ]
+    if svg:
+        parts.append(
+            f'<figure id="timeline">{svg}<figcaption>context timeline</figcaption></figure>'
+        )
+    for item in items:
+        if item.kind in ("user", "assistant"):
+            parts.append(
+                f'<section class="{item.kind}"><h2>{e(item.title)}</h2>'
+                f"<pre>{e(item.text)}</pre></section>"
+            )
+        elif item.kind == "call":
+            css = ' class="error"' if item.error else ""
+            parts.append(
+                f"<details{css}><summary>→ {e(item.title)}</summary>"
+                f"<pre>{e(item.text)}</pre><pre>{e(item.detail)}</pre></details>"
+            )
+        else:
+            parts.append(f'<div class="{item.kind}">◆ {e(item.text)}</div>')
+    parts += [f"<script>{_SCRIPT}</script>", "</body></html>"]
+    return "\n".join(parts) + "\n"
+
+
+def to_json(info_json: JSONValue, entries: Sequence[Entry], bodies: dict[str, bytes | None]) -> str:
+    """Every entry of the history, with each body as text."""
+    return (
+        json.dumps(
+            {
+                "session": info_json,
+                "entries": [
+                    {
+                        "seq": entry.seq,
+                        "id": entry.id,
+                        "session_id": entry.session_id,
+                        "kind": entry.kind,
+                        "created_at": entry.created_at,
+                        "content_hash": entry.content_hash,
+                        "payload": entry.payload,
+                        "body_text": None
+                        if bodies.get(entry.id) is None
+                        else render_output_text(bodies[entry.id] or b""),
+                    }
+                    for entry in entries
+                ],
+            },
+            ensure_ascii=False,
+            indent=2,
+        )
+        + "\n"
+    )

@@ -1,0 +1,221 @@
+"""The context timeline: each model call's tokens, stacked by component, against the window.
+
+Each bar is one response (`message.assistant` or `response.discarded`), in order: the input
+the provider measured split into cache read, cache write and new input, then the output. A
+response whose input was not reported stands on Comal's recorded estimate of its request,
+drawn hatched. The window and the pressure threshold are lines; each projection, checkpoint
+and peer summary is a vertical mark labelled with what it freed (its before → after tokens).
+
+matplotlib is imported only when a picture is drawn, so the CLI starts without it.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from comal.errors import ConfigError
+from comal.ledger.entry import Entry
+from comal.usage import Usage
+
+COMPONENTS = ("cache read", "cache write", "new input", "output")
+COLORS = ("#8fb8de", "#f2c078", "#4a78b5", "#d1495b")
+FORMATS = (".png", ".svg")
+
+
+@dataclass(frozen=True, slots=True)
+class CallTokens:
+    """One response's tokens by component."""
+
+    index: int
+    seq: int
+    cache_read: int
+    cache_write: int
+    new_input: int
+    output: int
+    estimated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ContextMark:
+    """A context event placed before the call it precedes."""
+
+    index: int
+    kind: str
+    label: str
+    freed: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """Everything the picture shows."""
+
+    calls: tuple[CallTokens, ...]
+    marks: tuple[ContextMark, ...]
+    window: int
+    threshold: int
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _mark(entry: Entry, index: int) -> ContextMark | None:
+    p = entry.payload
+    before, after = _int(p.get("before_tokens")), _int(p.get("after_tokens"))
+    freed = before - after if before is not None and after is not None else None
+    freed_text = f" −{freed:,}" if freed is not None else ""
+    if entry.kind == "projection":
+        ids = p.get("result_ids")
+        count = len(ids) if isinstance(ids, list) else 0
+        return ContextMark(index, "projection", f"projection {count} refs{freed_text}", freed)
+    if entry.kind == "checkpoint":
+        return ContextMark(index, "checkpoint", f"checkpoint #{p.get('number')}{freed_text}", freed)
+    if entry.kind == "message.summary":
+        return ContextMark(index, "summary", "peer compaction", None)
+    return None
+
+
+def timeline_of(entries: Sequence[Entry], window: int, threshold_ratio: float) -> Timeline:
+    """The timeline of a session's history."""
+    estimates: dict[str, int] = {}
+    calls: list[CallTokens] = []
+    marks: list[ContextMark] = []
+    for entry in entries:
+        if entry.kind == "provider.request":
+            estimates[entry.id] = _int(entry.payload.get("estimated_input_tokens")) or 0
+            continue
+        mark = _mark(entry, len(calls))
+        if mark is not None:
+            marks.append(mark)
+            continue
+        if entry.kind not in ("message.assistant", "response.discarded"):
+            continue
+        raw = entry.payload.get("usage")
+        usage = Usage.from_json(raw) if isinstance(raw, dict) else Usage()
+        estimated = usage.new_input is None
+        new_input = (
+            usage.new_input
+            if usage.new_input is not None
+            else estimates.get(str(entry.payload.get("request_entry")), 0)
+        )
+        calls.append(
+            CallTokens(
+                len(calls),
+                entry.seq,
+                usage.cache_read or 0,
+                usage.cache_write or 0,
+                new_input,
+                usage.output or 0,
+                estimated,
+            )
+        )
+    return Timeline(
+        tuple(calls),
+        tuple(_with_drop(m, calls) for m in marks),
+        window,
+        int(window * threshold_ratio),
+    )
+
+
+def _total(call: CallTokens) -> int:
+    return call.cache_read + call.cache_write + call.new_input
+
+
+def _with_drop(mark: ContextMark, calls: Sequence[CallTokens]) -> ContextMark:
+    """A peer's summary records no sizes: what it freed is the drop of input across it."""
+    if mark.freed is not None or not 0 < mark.index < len(calls):
+        return mark
+    freed = _total(calls[mark.index - 1]) - _total(calls[mark.index])
+    return ContextMark(mark.index, mark.kind, f"{mark.label} −{freed:,}", freed)
+
+
+def _figure(timeline: Timeline, title: str) -> object:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    width = min(24.0, max(8.0, len(timeline.calls) * 0.06 + 6))
+    fig, ax = plt.subplots(figsize=(width, 5.5), dpi=110)
+    xs = [c.index + 1 for c in timeline.calls]
+    bottoms = [0] * len(xs)
+    values = [
+        [c.cache_read for c in timeline.calls],
+        [c.cache_write for c in timeline.calls],
+        [c.new_input for c in timeline.calls],
+        [c.output for c in timeline.calls],
+    ]
+    hatches = ["//" if c.estimated else "" for c in timeline.calls]
+    for name, color, column in zip(COMPONENTS, COLORS, values, strict=True):
+        bars = ax.bar(xs, column, bottom=bottoms, color=color, label=name, width=0.9, linewidth=0)
+        for bar, hatch in zip(bars, hatches, strict=True):
+            bar.set_hatch(hatch)
+        bottoms = [b + v for b, v in zip(bottoms, column, strict=True)]
+    ax.axhline(timeline.window, color="#333333", linewidth=1.2, label=f"window {timeline.window:,}")
+    ax.axhline(
+        timeline.threshold,
+        color="#333333",
+        linewidth=1,
+        linestyle="--",
+        label=f"threshold {timeline.threshold:,}",
+    )
+    styles = {"projection": "#2a9d8f", "checkpoint": "#6a4c93", "summary": "#e76f51"}
+    top = max([timeline.window, *bottoms, 1])
+    for number, mark in enumerate(timeline.marks):
+        x = mark.index + 0.5
+        ax.axvline(x, color=styles[mark.kind], linewidth=1.2, alpha=0.9)
+        ax.text(
+            x,
+            top * (0.97 - 0.06 * (number % 4)),
+            " " + mark.label,
+            color=styles[mark.kind],
+            fontsize=8,
+            va="top",
+        )
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("model call")
+    ax.set_ylabel("tokens")
+    ax.set_title(title, fontsize=10)
+    ax.set_xlim(0, max(len(xs), 1) + 1)
+    ax.set_ylim(0, top * 1.05)
+    ax.legend(loc="upper left", fontsize=8, ncol=3, framealpha=0.9)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def _save(timeline: Timeline, title: str, target: Path | io.StringIO, fmt: str) -> None:
+    fig = _figure(timeline, title)
+    import matplotlib.pyplot as plt
+
+    try:
+        fig.savefig(target, format=fmt)  # type: ignore[attr-defined]
+    finally:
+        plt.close(fig)  # type: ignore[arg-type]
+
+
+def write_timeline(timeline: Timeline, path: Path, title: str) -> None:
+    """Draw the timeline to `path` (.png or .svg).
+
+    Raises:
+        ConfigError: another suffix, or a file that cannot be written.
+    """
+    if path.suffix.lower() not in FORMATS:
+        raise ConfigError(f"--timeline writes .png or .svg, not {path.name!r}")
+    try:
+        _save(timeline, title, path, path.suffix.lower().lstrip("."))
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def timeline_svg(timeline: Timeline, title: str) -> str:
+    """The timeline as an SVG document (for embedding in the HTML export)."""
+    out = io.StringIO()
+    _save(timeline, title, out, "svg")
+    text = out.getvalue()
+    return text[text.index("<svg") :]

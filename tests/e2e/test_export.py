@@ -1,0 +1,107 @@
+"""`comal export` (md, html, json) and `comal context --timeline`, the HTML checked in Chromium."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from comal.testing.fake_server import FakeServer
+from tests.e2e.browser import ARTIFACTS, console_messages
+from tests.e2e.headless_support import Run, comal, configure, ledger_at
+
+pytestmark = pytest.mark.e2e
+
+
+def _ok(run: Run) -> Run:
+    assert run.code == 0, run.stderr + run.stdout
+    return run
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    root = tmp_path_factory.mktemp("export")
+    ws, home = root / "ws", root / "home"
+    ws.mkdir()
+    turns: list[Any] = [
+        {
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "name": "Bash",
+                    "arguments": {"command": "printf '%s\\n' 'receipt-<b>&-42'"},
+                },
+                {"id": "c2", "name": "Write", "arguments": {"path": "a.txt", "content": "x\n"}},
+            ],
+            "usage": {"input_tokens": 2_000, "cached_tokens": 500, "output_tokens": 40},
+        },
+        {"text": "Done: <script>alert(1)</script> is text.", "usage": {"input_tokens": 2_400}},
+    ]
+    with FakeServer(turns) as server:
+        configure(ws, server, "openai-chat")
+        sid = _ok(
+            comal("-p", "do it", "--output-format", "stream-json", cwd=ws, env_home=home)
+        ).session_id()
+    _ok(comal("compact", sid, cwd=ws, env_home=home))
+    _ok(comal("rewind", sid, "--to", "1", "--files-only", cwd=ws, env_home=home))
+    return ws, home, sid
+
+
+def test_html_is_self_contained_and_opens_in_chromium_without_console_errors(
+    recorded: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    ws, home, sid = recorded
+    page = tmp_path / "session.html"
+    _ok(comal("export", sid, "--format", "html", "-o", str(page), cwd=ws, env_home=home))
+    text = page.read_text()
+    assert "<details" in text
+    assert "→ Bash · c1" in text
+    assert "receipt-&lt;b&gt;&amp;-42\n</pre>" in text  # receipts escaped, never markup
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "◆ checkpoint #1" in text
+    assert "◆ rewound to before turn 1" in text
+    assert '<figure id="timeline"><svg' in text
+    assert "<link" not in text
+    assert " src=" not in text
+
+    shot = ARTIFACTS / "export-session.png"
+    assert console_messages(page, shot) == []
+    assert shot.stat().st_size > 10_000
+
+    # The check can fail: a page whose script throws is reported.
+    broken = tmp_path / "broken.html"
+    broken.write_text(text.replace("document.getElementById('toggle')", "document.nothing()"))
+    errors = console_messages(broken, tmp_path / "broken.png")
+    assert any("Uncaught TypeError" in line for line in errors)
+
+
+def test_markdown_and_json(recorded: tuple[Path, Path, str]) -> None:
+    ws, home, sid = recorded
+    md = _ok(comal("export", sid, "--format", "md", cwd=ws, env_home=home)).stdout
+    assert md.startswith(f"# Session {sid}")
+    assert "## user" in md
+    assert "do it" in md
+    assert "**→ Write · c2**" in md
+    assert "> ◆ checkpoint #1" in md
+    data = json.loads(_ok(comal("export", sid, "--format", "json", cwd=ws, env_home=home)).stdout)
+    with ledger_at(home) as ledger:
+        ids = [e.id for e in ledger.entries(sid)]
+    assert [e["id"] for e in data["entries"]] == ids
+    result = next(e for e in data["entries"] if e["kind"] == "tool.result")
+    assert result["body_text"] == "receipt-<b>&-42\n"
+
+
+def test_the_timeline_as_png_and_svg(recorded: tuple[Path, Path, str], tmp_path: Path) -> None:
+    ws, home, sid = recorded
+    png, svg = tmp_path / "t.png", tmp_path / "t.svg"
+    _ok(comal("context", sid, "--timeline", str(png), cwd=ws, env_home=home))
+    _ok(comal("context", sid, "--timeline", str(svg), cwd=ws, env_home=home))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in svg.read_text()
+    assert "checkpoint #1" in svg.read_text()
+    bad = comal("context", sid, "--timeline", str(tmp_path / "t.gif"), cwd=ws, env_home=home)
+    assert bad.code == 2
+    assert "png or .svg" in bad.stderr
+    assert "Traceback" not in bad.stderr

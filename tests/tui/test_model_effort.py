@@ -1,0 +1,47 @@
+"""`/effort` and `/model` in the TUI: shown, changed from the next call on, and recorded."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from comal.providers.base import Provider
+from comal.providers.scripted import ScriptedProvider
+from comal.tui.widgets.transcript import NoticeItem
+from tests.tui.conftest import AppFactory, send, settle
+
+pytestmark = pytest.mark.tui
+
+
+async def test_effort_then_model_apply_to_the_next_call(make_app: AppFactory) -> None:
+    app = make_app(["first"])
+    other = ScriptedProvider(["second"], model="model-b")
+
+    async def switch(model: str) -> Provider:
+        assert model == "model-b"
+        return other
+
+    app.start = dataclasses.replace(app.start, switch_model=switch)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await send(pilot, app, "hello")
+        await settle(pilot, app)
+        await send(pilot, app, "/effort high")
+        await pilot.pause()
+        await send(pilot, app, "/model model-b")
+        await pilot.pause(0.2)
+        await send(pilot, app, "/effort")
+        await pilot.pause(0.2)
+        await send(pilot, app, "again")
+        await settle(pilot, app)
+        notices = [n.text for n in app.query(NoticeItem)]
+        assert app.session is not None
+        configured = app.session.ledger.entries(app.session.id, kinds=("session.configured",))
+    assert [(e.payload["model"], e.payload["effort"]) for e in configured] == [
+        ("scripted-model", "high"),
+        ("model-b", "high"),
+    ]
+    (request,) = other.requests
+    assert request.model == "model-b"
+    assert request.reasoning_effort == "high"
+    assert "effort: high" in notices
