@@ -201,7 +201,7 @@ def test_a_fork_at_a_middle_entry_continues_with_the_parents_history(tmp_path: P
     sessions = _ok(comal("sessions", cwd=ws, env_home=home)).stdout
     lines = sessions.splitlines()
     parent_line = next(i for i, ln in enumerate(lines) if ln.startswith(parent_short))
-    assert lines[parent_line + 1].startswith("└ " + fork_short)
+    assert lines[parent_line + 1].lstrip().startswith("└─ " + fork_short)
 
     evidence = _ok(comal("evidence", fork, result.id, cwd=ws, env_home=home))
     assert "parent-evidence-42" in evidence.stdout

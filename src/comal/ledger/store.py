@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -29,6 +29,7 @@ from comal.ids import new_id, now_ms
 from comal.ledger.blobs import blob_size, insert_blob, read_blob
 from comal.ledger.canonical import content_hash, encode_payload
 from comal.ledger.entry import Entry, SessionInfo
+from comal.ledger.entry_cache import EntryCache
 from comal.ledger.entry_rows import (
     entry_payload,
     first_entries,
@@ -89,6 +90,7 @@ class Ledger:
         self._me = current_process()
         self._held: set[str] = set()
         self._closed = False
+        self._cache = EntryCache()
 
     # --- opening and closing ----------------------------------------------------------------
 
@@ -119,6 +121,7 @@ class Ledger:
                     self.release_lock(session_id)
             finally:
                 self._closed = True
+                self._cache.clear()
                 self._conn.close()
 
     def __enter__(self) -> Ledger:
@@ -354,16 +357,33 @@ class Ledger:
         gives the entries this session itself appended, all of them; `rewound` keeps what
         conversation rewinds went back over.
 
+        Entries read before are served from memory (`entry_cache`): only newer rows are read.
+
         Raises:
             UnknownSessionError: no such session.
         """
         if kinds is not None and not kinds:
             return []  # asked for no kind: nothing to read, not even the session
         with self._mutex:
-            self._require_session(session_id)
-            if own:
-                return select_entries(self._conn, session_id, after_seq, kinds)
-            return history(self._conn, session_id, after_seq, kinds, rewound=rewound)
+            if kinds is not None or self._conn.in_transaction:
+                self._require_session(session_id)
+                if own:
+                    return select_entries(self._conn, session_id, after_seq, kinds)
+                return history(self._conn, session_id, after_seq, kinds, rewound=rewound)
+            cached = self._cache.session(self._conn, session_id, self._reader(session_id))
+            if own or cached.history_is_own(rewound=rewound):
+                return cached.after(after_seq)
+            return history(self._conn, session_id, after_seq, None, rewound=rewound)
+
+    def _reader(self, session_id: str) -> Callable[[int], tuple[list[Entry], bool]]:
+        """Reads the session's own entries after a seq, and whether it is a fork."""
+
+        def read(after_seq: int) -> tuple[list[Entry], bool]:
+            info = self._require_session(session_id)
+            own = select_entries(self._conn, session_id, after_seq, None)
+            return own, info.fork_of is not None
+
+        return read
 
     def fork_session(self, parent_id: str, *, through_seq: int, title: str = "") -> str:
         """Record a fork of `parent_id` whose history is the parent's through `through_seq`.
