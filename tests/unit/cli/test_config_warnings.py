@@ -42,7 +42,7 @@ def test_known_keys_do_not_warn(tmp_path: Path) -> None:
     _workspace_config(
         tmp_path,
         'checks = ["pytest"]\nmax_turns = 9\n[context]\nthreshold_ratio = 0.8\n'
-        '[permissions]\nmode = "read-only"\n',
+        '[permissions]\nmode = "read-only"\n[agents]\nenabled = false\nmax_parallel = 2\n',
     )
     assert load_config(cwd=tmp_path).warnings == ()
 
