@@ -238,6 +238,10 @@ def check_readable(path: Path) -> None:
     except sqlite3.Error as exc:
         raise _open_failure(path, exc, f"cannot open ledger {path}") from exc
     try:
+        # One read transaction: its statements see one snapshot. Without it, a ledger another
+        # process is creating could show no `migrations` table to the first and every table
+        # to the last, and be refused as another program's database.
+        conn.execute("BEGIN")
         check_version(conn, path, probe=True)
     except sqlite3.DatabaseError as exc:
         raise _open_failure(path, exc, f"{path} is not a Comal ledger") from exc
