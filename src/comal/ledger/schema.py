@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -296,6 +297,26 @@ def _create_file(path: Path) -> None:
     os.close(fd)
 
 
+def _wal(conn: sqlite3.Connection, patience_s: float = 30.0) -> None:
+    """Put the ledger in WAL mode, waiting out another process doing the same.
+
+    Switching a fresh file to WAL upgrades a shared lock, and SQLite answers "database is
+    locked" at once rather than call the busy handler (two waiting upgrades would deadlock):
+    two Comal processes opening a new ledger together meet exactly that.
+    """
+    deadline = time.monotonic() + patience_s
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+
+
 def connect(path: Path, *, durable: bool) -> sqlite3.Connection:
     """An autocommit connection to a checked, created and migrated ledger file.
 
@@ -311,7 +332,7 @@ def connect(path: Path, *, durable: bool) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise _open_failure(path, exc, f"cannot open ledger {path}") from exc
     try:
-        conn.execute("PRAGMA journal_mode = WAL")
+        _wal(conn)
         conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'OFF'}")
         conn.execute("PRAGMA foreign_keys = ON")
         # REPLACE conflict resolution deletes rows; with recursive triggers on, the
