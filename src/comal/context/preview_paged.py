@@ -40,6 +40,7 @@ from comal.context.rendering import (  # the whole-text rules' own parts: one ru
     _cut_tail,
     _join,
     _line_ranks,
+    assemble_preview,
     evidence_call,
     header,
     notable_lines,
@@ -196,25 +197,9 @@ def paged_preview_text(facts: ResultFacts, paged: PagedText, chars: int) -> str:
         )
     hidden_from = utf16_len(head)
     hidden_units = rest_end - hidden_from
-    parts = [header(facts, "large output, preview")]
-    if not index.utf8:
-        parts.append("[output is not valid UTF-8; undecodable bytes shown as \ufffd]")
-    parts.append(head.rstrip("\n"))
-    if hidden_units:
-        call = evidence_call(facts.ref, offset=hidden_from)
-        parts.append(
-            f"[… {hidden_units:,} UTF-16 units not shown (units {hidden_from:,}–"
-            f"{hidden_from + hidden_units:,}); read them with {call}, "
-            f"or find text with {evidence_call(facts.ref, search='<text>')}]"
-        )
-        if notes:
-            first_line = head.count("\n") + 1
-            parts.append("[lines of note in the part not shown, by line number:]")
-            parts.extend(f"{first_line + i}| {line}" for i, line in notes)
-            parts.append("[end of lines of note]")
-    if tail:
-        parts.append(tail.rstrip("\n"))
-    return _join("\n".join(parts), trailer(facts.status, facts.exit_code))
+    return assemble_preview(
+        facts, head, tail, hidden_from, hidden_units, notes, not_utf8=not index.utf8
+    )
 
 
 _SALIENT_WORDS = (

@@ -460,11 +460,25 @@ def preview_text(facts: ResultFacts, body: bytes, chars: int) -> str:
     if len(head) == len(rest):
         head, tail = text, ""
     hidden_from = utf16_len(head)
-    hidden = text[len(head) : len(text) - len(tail)]
-    hidden_units = utf16_len(hidden)
-    note = "large output, preview"
-    parts = [header(facts, note)]
-    if body and text != render_output_text(body):
+    hidden_units = utf16_len(text[len(head) : len(text) - len(tail)])
+    not_utf8 = bool(body) and text != render_output_text(body)
+    return assemble_preview(facts, head, tail, hidden_from, hidden_units, notes, not_utf8)
+
+
+def assemble_preview(
+    facts: ResultFacts,
+    head: str,
+    tail: str,
+    hidden_from: int,
+    hidden_units: int,
+    notes: list[tuple[int, str]],
+    not_utf8: bool,
+) -> str:
+    """A preview from its chosen parts: header, head, the elision note with the calls that
+    read the hidden units and the lines of note in them, tail, trailer. One layout, whether
+    the parts were cut from the whole text or read through a page index."""
+    parts = [header(facts, "large output, preview")]
+    if not_utf8:
         parts.append("[output is not valid UTF-8; undecodable bytes shown as \ufffd]")
     parts.append(head.rstrip("\n"))
     if hidden_units:
