@@ -675,7 +675,7 @@ def _agents(raw: Mapping[str, Any]) -> AgentsConfig:
     Raises:
         ConfigError: an unknown key, or a value that is not a positive integer.
     """
-    unknown = sorted(set(raw) - {"max_parallel", "max_turns", "max_tokens", "enabled"})
+    unknown = sorted(set(raw) - KNOWN_KEYS["agents"])
     if unknown:
         raise ConfigError(f"unknown [agents] keys: {', '.join(unknown)}")
 
