@@ -4,7 +4,8 @@
     python3 scripts/record-llama-cpp-python.py --python /path/to/venv/bin/python --model M.gguf
 
 The venv must have `llama-cpp-python[server]` installed (it compiles llama.cpp: minutes). The
-script starts `python -m llama_cpp.server` on loopback with a 2,048-token window, sends each
+script starts `python -m llama_cpp.server` on loopback with a 2,048-token window and the
+`chatml-function-calling` chat format, sends each
 request below exactly as bytes, and writes every exchange (request body, status, headers and
 the raw response body) as JSON. Tests replay them with `comal.testing.replay_server`.
 Only the standard library is used, so any Python 3.11 runs it.
@@ -78,6 +79,7 @@ def record(port: int) -> dict[str, list[dict[str, Any]]]:
         {"role": "tool", "tool_call_id": "call_1", "content": "1\t# Demo"},
     ]
     ask = [system, {"role": "user", "content": "Read README.md"}]
+    auto = _chat(ask, tools=TOOLS, tool_choice="auto", max_tokens=32, stream=False)
     return {
         "empty_stream_on_oversize": [
             _post(port, "/v1/chat/completions", oversize),
@@ -102,6 +104,15 @@ def record(port: int) -> dict[str, list[dict[str, Any]]]:
                 "/v1/chat/completions",
                 _chat(ask, tools=TOOLS, tool_choice="auto", max_tokens=8),
             ),
+        ],
+        # What a client that streams (Comal does) gets when the tools are rendered: the
+        # chatml-function-calling handler raises "Automatic streaming tool choice is not
+        # supported" inside the stream, which ends empty; without streaming it answers (the
+        # one-token probe, then the whole request).
+        "streamed_tool_choice_auto": [
+            _post(port, "/v1/chat/completions", {**auto, "stream": True}),
+            _post(port, "/v1/chat/completions", {**auto, "max_tokens": 1}),
+            _post(port, "/v1/chat/completions", auto),
         ],
     }
 
@@ -133,6 +144,11 @@ def main() -> int:
             str(port),
             "--model_alias",
             "SmolLM2-135M-Instruct",
+            # SmolLM2's own template renders no tools. `chatml-function-calling` is the
+            # server's tool-capable handler for ChatML models (SmolLM2's special tokens); it
+            # renders the tools only when the request names a `tool_choice`.
+            "--chat_format",
+            "chatml-function-calling",
             "--seed",
             "1",
         ],
@@ -158,7 +174,7 @@ def main() -> int:
     for name, exchanges in scenarios.items():
         doc = {
             "server": f"llama-cpp-python {version} (python -m llama_cpp.server), n_ctx {N_CTX},"
-            f" model {Path(args.model).name}",
+            f" chat_format chatml-function-calling, model {Path(args.model).name}",
             "recorded_by": "scripts/record-llama-cpp-python.py",
             "exchanges": exchanges,
         }

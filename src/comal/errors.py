@@ -278,6 +278,7 @@ class RewindError(ComalError):
     outside the session since its last change (refused unless forced)."""
 
     code = "REWIND_REFUSED"
+    exit_code = 3
 
 
 class HookBlockedError(ComalError):

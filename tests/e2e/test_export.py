@@ -34,6 +34,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]
                     "arguments": {"command": "printf '%s\\n' 'receipt-<b>&-42'"},
                 },
                 {"id": "c2", "name": "Write", "arguments": {"path": "a.txt", "content": "x\n"}},
+                # A long output, so the checkpoint below really shrinks the view.
+                {"id": "c3", "name": "Bash", "arguments": {"command": "seq 1 4000"}},
             ],
             "usage": {"input_tokens": 2_000, "cached_tokens": 500, "output_tokens": 40},
         },

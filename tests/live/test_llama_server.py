@@ -171,23 +171,19 @@ def test_an_oversized_conversation_is_refused_relieved_and_answered(
     # the delegation tools would be offered by default; their ~770 schema tokens cannot fit a
     # 4,096-token window beside the native tools, which is not what this test is about.
     agents_off = ("[agents]", "enabled = false")
+    # The 135M model rambles up to the output reserve (thousands of tokens in the assumed
+    # window, minutes on a busy machine); a stop sequence (a server option, through
+    # extra_body) keeps each answer to one line so each turn ends as an answer.
+    one_line = ("[providers.llama.extra_body]", 'stop = [".", "\\n"]')
     with Gateway(server_8k.root) as big:
-        configure(workspace, big.base_url, *agents_off)
+        configure(workspace, big.base_url, *agents_off, *one_line)
         first = run(workspace, home, "-p", f"Here is a log:\n{log}\nHow many lines?")
     assert first.code == 0, first.stdout + first.stderr
     session = only_session(home)
     (answered,) = payloads(home, session, "message.assistant")
     assert measured_input(answered) > 4_096
     with Gateway(server_4k.root) as small:
-        # The 135M model rambles; a stop sequence (a server option, through extra_body) keeps
-        # its answer to one line so the recovered turn ends as an answer.
-        configure(
-            workspace,
-            small.base_url,
-            *agents_off,
-            "[providers.llama.extra_body]",
-            'stop = [".", "\\n"]',
-        )
+        configure(workspace, small.base_url, *agents_off, *one_line)
         second = run(workspace, home, "--resume", session, "-p", "say hi")
     assert second.code == 0, second.stdout + second.stderr
     errors = payloads(home, session, "provider.error")
@@ -225,3 +221,40 @@ def test_a_server_that_stops_replies_early_ends_in_output_length(
     assert discarded
     assert all(d["reason"] == "OUTPUT_LENGTH" for d in discarded)
     assert all(isinstance(r, int) and r <= 4_096 // 2 for r in reserves)
+
+
+def test_a_forced_tool_choice_runs_a_tool_loop_in_a_4k_window(
+    server_4k: LlamaServer, workspace: Path, home: Path
+) -> None:
+    # The 135M model never picks a tool by itself. `tool_choice = "required"` (through
+    # extra_body) makes llama-server constrain the reply with a grammar that must end in a tool
+    # call; the ask's opening `<tool_call>` (the tag the chat template shows for calls) makes
+    # the model open that call at once instead of rambling up to the output limit first. Comal
+    # sends `auto` once the call is answered, so the model then answers in text.
+    configure(
+        workspace, server_4k.base_url, "[providers.llama.extra_body]", 'tool_choice = "required"'
+    )
+    result = run(workspace, home, "-p", "<tool_call> Read notes.txt", "--output-format", "json")
+    assert result.code == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["status"] == "answered"
+    assert report["answer"].strip()
+    session = only_session(home)
+    (started,) = payloads(home, session, "session.started")
+    assert started["window"] == {"tokens": 4_096, "source": "discovered"}
+    replies = payloads(home, session, "message.assistant")
+    assert [r["finish"] for r in replies] == ["tool_calls", "stop"]
+    (result_entry,) = payloads(home, session, "tool.result")
+    assert (result_entry["name"], result_entry["status"]) == ("Read", "ok")
+    body = result_entry["body"]
+    assert isinstance(body, dict)
+    with ledger_at(home) as ledger:
+        output = ledger.blob(str(body["blob"])).decode()
+    assert "The launch code is 4417." in output
+    # The tool result went back: the second prompt the server measured is the first one plus
+    # the call and its result.
+    first, second = (measured_input(r) for r in replies)
+    assert second > first > 1_000
+    assert [c["source"] for c in payloads(home, session, "context.calibrated")][:1] == [
+        "server_count"
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import httpx2
@@ -79,9 +80,29 @@ def test_extra_body_merges_into_every_request(cls: type[WireProvider]) -> None:
         body = body_of(provider, request)
         assert body["cache_prompt"] is True
         assert body["top_k"] == 20
-        assert body["tool_choice"] == extra["tool_choice"]
         assert body["model"] == "m"
         assert body["stream"] is True
+    assert body_of(provider, WITH_TOOLS)["tool_choice"] == extra["tool_choice"]
+    # A tool choice without tools is an error on the OpenAI wires: never sent.
+    assert "tool_choice" not in body_of(provider, NO_TOOLS)
+
+
+CALLED = Message("assistant", (ToolCallPart("c1", "shell", {"cmd": "ls"}),))
+ANSWERED = Message("user", (ToolResultPart("c1", "shell", "a\n"),))
+
+
+@pytest.mark.parametrize("cls", ADAPTERS)
+def test_a_forced_tool_choice_yields_to_auto_once_a_call_is_answered(
+    cls: type[WireProvider],
+) -> None:
+    provider = adapter(cls, {"tool_choice": "required", "cache_prompt": True})
+    after_call = ModelRequest("m", "sys", (user_text("go"), CALLED, ANSWERED), tools=TOOLS)
+    body = body_of(provider, after_call)
+    assert body["tool_choice"] == AUTO[cls.wire.value]
+    assert body["cache_prompt"] is True, "the rest of extra_body still applies"
+    # The user's next words force the choice again.
+    next_ask = replace(after_call, messages=(*after_call.messages, user_text("and now?")))
+    assert body_of(provider, next_ask)["tool_choice"] == "required"
 
 
 def test_extra_body_tables_merge_and_scalars_replace() -> None:

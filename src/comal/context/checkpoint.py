@@ -36,6 +36,7 @@ from comal.context.workstate import (
     clip,
     collect_calls,
     first_arg,
+    prefix_key,
     without_refs,
     work_state,
 )
@@ -213,7 +214,33 @@ def title_for(number: int, state: WorkState, asks: list[tuple[Entry, str]]) -> s
     return f"checkpoint {number}"
 
 
+_TEXTS: dict[tuple[object, ...], tuple[Sequence[Block], ResultTexts, tuple[str, str]]] = {}
+"""Recent `checkpoint_text` answers: a derivation weighs the same cut more than once."""
+
+
 def checkpoint_text(
+    number: int,
+    entries: Sequence[Entry],
+    blocks: Sequence[Block],
+    covered: int,
+    blobs_texts: ResultTexts,
+    counter: TokenCounter,
+    limits: Limits,
+) -> tuple[str, str]:
+    """The checkpoint as the model sees it, and its title (memoized: the same entries, blocks
+    object, cut and bounds give the same text)."""
+    key = (number, prefix_key(entries), id(blocks), covered, id(blobs_texts), counter.name, limits)
+    hit = _TEXTS.get(key)
+    if hit is not None and hit[0] is blocks and hit[1] is blobs_texts:
+        return hit[2]
+    found = _checkpoint_text(number, entries, blocks, covered, blobs_texts, counter, limits)
+    if len(_TEXTS) >= 8:
+        _TEXTS.clear()
+    _TEXTS[key] = (blocks, blobs_texts, found)
+    return found
+
+
+def _checkpoint_text(
     number: int,
     entries: Sequence[Entry],
     blocks: Sequence[Block],

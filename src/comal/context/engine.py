@@ -20,6 +20,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import TypeVar, assert_never, cast
 
 from comal.context.anchors import AnchorIndex, Fingerprint, calibration_ratio, tools_digest
@@ -57,7 +58,7 @@ from comal.context.deferral import (
     record_deferral,
     relieve_now_option,
 )
-from comal.context.invariants import check
+from comal.context.invariants import PairChecker, check
 from comal.context.relief import (
     COLD_TRIGGER,
     deepest,
@@ -96,9 +97,10 @@ from comal.context.view import (
     FixedParts,
     PreparedView,
     ResultTexts,
+    ViewBuilder,
     ViewState,
     build_view,
-    tool_schema_text,
+    schema_tokens,
 )
 from comal.errors import (
     CompactNotSmallerError,
@@ -109,6 +111,7 @@ from comal.errors import (
     OutputLengthError,
 )
 from comal.ids import now_ms
+from comal.ledger.bulk import BULK_ENTRIES, paused_gc
 from comal.ledger.entry import Entry
 from comal.ledger.history import REWOUND_KIND
 from comal.ledger.store import Ledger
@@ -165,6 +168,8 @@ class ContextEngine:
         self._index = ConversationIndex()
         self._indexed = 0
         self._blocks: list[Block] = []
+        self._builder = ViewBuilder()
+        self._pairs = PairChecker()
         self._blocks_seq = -1
         self._texts: tuple[int, ResultTexts] | None = None
         self._last_counted: tuple[int, int] | None = None
@@ -193,10 +198,11 @@ class ContextEngine:
             self._truncated = truncated_reserves(self._entries)
             self._kind_lists.clear()
         elif new:
-            self._entries.extend(new)
-            self._anchors.extend(new)
-            self._outputs.extend(session_outputs(new))
-            self._truncated.extend(truncated_reserves(new))
+            with paused_gc() if len(new) >= BULK_ENTRIES else nullcontext():
+                self._entries.extend(new)
+                self._anchors.extend(new)
+                self._outputs.extend(session_outputs(new))
+                self._truncated.extend(truncated_reserves(new))
         return self._entries
 
     def _of_kinds(self, *kinds: str) -> list[Entry]:
@@ -224,9 +230,12 @@ class ContextEngine:
         entries = self.entries()
         last = entries[-1].seq if entries else 0
         if last != self._blocks_seq:
-            self._index.extend(entries[self._indexed :])
-            self._indexed = len(entries)
-            self._blocks = self._index.blocks()
+            # A resumed session indexes all its entries at once: only live objects are made.
+            bulk = len(entries) - self._indexed >= BULK_ENTRIES
+            with paused_gc() if bulk else nullcontext():
+                self._index.extend(entries[self._indexed :])
+                self._indexed = len(entries)
+                self._blocks = self._index.blocks()
             self._blocks_seq = last
         return self._blocks
 
@@ -269,15 +278,18 @@ class ContextEngine:
         )
 
     def assemble(self, state: ViewState | None = None) -> Assembly:
-        """Build the view for `state` (default: the recorded one)."""
+        """Build the view for `state` (default: the recorded one).
+
+        The recorded state's view is built incrementally (`ViewBuilder`: between events it
+        only grows by appending); trial states of a pressure decision are built whole.
+        """
         blocks = self.conversation()
-        return build_view(
-            blocks,
-            state or self.state(),
-            self.fixed,
-            self.texts(),
-            self.counter,
-            vision=self.settings.vision,
+        recorded = self.state()
+        build = build_view
+        if state is None or state is recorded or state == recorded:
+            state, build = recorded, self._builder.build
+        return build(
+            blocks, state, self.fixed, self.texts(), self.counter, vision=self.settings.vision
         )
 
     def ratio(self) -> float:
@@ -325,7 +337,7 @@ class ContextEngine:
         counted = (
             self.counter.count(fixed.system)
             + self.counter.count(fixed.instructions)
-            + sum(self.counter.count(tool_schema_text(spec)) for spec in fixed.all_tools)
+            + schema_tokens(fixed.all_tools, self.counter)
         )
         return calibrated(counted, self.ratio(), exact=self.counter.exact)
 
@@ -514,7 +526,7 @@ class ContextEngine:
                 f"tool call(s) {list(asm.missing)} have no result in the ledger; recovery must"
                 " record explicit results before the next request"
             )
-        check(view.messages, view.estimated_tokens, budget.usable)
+        check(view.messages, view.estimated_tokens, budget.usable, self._pairs)
         self._last_counted = (self.entries()[-1].seq if self._entries else 0, asm.total_tokens)
         self._send_cap = None
         return view
@@ -578,11 +590,9 @@ class ContextEngine:
     def _last_event_seq(self) -> int:
         """Seq of the newest projection or checkpoint entry (0 when none)."""
 
-        def newest() -> int:
-            kinds = ("projection", "checkpoint")
-            return next((e.seq for e in reversed(self._entries) if e.kind in kinds), 0)
-
-        return self._at_last_seq("last_event", newest)
+        self.entries()
+        events = self._of_kinds("projection", "checkpoint")
+        return events[-1].seq if events else 0
 
     def _draft(self, state: ViewState, budget: Budget, before: int) -> tuple[Draft, int]:
         """A checkpoint draft for `state` and the estimated request size it leads to."""

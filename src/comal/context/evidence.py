@@ -24,7 +24,7 @@ from typing import Final
 
 from comal.context.evidence_index import INDEX_REF, index_text
 from comal.context.evidence_names import ORDINAL
-from comal.context.paged import MIN_BYTES, PagedText, paged_text
+from comal.context.paged import MAX_NEEDLE_UNITS, MIN_BYTES, PagedText, paged_text, snippet_of
 from comal.context.rendering import evidence_text
 from comal.context.units import Utf16Text, utf16_len
 from comal.errors import (
@@ -39,7 +39,6 @@ from comal.messages import JSONObject, JSONValue, digest_bytes, message_from_jso
 
 PAGE_UNITS: Final = 8_000
 MAX_HITS: Final = 20
-_SNIPPET = 240
 FIELDS: Final = ("output", "text", "arguments", "media")
 
 
@@ -166,9 +165,7 @@ def _load(ledger: Ledger, entry: Entry, field: str) -> _Source:
         if digest is not None and ledger.blob_size(digest) >= MIN_BYTES:
             # A large output is paged through its index (`paged.py`); the body's blob key is
             # the sha256 of its exact bytes, the digest EvidenceRead reports.
-            paged = paged_text(ledger, digest)
-            if paged is not None:
-                return _Source.of(entry, field, paged, digest)
+            return _Source.of(entry, field, paged_text(ledger, digest), digest)
         body = ledger.body(entry) or b""
         return _Source.of(entry, field, Utf16Text.of(evidence_text(body)), digest_bytes(body))
     if field == "text":
@@ -240,12 +237,8 @@ def _search_paged(
 ) -> tuple[list[SearchHit], int | None]:
     """A literal search over a paged output, hit for hit what the whole-text search finds."""
     found, more = text.find(pattern, start_unit, MAX_HITS)
-    hits = []
     length = utf16_len(pattern)
-    for at in found:
-        offset, line = text.unit_and_line(at)
-        hits.append(SearchHit(offset, length, line, text.line_around(at, len(pattern), _SNIPPET)))
-    return hits, (None if more is None else text.unit_and_line(more)[0])
+    return [SearchHit(h.offset, length, h.line, h.snippet) for h in found], more
 
 
 def _search(
@@ -253,11 +246,10 @@ def _search(
 ) -> tuple[list[SearchHit], int | None]:
     paged = source.text
     if isinstance(paged, PagedText):
-        if not regex:
+        if not regex and utf16_len(pattern) <= MAX_NEEDLE_UNITS:
             return _search_paged(paged, pattern, start_unit)
-        # A regex needs the whole text.
-        whole = evidence_text(paged.data)
-        source = replace(source, text=Utf16Text.of(whole))
+        # A regex (or a very long needle) needs the whole text.
+        source = replace(source, text=Utf16Text.of(paged.whole_text()))
     text = source.text
     assert isinstance(text, Utf16Text)
     start = text.index_of_unit(start_unit)
@@ -278,12 +270,7 @@ def _search(
             return hits, text.unit_of_index(match.start())
         line += text.text.count("\n", scanned, match.start())
         scanned = match.start()
-        line_start = text.text.rfind("\n", 0, match.start()) + 1
-        line_end = text.text.find("\n", match.start())
-        snippet = text.text[line_start : line_end if line_end != -1 else len(text.text)]
-        if len(snippet) > _SNIPPET:
-            lead = max(0, match.start() - line_start - _SNIPPET // 3)
-            snippet = snippet[lead : lead + _SNIPPET]
+        snippet = snippet_of(text.text, match.start(), at_text_start=True)
         offset = text.unit_of_index(match.start())
         length = text.unit_of_index(match.end()) - offset
         hits.append(SearchHit(offset, length, line, snippet))

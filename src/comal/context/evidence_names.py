@@ -66,14 +66,39 @@ class _Named:
     what: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Forms:
+    """The ways one output may be written in its group's line, made once per listing."""
+
+    ordinal: int
+    plain: str
+    """Level 0: `E17 what (exit 1)`."""
+    short: str
+    """Level 1: `E17 (exit 1)`."""
+
+
+_GROUPS: dict[str, tuple[Call | None, tuple[str, str]]] = {}
+"""`_group` answers by result entry id, with the call they were made from (a derivation lists
+the same outputs for every draft it weighs; an id stands for the same result forever)."""
+
+
 def _group(call: Call | None, item: ResultEntry) -> tuple[str, str]:
     """(group label, short description within the group)."""
+    hit = _GROUPS.get(item.entry.id)
+    if hit is not None and hit[0] is call:
+        return hit[1]
     if call is None:
-        return item.facts.name, ""
-    path = first_arg(call.arguments, PATH_KEYS)
-    if path is not None and first_arg(call.arguments, COMMAND_KEYS) is None:
-        return f"{call.name} {clip(path, 80)}", ""
-    return call.name, describe_call("", call.arguments, 48).strip()
+        found = (item.facts.name, "")
+    else:
+        path = first_arg(call.arguments, PATH_KEYS)
+        if path is not None and first_arg(call.arguments, COMMAND_KEYS) is None:
+            found = (f"{call.name} {clip(path, 80)}", "")
+        else:
+            found = (call.name, describe_call("", call.arguments, 48).strip())
+    if len(_GROUPS) >= 100_000:
+        _GROUPS.clear()
+    _GROUPS[item.entry.id] = (call, found)
+    return found
 
 
 def _status(item: ResultEntry) -> str:
@@ -97,27 +122,31 @@ def _ranges(ordinals: Sequence[int]) -> str:
     return " ".join(out)
 
 
-def _grouped(named: Sequence[_Named], level: int, with_id: frozenset[int]) -> list[str]:
+def _forms(n: _Named) -> _Forms:
+    ref, status = ordinal_ref(n.ordinal), _status(n.item)
+    what = f" {n.what}" if n.what else ""
+    return _Forms(n.ordinal, f"{ref}{what}{status}", ref + status)
+
+
+def _groups(named: Sequence[_Named]) -> list[tuple[str, list[_Forms]]]:
+    """The groups of `named`, newest group first, each member's forms made once."""
     groups: dict[str, list[_Named]] = {}
     for n in named:
         groups.setdefault(n.group, []).append(n)
     # Newest group first: the most recent work is the likeliest to be looked up again.
     ordered = sorted(groups.items(), key=lambda kv: -kv[1][-1].ordinal)
+    return [(label, [_forms(m) for m in members]) for label, members in ordered]
+
+
+def _grouped(groups: Sequence[tuple[str, list[_Forms]]], level: int) -> list[str]:
     lines = []
-    for label, members in ordered:
-        items = []
-        short = [m.ordinal for m in members if m.ordinal not in with_id]
-        for m in members:
-            if m.ordinal in with_id:
-                what = f" {m.what}" if m.what and level == 0 else ""
-                items.append(f"{ordinal_ref(m.ordinal)} {m.item.facts.ref}{what}{_status(m.item)}")
-            elif level == 0:
-                what = f" {m.what}" if m.what else ""
-                items.append(f"{ordinal_ref(m.ordinal)}{what}{_status(m.item)}")
-            elif level == 1:
-                items.append(f"{ordinal_ref(m.ordinal)}{_status(m.item)}")
-        if level == 2 and short:
-            items.append(_ranges(short))
+    for label, members in groups:
+        if level == 0:
+            items = [m.plain for m in members]
+        elif level == 1:
+            items = [m.short for m in members]
+        else:
+            items = [_ranges([m.ordinal for m in members])]
         lines.append(f"{label}: {'; '.join(items)}")
     return lines
 
@@ -173,9 +202,10 @@ def evidence_names(
     if not named:
         return lines
     room = budget_tokens - (counter.count("\n".join(lines)) if lines else 0)
+    groups = _groups(named)
     grouped: list[str] = []
     for level in range(3):
-        grouped = _grouped(named, level, frozenset())
+        grouped = _grouped(groups, level)
         if counter.count("\n".join(grouped)) <= room:
             break
     return [*lines, *_titled(lines, grouped)]

@@ -1,123 +1,120 @@
-"""Paging a large stored output without decoding all of it: a page index of UTF-16 offsets.
+"""Paging a large stored output without decoding all of it, through its page index.
 
-`EvidenceRead` offsets are UTF-16 units of the output decoded as UTF-8. For a large blob that is
-valid UTF-8, one pass records a *page index*: every `STRIDE` bytes (moved forward to the next
-character boundary) the UTF-16 unit offset and the number of newlines before that byte. A page
-is then a decode of a few strides from the nearest index point, and a literal search runs over
-the bytes (UTF-8 is self-synchronising, so a byte match of the UTF-8 needle is exactly
-a match in the text), turning each hit into a unit offset and a line number from the index.
-
-Blobs are content-addressed and never change, so an index is memoized by digest for the life
-of the process (a few recent ones), and the bytes of the output paged last are kept (one, so
-memory stays at one copy of the output). A blob that is not valid UTF-8 has no index: its text
-has U+FFFD replacements that only a whole decode reproduces, and the caller decodes it whole.
+`EvidenceRead` offsets are UTF-16 units of the output decoded as UTF-8 with U+FFFD for
+undecodable bytes. The ledger keeps, with every large blob, a page index (`ledger/pages.py`):
+points every stride where the decoder has nothing pending, each with its UTF-16 offset and the
+newlines before it. A page reads and decodes the bytes between the points around it; a literal
+search reads the blob a megabyte at a time — over the bytes when the output is valid UTF-8
+(UTF-8 is self-synchronising, so a byte match of the UTF-8 needle is exactly a match in the
+text), over each piece's decoded text otherwise — and turns each hit into a unit offset, a
+line number and a snippet from the points around it. No step holds the whole output.
 
 Invariants: the text, offsets, lengths, line numbers and snippets equal what the whole-text
-path gives for the same read.
+path gives for the same read (the bytes between two points decode to exactly the whole text's
+characters between them).
 """
 
 from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol, runtime_checkable
 
 from comal.context.units import Utf16Text, utf16_len
+from comal.ledger.pages import INDEX_MIN_BYTES, PageIndex, ReadRange
 
-STRIDE = 1 << 16
-"""Bytes between index points: a page read touches at most a few of them."""
-MIN_BYTES = 1 << 20
+MIN_BYTES: Final = INDEX_MIN_BYTES
 """Smaller outputs are decoded whole: that is already fast."""
+SNIPPET: Final = 240
+"""A hit's snippet: its line, clipped to this many characters around the match."""
+MAX_NEEDLE_UNITS: Final = 4_096
+"""Longer needles are searched in the whole text (a hit and its snippet must fit the margin a
+search reads around each piece)."""
+_GROUP = 16
+"""Points a search reads at a time (16 strides: about a megabyte)."""
+_MARGIN: Final = 4 * (SNIPPET + MAX_NEEDLE_UNITS)
+"""Bytes of context a hit needs either side (a UTF-8 character is at most 4 bytes, a UTF-16
+unit at most 3): the whole match, and a snippet's characters before and after it."""
 _KEEP = 8
 
 
+@runtime_checkable
 class Blobs(Protocol):
-    """Where blob bytes come from (the `Ledger` is one)."""
+    """Where blob bytes and page indexes come from (the `Ledger` is one)."""
 
-    def blob(self, digest: str) -> bytes:
-        """Bytes of one blob."""
+    def blob_size(self, digest: str) -> int:
+        """Length of the blob in bytes."""
+        ...
+
+    def page_index(self, digest: str) -> PageIndex:
+        """The blob's page index."""
+        ...
+
+    def blob_ranges(self, digest: str) -> AbstractContextManager[ReadRange]:
+        """A reader of the blob's byte ranges."""
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class PageIndex:
-    """Index points of one blob: byte offset, UTF-16 offset and newlines before each."""
-
-    digest: str
-    size: int
-    byte_at: tuple[int, ...]
-    unit_at: tuple[int, ...]
-    lines_at: tuple[int, ...]
-    total_units: int
+_MEMO: OrderedDict[str, PageIndex] = OrderedDict()
+"""Indexes of the outputs paged last. Blobs are content-addressed and never change, so an
+index is valid for the same digest in any ledger."""
 
 
-_MEMO: OrderedDict[str, PageIndex | None] = OrderedDict()
-_LAST: list[tuple[str, bytes]] = []
-"""The bytes of the one large output paged last: paging on through it reads no blob again
-(SQLite reaches the end of a large blob only by walking its pages from the start)."""
+def pageable(source: object, digest: str | None) -> PagedText | None:
+    """The blob `digest` ready to page, when it is large and `source` can page it."""
+    if digest is None or not isinstance(source, Blobs) or source.blob_size(digest) < MIN_BYTES:
+        return None
+    return paged_text(source, digest)
 
 
-def _boundary(data: bytes, at: int) -> int:
-    """`at` moved forward to the next UTF-8 character start (or the end)."""
-    while at < len(data) and (data[at] & 0xC0) == 0x80:
-        at += 1
-    return at
-
-
-def build_index(digest: str, data: bytes) -> PageIndex | None:
-    """The page index of `data`, or None when it is not valid UTF-8."""
-    byte_at, unit_at, lines_at = [0], [0], [0]
-    units = lines = 0
-    start = 0
-    view = memoryview(data)
-    while start < len(data):
-        end = _boundary(data, min(start + STRIDE, len(data)))
-        chunk = view[start:end]
-        raw = bytes(chunk)
-        if raw.isascii():
-            units += len(raw)
-        else:
-            try:
-                units += utf16_len(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                return None
-        lines += raw.count(b"\n")
-        byte_at.append(end)
-        unit_at.append(units)
-        lines_at.append(lines)
-        start = end
-    return PageIndex(digest, len(data), tuple(byte_at), tuple(unit_at), tuple(lines_at), units)
-
-
-def _bytes(blobs: Blobs, digest: str) -> bytes:
-    if _LAST and _LAST[0][0] == digest:
-        return _LAST[0][1]
-    _LAST.clear()  # drop the previous one before reading the next: one copy at a time
-    data = blobs.blob(digest)
-    _LAST.append((digest, data))
-    return data
-
-
-def paged_text(blobs: Blobs, digest: str) -> PagedText | None:
-    """A stored blob ready to page (None: not valid UTF-8, decode it whole)."""
-    data = _bytes(blobs, digest)
-    if digest in _MEMO:
-        _MEMO.move_to_end(digest)
-        index = _MEMO[digest]
-    else:
-        index = build_index(digest, data)
+def paged_text(blobs: Blobs, digest: str) -> PagedText:
+    """A stored blob ready to page."""
+    index = _MEMO.get(digest)
+    if index is None:
+        index = blobs.page_index(digest)
         _MEMO[digest] = index
         while len(_MEMO) > _KEEP:
             _MEMO.popitem(last=False)
-    return None if index is None else PagedText(data, index)
+    else:
+        _MEMO.move_to_end(digest)
+    return PagedText(blobs, digest, index)
+
+
+def snippet_of(text: str, start: int, at_text_start: bool) -> str:
+    """The line around the match starting at index `start` of `text`, clipped to `SNIPPET`
+    characters a third of them before the match.
+
+    `text` is the whole text or a window of it with at least `SNIPPET` characters either side
+    of the match (or reaching that end of the whole text); `at_text_start` says the window
+    starts where the whole text does. A line longer than the window is clipped inside it, so
+    the snippet is the one the whole text gives.
+    """
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    line = text[line_start : line_end if line_end != -1 else len(text)]
+    if len(line) > SNIPPET or (line_start == 0 and not at_text_start):
+        lead = max(0, start - line_start - SNIPPET // 3)
+        line = line[lead : lead + SNIPPET]
+    return line
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A literal match: its UTF-16 offset, 1-based line and snippet."""
+
+    offset: int
+    line: int
+    snippet: str
 
 
 @dataclass(frozen=True, slots=True)
 class PagedText:
-    """A stored UTF-8 output read by ranges through its page index."""
+    """A stored output read by ranges through its page index."""
 
-    data: bytes
+    blobs: Blobs
+    digest: str
     index: PageIndex
 
     @property
@@ -125,68 +122,186 @@ class PagedText:
         """Total length in UTF-16 units."""
         return self.index.total_units
 
-    def _window(self, first: int, last: int) -> tuple[int, Utf16Text]:
-        """(unit offset of point `first`, the text from point `first` to point `last`)."""
-        start, end = self.index.byte_at[first], self.index.byte_at[last]
-        raw = self.data[start:end]
-        return self.index.unit_at[first], Utf16Text.of(raw.decode("utf-8"))
+    @property
+    def _last(self) -> int:
+        return len(self.index.byte_at) - 1
 
     def _point(self, unit: int) -> int:
         return max(0, bisect.bisect_right(self.index.unit_at, unit) - 1)
+
+    def _window(self, read: ReadRange, first: int, last: int) -> Utf16Text:
+        """The text from point `first` to point `last`."""
+        start, end = self.index.byte_at[first], self.index.byte_at[last]
+        return Utf16Text.of(_text(read(start, end)))
 
     def slice(self, start: int, end: int) -> tuple[str, int, int]:
         """The text between two unit offsets, aligned as `Utf16Text.slice` aligns them."""
         start = min(max(start, 0), self.units)
         end = min(max(end, start), self.units)
         first = self._point(start)
-        last = min(len(self.index.byte_at) - 1, self._point(end) + 1)
-        base, window = self._window(first, last)
+        last = min(self._last, self._point(end) + 1)
+        base = self.index.unit_at[first]
+        with self.blobs.blob_ranges(self.digest) as read:
+            window = self._window(read, first, last)
         text, a, b = window.slice(start - base, end - base)
         return text, a + base, b + base
 
-    def byte_of_unit(self, unit: int) -> int:
-        """The byte offset of the character at (aligned) unit offset `unit`."""
-        first = self._point(min(max(unit, 0), self.units))
-        last = min(len(self.index.byte_at) - 1, first + 1)
-        base, window = self._window(first, last)
-        index = window.index_of_unit(unit - base)
-        return self.index.byte_at[first] + len(window.text[:index].encode("utf-8"))
+    def whole_text(self) -> str:
+        """The whole text (a regex search needs it)."""
+        with self.blobs.blob_ranges(self.digest) as read:
+            data = read(0, self.index.size)
+        return data.decode("utf-8", errors="replace")
 
-    def unit_and_line(self, at: int) -> tuple[int, int]:
-        """(UTF-16 offset, 1-based line number) of the character at byte offset `at`."""
-        point = max(0, bisect.bisect_right(self.index.byte_at, at) - 1)
-        start = self.index.byte_at[point]
-        raw = self.data[start:at]
-        before = raw.decode("utf-8")
-        return self.index.unit_at[point] + utf16_len(before), (
-            self.index.lines_at[point] + raw.count(b"\n") + 1
-        )
+    def find(self, needle: str, start_unit: int, limit: int) -> tuple[list[Hit], int | None]:
+        """Up to `limit` non-overlapping matches of `needle` from `start_unit` on, and the unit
+        offset of the next one when there are more (else None).
 
-    def line_around(self, at: int, length: int, clip: int) -> str:
-        """The line holding the match at byte `at`, clipped like the whole-text search clips."""
-        lo = max(0, at - 4 * clip)
-        raw = self.data[lo : at + length + 4 * clip]
-        rel = at - lo
-        line_start = raw.rfind(b"\n", 0, rel) + 1
-        line_end = raw.find(b"\n", rel)
-        line = raw[line_start : line_end if line_end != -1 else len(raw)]
-        head = _boundary(line, 0)
-        text = line[head:].decode("utf-8", errors="ignore")
-        lead_text = raw[line_start + head : rel].decode("utf-8", errors="ignore")
-        if len(text) > clip:
-            lead = max(0, len(lead_text) - clip // 3)
-            text = text[lead : lead + clip]
-        return text
+        Raises:
+            ValueError: `needle` is too long to search by pieces (search the whole text).
+        """
+        if utf16_len(needle) > MAX_NEEDLE_UNITS:
+            raise ValueError("needle too long for a search by pieces")
+        with self.blobs.blob_ranges(self.digest) as read:
+            found = _Search(self, read, needle, limit)
+            return found.run(start_unit)
 
-    def find(self, needle: str, start_unit: int, limit: int) -> tuple[list[int], int | None]:
-        """Byte offsets of up to `limit` non-overlapping matches from `start_unit` on, and the
-        byte offset of the next one when there are more (else None)."""
-        pattern = needle.encode("utf-8")
-        hits: list[int] = []
-        found = self.data.find(pattern, self.byte_of_unit(start_unit))
-        while found != -1:
-            if len(hits) == limit:
-                return hits, found
-            hits.append(found)
-            found = self.data.find(pattern, found + len(pattern))
-        return hits, None
+
+_REPLACED = "\ufffd"
+
+
+def _text(raw: bytes) -> str:
+    """Bytes between two decoder-clean places, decoded as the whole text decodes them."""
+    return raw.decode("utf-8", errors="replace")
+
+
+class _Search:
+    """One literal search, a piece of `_GROUP` strides at a time (see the module docstring).
+
+    Each piece is read with one stride of margin either side, so the window a hit's offset,
+    line and snippet come from (the strides before, at and after the hit) is in hand.
+    """
+
+    def __init__(self, paged: PagedText, read: ReadRange, needle: str, limit: int) -> None:
+        self.index = paged.index
+        self.read = read
+        self.needle = needle
+        self.limit = limit
+        self.length = utf16_len(needle)
+        self.last = len(self.index.byte_at) - 1
+        self.hits: list[Hit] = []
+
+    def _before(self, at: int) -> int:
+        """The last point at least `_MARGIN` bytes before byte `at` (or the first point)."""
+        return max(0, bisect.bisect_right(self.index.byte_at, at - _MARGIN) - 1)
+
+    def _after(self, at: int) -> int:
+        """The first point at least `_MARGIN` bytes after byte `at` (or the last point)."""
+        return min(self.last, bisect.bisect_left(self.index.byte_at, at + _MARGIN))
+
+    def _bounds(self, point: int) -> tuple[int, int, int]:
+        """(first, end, stop): margin start, piece end and margin end points of a piece."""
+        at = self.index.byte_at
+        end = min(self.last, point + _GROUP)
+        return self._before(at[point]), end, self._after(at[end])
+
+    def _stride_text(self, raw: bytes, base: int, point: int) -> str:
+        at = self.index.byte_at
+        return _text(raw[at[point] - base : at[point + 1] - base])
+
+    def _found(self, offset: int, hit: Hit) -> int | None:
+        """Record a hit; returns the offset to report as the next one once the limit is hit."""
+        if len(self.hits) == self.limit:
+            return offset
+        self.hits.append(hit)
+        return None
+
+    def run(self, start_unit: int) -> tuple[list[Hit], int | None]:
+        resume = min(max(start_unit, 0), self.index.total_units)
+        try:
+            pattern = self.needle.encode("utf-8")
+        except UnicodeEncodeError:
+            return [], None  # a lone surrogate: no text decoded from bytes holds one
+        # Moved back off the middle of a surrogate pair, as the whole-text search does.
+        point = max(0, bisect.bisect_right(self.index.unit_at, resume) - 1)
+        if point < self.last:
+            at = self.index.byte_at
+            stride = Utf16Text.of(_text(self.read(at[point], at[point + 1])))
+            resume = self.index.unit_at[point] + stride.align(resume - self.index.unit_at[point])
+        if self.index.utf8 or _REPLACED not in self.needle:
+            more = self._run_bytes(pattern, resume)
+        else:
+            more = self._run_text(resume)
+        return self.hits, more
+
+    def _run_bytes(self, pattern: bytes, resume: int) -> int | None:
+        """Find the needle's bytes; a hit is mapped back to the text.
+
+        Exact unless the needle holds U+FFFD and the output is not valid UTF-8: a needle's
+        bytes start with a byte no undecodable run can swallow (never a continuation byte)
+        and are whole characters, so they match the raw bytes exactly where the needle
+        matches the text.
+        """
+        index = self.index
+        point = max(0, bisect.bisect_right(index.unit_at, resume) - 1)
+        after = 0  # no match may start before this byte (the end of the last hit)
+        while point < self.last:
+            first, end, stop = self._bounds(point)
+            base = index.byte_at[first]
+            raw = self.read(base, index.byte_at[stop])
+            # A match starts a character, so the text before it decodes on its own: units are
+            # counted from the last place known (a point, then each match) to the next match.
+            known, units = index.byte_at[point], index.unit_at[point]
+            found = raw.find(pattern, max(after, known) - base)
+            while found != -1 and found + base < index.byte_at[end]:
+                units += utf16_len(_text(raw[known - base : found]))
+                known = found + base
+                if units < resume:
+                    # Before the offset asked for (only in its own stride): a match may still
+                    # start inside this one.
+                    found = raw.find(pattern, found + 1)
+                    continue
+                lo, hi = self._before(known), self._after(known)
+                window = _text(raw[index.byte_at[lo] - base : index.byte_at[hi] - base])
+                at = len(_text(raw[index.byte_at[lo] - base : found]))
+                line = index.lines_at[lo] + window.count("\n", 0, at) + 1
+                more = self._found(units, Hit(units, line, snippet_of(window, at, lo == 0)))
+                if more is not None:
+                    return more
+                after = known + len(pattern)
+                found = raw.find(pattern, found + len(pattern))
+            point = end
+        return None
+
+    def _run_text(self, resume: int) -> int | None:
+        """A needle holding U+FFFD in an output that is not valid UTF-8: find it in each
+        piece's decoded text (where undecodable bytes became U+FFFD)."""
+        index = self.index
+        point = max(0, bisect.bisect_right(index.unit_at, resume) - 1)
+        while point < self.last:
+            first, end, stop = self._bounds(point)
+            base = index.byte_at[first]
+            raw = self.read(base, index.byte_at[stop])
+            strides = [self._stride_text(raw, base, p) for p in range(first, stop)]
+            # char_at[i]: index in `text` of point first + i.
+            char_at = [0]
+            for stride in strides:
+                char_at.append(char_at[-1] + len(stride))
+            text = "".join(strides)
+            k = max(point, bisect.bisect_right(index.unit_at, resume) - 1)
+            if k < end:
+                at_k = Utf16Text.of(strides[k - first])
+                begin = char_at[k - first] + at_k.index_of_unit(resume - index.unit_at[k])
+            else:
+                begin = char_at[end - first]
+            found = text.find(self.needle, begin)
+            while found != -1 and found < char_at[end - first]:
+                k = bisect.bisect_right(char_at, found) - 1
+                offset = index.unit_at[first + k] + utf16_len(text[char_at[k] : found])
+                line = index.lines_at[first + k] + text.count("\n", char_at[k], found) + 1
+                more = self._found(offset, Hit(offset, line, snippet_of(text, found, first == 0)))
+                if more is not None:
+                    return more
+                resume = offset + self.length
+                found = text.find(self.needle, found + len(self.needle))
+            point = end
+        return None

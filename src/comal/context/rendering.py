@@ -19,9 +19,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import accumulate, compress, repeat
-from operator import eq, is_not
-from typing import cast
+from itertools import accumulate, compress
 
 from comal.context.units import utf16_len
 from comal.messages import canonical_json, render_output_text
@@ -31,8 +29,13 @@ _LINE_CLIP = 160
 _SALIENT_MAX = 8
 _EDGE_LINES = 3
 
-_PATH_LINE_PATTERN = r"[\w./\\-]+\.\w{1,8}:\d+"
-"""`path.ext:123`: where a tool points in a file."""
+_PATH_LINE_PATTERN = r"(?<![\w./\\-])[\w./\\-]+\.\w{1,8}:\d+"
+"""`path.ext:123`: where a tool points in a file. A match only starts where a run of path
+characters does: the leftmost match always did, and without the look-behind every position of
+a long run was tried again (one 200 kB line of `x` took minutes)."""
+_SCAN_CHARS = 4096
+"""Salient patterns are looked for in a line's first 4,096 characters (a kept line is shown
+clipped to 160): an output of very long lines stays linear to scan."""
 _SALIENT = re.compile(
     _PATH_LINE_PATTERN  # path.ext:123
     + r"""
@@ -117,7 +120,7 @@ def salient_lines(lines: list[str], skip: set[int]) -> list[tuple[int, str]]:
         if number - 1 in skip:
             continue
         stripped = line.strip()
-        if not stripped or stripped in seen or not _SALIENT.search(line):
+        if not stripped or stripped in seen or not _SALIENT.search(line, 0, _SCAN_CHARS):
             continue
         seen.add(stripped)
         found.append((number, _clip(line.rstrip())))
@@ -173,6 +176,8 @@ _EXCEPTION = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Exit|Interrupt)|Traceb
 _FRAME = re.compile(r'^\s*File "[^"]+", line \d+')
 _DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class|func|fn|function|interface|struct)\s+\w")
 _PATH_LINE = re.compile(_PATH_LINE_PATTERN)
+_PATH_HINT = re.compile(r"\.\w{1,8}:\d")
+"""What every `_PATH_LINE` match holds (the dot, extension, colon and first digit)."""
 
 
 def _rank(line: str) -> int | None:
@@ -184,7 +189,7 @@ def _rank(line: str) -> int | None:
     if _EXCEPTION.match(line) or _FRAME.match(line):
         return 0
     path = _PATH_LINE.search(line)
-    if path is None and _SALIENT.search(line):
+    if path is None and _SALIENT.search(line, 0, _SCAN_CHARS):
         return 1
     if _DEFINITION.match(line):
         return 2
@@ -197,46 +202,88 @@ _TRIGGERS = (
     *("FAIL", "PANIC", "panic", "fatal", "Fatal", "FATAL", "ERROR", "error"),
 )
 """Literals every class of `_rank` but `path:line` needs: a line without one ranks 3 or None."""
+_TRIGGERS_FOLDED = tuple(sorted({word.lower() for word in _TRIGGERS}))
+"""The same literals lowercased, searched in lowercased ASCII text: fewer passes, and a line
+holding one of `_TRIGGERS` still holds one of these (a few more lines are ranked in full)."""
 
 
-def _line_ranks(lines: list[str]) -> list[int | None]:
-    """`_rank` of every line, the same values without running every pattern on every line.
+def _hot_ranks(lines: list[str]) -> dict[int, int | None]:
+    """`_rank` of each line that holds a `_TRIGGERS` literal (and of a few more, whose rank the
+    full rule gives as well); every other line ranks 3 (a `path:line` mention) or None.
 
-    Only a line holding a `_TRIGGERS` literal can rank 0, 1 or 2, so only those go through the
-    full `_rank`; the rest are `path:line` mentions (3) or nothing. The literals are found in
-    the joined text (none spans a line break, so a hit names exactly the line that holds it).
+    The literals are found in the joined text (none spans a line break, so a hit names exactly
+    the line that holds it). ASCII text is lowercased first (same length, same offsets).
     """
-    ranks = [None if m is None else 3 for m in map(_PATH_LINE.search, lines)]
     text = "\n".join(lines)
+    words: tuple[str, ...] = _TRIGGERS
+    if text.isascii():
+        text, words = text.lower(), _TRIGGERS_FOLDED
     # ends[i]: where line i + 1 starts in `text`.
     ends = [end + i + 1 for i, end in enumerate(accumulate(map(len, lines)))]
     hot: set[int] = set()
-    for word in _TRIGGERS:
+    for word in words:
         # str.find runs at memory speed; one hit per line is enough, so skip to the next line.
         at = text.find(word)
         while at != -1:
             index = bisect_right(ends, at)
             hot.add(index)
             at = text.find(word, ends[index]) if index < len(ends) else -1
-    for index in hot:
-        ranks[index] = _rank(lines[index])
+    return {index: _rank(lines[index]) for index in hot}
+
+
+def _line_ranks(lines: list[str]) -> list[int | None]:
+    """`_rank` of every line, the same values without running every pattern on every line:
+    only the lines `_hot_ranks` names can rank 0, 1 or 2, and only a line holding a `_PATH_HINT`
+    (`.ext:1`) can be a `path:line` mention, so only those are searched for one."""
+    text = "\n".join(lines)
+    ends = [end + i + 1 for i, end in enumerate(accumulate(map(len, lines)))]
+    ranks: list[int | None] = [None] * len(lines)
+    tried = -1
+    for hint in _PATH_HINT.finditer(text):
+        index = bisect_right(ends, hint.start())
+        if index != tried and _PATH_LINE.search(lines[index]):
+            ranks[index] = 3
+        tried = index
+    for index, rank in _hot_ranks(lines).items():
+        ranks[index] = rank
     return ranks
 
 
-def _suffix_ranks(lines: list[str], whole: list[str], ranks: list[int | None]) -> list[int | None]:
-    """`_line_ranks(lines)` when `lines` are the last lines of `whole` (ranked as `ranks`).
+def _cost(line: str) -> int:
+    """What quoting a line of note takes: its clipped text and 8 (number and bar)."""
+    return min(len(line.rstrip()), _LINE_CLIP) + 8
 
-    A preview's hidden middle is the end of the text before its tail, the line a cut goes
-    through blanked: the ranks already found are reused for every line that is the same.
+
+_LEAST_COST = 9
+"""No line of note costs less: its text is never empty."""
+
+
+class _Ranks:
+    """`_rank` of the lines of a hidden stretch, read only where the choice needs it.
+
+    `hot` holds the ranks of every line that may rank 0, 1 or 2 (`_hot_ranks`); any other line
+    is a `path:line` mention (3) or nothing, which is looked up only when that line's turn
+    comes. Given `ranks` (every line's), nothing is looked up.
     """
-    start = len(whole) - len(lines)
-    if not lines or start < 0 or lines[1:-1] != whole[start + 1 : len(whole) - 1]:
-        return _line_ranks(lines)
-    out = ranks[start:]
-    for i in {0, len(lines) - 1}:
-        if lines[i] != whole[start + i]:
-            out[i] = _rank(lines[i])
-    return out
+
+    def __init__(
+        self,
+        lines: list[str],
+        hot: dict[int, int | None] | None = None,
+        ranks: list[int | None] | None = None,
+    ) -> None:
+        self.lines = lines
+        self.ranks = ranks
+        if ranks is not None:
+            hot = {i: r for i, r in enumerate(ranks) if r is not None and r < 3}
+        self.hot = hot if hot is not None else _hot_ranks(lines)
+
+    def __call__(self, index: int) -> int | None:
+        if self.ranks is not None:
+            return self.ranks[index]
+        if index in self.hot:
+            return self.hot[index]
+        return None if _PATH_LINE.search(self.lines[index]) is None else 3
 
 
 def notable_lines(
@@ -249,36 +296,116 @@ def notable_lines(
     Repeated lines are taken once. Pure and deterministic. `ranks`, when given, is
     `_line_ranks(lines)`, already known.
     """
-    base = _line_ranks(lines) if ranks is None else ranks
-    final = list(base)
-    # The passes below are C-level maps: a 3,000-line middle is ranked in a few milliseconds.
-    for index in compress(range(len(base)), map(eq, base, repeat(0))):
-        # A frame ranks 0, and the code line under it (nothing by itself) goes with it.
-        after = index + 1
-        if after < len(lines) and base[after] is None and _FRAME.match(lines[index]):
-            final[after] = 0
-    kept = list(compress(range(len(final)), map(is_not, final, repeat(None))))
-    # The first line of each text: a dict built backwards keeps the earliest index per key.
-    texts = list(map(str.strip, map(lines.__getitem__, kept)))
-    first = dict(zip(reversed(texts), reversed(kept), strict=True))
-    first.pop("", None)
-    # By rank, then position (a stable sort of positions); every line in `first` has a rank.
-    ranked = sorted(sorted(first.values()), key=cast("list[int]", final).__getitem__)
-    # A line costs its `_clip` and 8; past the point where even the shortest line still to come
-    # does not fit, nothing more can be taken.
-    sizes = list(map(len, map(str.rstrip, map(lines.__getitem__, ranked))))
-    shortest_after = list(accumulate(reversed(sizes), min))[::-1]
+    return _notable(lines, budget, _Ranks(lines, ranks=ranks) if ranks is not None else None)
+
+
+def _notable(lines: list[str], budget: int, rank: _Ranks | None) -> list[tuple[int, str]]:
+    """`notable_lines`, with the ranks read through `rank` (default: looked up as needed).
+
+    Every line of a class goes before the next class, a line is taken when its cost still fits,
+    and a repeated line (same text once stripped) counts only where it first appears. A line's
+    rank depends only on its stripped text, so repeats never span two classes but for the line
+    under a frame (rank None alone, 0 under its frame), which no line of another class can
+    repeat either: each class is deduplicated on its own. The many `path:line` mentions are
+    read in order only until the budget is nearly used; past the first that does not fit, only
+    lines short enough to fit what is left can still be taken.
+    """
+    rank = rank or _Ranks(lines)
+    low: dict[int, list[int]] = {0: [], 1: [], 2: []}
+    for index in sorted(rank.hot):
+        value = rank.hot[index]
+        if value is not None and value < 3:
+            low[value].append(index)
+        if value == 0 and _FRAME.match(lines[index]):
+            # A frame ranks 0, and the code line under it (nothing by itself) goes with it.
+            after = index + 1
+            if after < len(lines) and rank(after) is None:
+                low[0].append(after)
     chosen: list[int] = []
     used = 0
-    for index, size, shortest in zip(ranked, sizes, shortest_after, strict=True):
-        if used + min(shortest, _LINE_CLIP) + 8 > budget:
-            break
-        cost = min(size, _LINE_CLIP) + 8
-        if used + cost > budget:
-            continue
-        chosen.append(index)
-        used += cost
+    for value in (0, 1, 2):
+        seen: set[str] = set()
+        for index in sorted(low[value]):
+            text = lines[index].strip()
+            if not text or text in seen:
+                continue
+            seen.add(text)
+            cost = _cost(lines[index])
+            if used + cost <= budget:
+                chosen.append(index)
+                used += cost
+    used = _mentions(lines, budget, used, rank, chosen)
     return [(i, _clip(lines[i].rstrip())) for i in sorted(chosen)]
+
+
+def _mentions(lines: list[str], budget: int, used: int, rank: _Ranks, chosen: list[int]) -> int:
+    """Take `path:line` mentions (rank 3) in order of position into `chosen`; returns `used`."""
+    seen: set[str] = set()
+    index = 0
+    while index < len(lines) and budget - used >= _LEAST_COST:
+        line = lines[index]
+        index += 1
+        if rank(index - 1) != 3:
+            continue
+        text = line.strip()
+        if not text or text in seen:
+            continue
+        seen.add(text)
+        cost = _cost(line)
+        if used + cost <= budget:
+            chosen.append(index - 1)
+            used += cost
+            continue
+        # From here on only a line costing at most what is left can be taken: find those
+        # (C-level passes), then check each in order.
+        return _short_mentions(lines, index, budget, used, rank, chosen, seen)
+    return used
+
+
+def _short_mentions(
+    lines: list[str],
+    start: int,
+    budget: int,
+    used: int,
+    rank: _Ranks,
+    chosen: list[int],
+    seen: set[str],
+) -> int:
+    rest = lines[start:]
+    # What is left is less than the line just skipped cost, so under a clipped line's cost:
+    # a line fits only if its own text is at most `fits` long.
+    fits = budget - used - 8
+    sizes = list(map(len, map(str.rstrip, rest)))
+    short = list(compress(range(len(rest)), map(fits.__ge__, sizes)))
+    if not short:
+        return used
+    texts = list(map(str.strip, rest))
+    # The first position of each text after `start`: a later copy is a repeat.
+    first = dict(zip(reversed(texts), range(len(rest) - 1, -1, -1), strict=True))
+    for offset in short:
+        text = texts[offset]
+        if not text or text in seen or first[text] != offset or rank(start + offset) != 3:
+            continue
+        cost = min(sizes[offset], _LINE_CLIP) + 8
+        if used + cost <= budget:
+            chosen.append(start + offset)
+            used += cost
+    return used
+
+
+def _middle_ranks(lines: list[str], whole: list[str], hot: dict[int, int | None]) -> _Ranks:
+    """The ranks of `lines`, the last lines of `whole` (whose `_hot_ranks` are `hot`), the
+    first and last maybe blanked (`_whole_lines`): what `_Ranks(lines)` would find."""
+    start = len(whole) - len(lines)
+    if not lines or start < 0 or lines[1:-1] != whole[start + 1 : len(whole) - 1]:
+        return _Ranks(lines)
+    own = {i - start: r for i, r in hot.items() if i >= start}
+    for i in {0, len(lines) - 1}:
+        if lines[i] != whole[start + i]:
+            own.pop(i, None)
+            if any(word in lines[i] for word in _TRIGGERS):
+                own[i] = _rank(lines[i])
+    return _Ranks(lines, own)
 
 
 def _whole_lines(head: str, rest: str) -> list[str]:
@@ -290,6 +417,17 @@ def _whole_lines(head: str, rest: str) -> list[str]:
     lines = rest[len(head) :].splitlines()
     if lines and head and not head.endswith("\n"):
         lines[0] = ""
+    if lines and not rest.endswith("\n"):
+        lines[-1] = ""
+    return lines
+
+
+def _middle_lines(head: str, rest: str, rest_lines: list[str]) -> list[str]:
+    """`_whole_lines(head, rest)`, taken from `rest_lines` (`rest.splitlines()`) when `head`
+    ends a line: a break closes the head, so the lines after it split the same either way."""
+    if not head.endswith("\n"):
+        return _whole_lines(head, rest)
+    lines = rest_lines[len(head.splitlines()) :]
     if lines and not rest.endswith("\n"):
         lines[-1] = ""
     return lines
@@ -307,27 +445,40 @@ def preview_text(facts: ResultFacts, body: bytes, chars: int) -> str:
     tail = _cut_tail(text, chars // 4)
     rest = text[: len(text) - len(tail)]
     head = _cut_head(rest, chars * 3 // 4)
-    middle_lines = _whole_lines(head, rest)
+    rest_lines = rest.splitlines()
+    middle_lines = _middle_lines(head, rest, rest_lines)
     notes: list[tuple[int, str]] = []
     if middle_lines:
-        # Both middles below are ends of `rest`: its lines are ranked once.
-        rest_lines = rest.splitlines()
-        rest_ranks = _line_ranks(rest_lines)
-        ranks = _suffix_ranks(middle_lines, rest_lines, rest_ranks)
-        notes = notable_lines(middle_lines, chars // 8, ranks)
+        # Both middles below are ends of `rest`: its literals are searched once.
+        hot = _hot_ranks(rest_lines)
+        notes = _notable(middle_lines, chars // 8, _middle_ranks(middle_lines, rest_lines, hot))
         if notes:
             head = _cut_head(rest, chars * 3 // 4 - sum(len(n) + 8 for _, n in notes))
-            middle_lines = _whole_lines(head, rest)
-            ranks = _suffix_ranks(middle_lines, rest_lines, rest_ranks)
-            notes = notable_lines(middle_lines, chars // 8, ranks)
+            middle_lines = _middle_lines(head, rest, rest_lines)
+            ranks = _middle_ranks(middle_lines, rest_lines, hot)
+            notes = _notable(middle_lines, chars // 8, ranks)
     if len(head) == len(rest):
         head, tail = text, ""
     hidden_from = utf16_len(head)
-    hidden = text[len(head) : len(text) - len(tail)]
-    hidden_units = utf16_len(hidden)
-    note = "large output, preview"
-    parts = [header(facts, note)]
-    if body and text != render_output_text(body):
+    hidden_units = utf16_len(text[len(head) : len(text) - len(tail)])
+    not_utf8 = bool(body) and text != render_output_text(body)
+    return assemble_preview(facts, head, tail, hidden_from, hidden_units, notes, not_utf8)
+
+
+def assemble_preview(
+    facts: ResultFacts,
+    head: str,
+    tail: str,
+    hidden_from: int,
+    hidden_units: int,
+    notes: list[tuple[int, str]],
+    not_utf8: bool,
+) -> str:
+    """A preview from its chosen parts: header, head, the elision note with the calls that
+    read the hidden units and the lines of note in them, tail, trailer. One layout, whether
+    the parts were cut from the whole text or read through a page index."""
+    parts = [header(facts, "large output, preview")]
+    if not_utf8:
         parts.append("[output is not valid UTF-8; undecodable bytes shown as \ufffd]")
     parts.append(head.rstrip("\n"))
     if hidden_units:

@@ -88,7 +88,7 @@ def view_state(entries: Sequence[Entry]) -> ViewState:
     """The projections and checkpoint in force after `entries`."""
     projected: set[str] = set()
     media: set[str] = set()
-    latest: CheckpointState | None = None
+    last: tuple[Entry, frozenset[str]] | None = None
     for entry in entries:
         if entry.kind == "projection":
             projected.update(_ids(entry.payload.get("result_ids")))
@@ -96,10 +96,15 @@ def view_state(entries: Sequence[Entry]) -> ViewState:
         elif entry.kind == "checkpoint":
             extra = frozenset(_ids(entry.payload.get("projected_result_ids")))
             projected |= extra
-            cp = checkpoint_of(entry)
-            latest = CheckpointState(
-                entry.id, entry.seq, cp.number, cp.title, cp.text, cp.tail_from_seq, extra
-            )
+            last = (entry, extra)
+    latest: CheckpointState | None = None
+    if last is not None:
+        # Only the newest checkpoint is in force: the others are not read.
+        entry, extra = last
+        cp = checkpoint_of(entry)
+        latest = CheckpointState(
+            entry.id, entry.seq, cp.number, cp.title, cp.text, cp.tail_from_seq, extra
+        )
     return ViewState(frozenset(projected), latest, frozenset(media))
 
 

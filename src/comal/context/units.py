@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from comal.ledger.pages import utf16_len
 
-def utf16_len(text: str) -> int:
-    """Length of `text` in UTF-16 code units."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-16-le", errors="surrogatepass")) // 2
+__all__ = ["Utf16Text", "utf16_len"]
 
 
 @dataclass(frozen=True, slots=True)

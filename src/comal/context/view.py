@@ -21,11 +21,15 @@ Invariants:
 from __future__ import annotations
 
 import base64
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter, is_
 from typing import Literal, Protocol
 
 from comal.context.conversation import Block, MediaRef, ResultEntry
+from comal.context.paged import pageable
+from comal.context.preview_paged import paged_preview_text, paged_reference_text
 from comal.context.rendering import full_text, preview_text, reference_text
 from comal.context.tokens import TokenCounter
 from comal.ledger.entry import Entry
@@ -139,6 +143,8 @@ class Assembly:
     message_count: int
     missing: tuple[str, ...] = ()
     plugin_tokens: int = 0
+    part_tokens: int | None = None
+    """Sum of `parts` tokens, when the builder kept it (else summed on demand)."""
 
     @property
     def fixed_tokens(self) -> int:
@@ -149,7 +155,10 @@ class Assembly:
     @property
     def conversation_tokens(self) -> int:
         """Everything after the fixed parts, message framing included."""
-        return sum(p.tokens for p in self.parts) + MESSAGE_OVERHEAD * self.message_count
+        summed = self.part_tokens
+        if summed is None:
+            summed = sum(p.tokens for p in self.parts)
+        return summed + MESSAGE_OVERHEAD * self.message_count
 
     @property
     def total_tokens(self) -> int:
@@ -208,6 +217,17 @@ class ResultTexts:
         hit = self._memo.get(key)
         if hit is not None:
             return hit
+        if mode in ("preview", "ref"):
+            # A large stored output is read a piece at a time, never decoded whole.
+            paged = pageable(self.blobs, item.entry.body_hash)
+            if paged is not None:
+                value = (
+                    paged_preview_text(item.facts, paged, self.preview_chars)
+                    if mode == "preview"
+                    else paged_reference_text(item.facts, paged)
+                )
+                self._memo[key] = value
+                return value
         body = self.blobs.body(item.entry) or b""
         if mode == "ref":
             value = reference_text(item.facts, body)
@@ -219,11 +239,28 @@ class ResultTexts:
         return value
 
 
+_SCHEMA_TEXTS: dict[int, tuple[ToolSpec, str]] = {}
+"""Schema texts by `id(spec)`, the spec kept beside its text so the id stays its own."""
+
+
 def tool_schema_text(spec: ToolSpec) -> str:
-    """The text a tool schema is counted as."""
-    return canonical_json(
+    """The text a tool schema is counted as (memoized per spec object: specs are never
+    changed once built, and every request counts the same ones)."""
+    hit = _SCHEMA_TEXTS.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    text = canonical_json(
         {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
     )
+    if len(_SCHEMA_TEXTS) >= 4_096:
+        _SCHEMA_TEXTS.clear()
+    _SCHEMA_TEXTS[id(spec)] = (spec, text)
+    return text
+
+
+def schema_tokens(specs: Sequence[ToolSpec], counter: TokenCounter) -> int:
+    """Tokens of some tool schemas."""
+    return sum(counter.count(tool_schema_text(s)) for s in specs)
 
 
 def _media_stand_in(
@@ -327,12 +364,79 @@ def block_tokens(
     return sum(c.tokens for c in costs) + framing
 
 
+_BLOCK_SEQ = attrgetter("entry.seq")
+
+
 def start_index(blocks: Sequence[Block], state: ViewState) -> int:
-    """Index of the first block a view under `state` includes."""
+    """Index of the first block a view under `state` includes (blocks are in seq order)."""
     checkpoint = state.checkpoint
     if checkpoint is None:
         return 0
-    return next((i for i, b in enumerate(blocks) if b.seq >= checkpoint.tail_from_seq), len(blocks))
+    return bisect_left(blocks, checkpoint.tail_from_seq, key=_BLOCK_SEQ)
+
+
+@dataclass(slots=True)
+class _Walk:
+    """What `build_view` has assembled after some of its blocks (its loop state)."""
+
+    messages: list[Message] = field(default_factory=list)
+    parts: list[PartCost] = field(default_factory=list)
+    pending: list[Part] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    tokens: int = 0
+    """Sum of `parts` tokens."""
+
+    def take(
+        self,
+        block: Block,
+        state: ViewState,
+        texts: ResultTexts,
+        counter: TokenCounter,
+        vision: bool,
+    ) -> None:
+        """Add one block: its parts, and the messages it completes."""
+        own, results, costs = block_parts(block, state, texts, counter, vision=vision)
+        self.parts.extend(costs)
+        self.tokens += sum(c.tokens for c in costs)
+        if block.role == "user":
+            self.pending.extend(own)
+            return
+        if self.pending:
+            self.messages.append(Message("user", tuple(self.pending)))
+        self.messages.append(block.message)
+        self.pending = list(results)
+        self.missing.extend(block.missing)
+
+
+def _start(state: ViewState, counter: TokenCounter) -> _Walk:
+    walk = _Walk()
+    checkpoint = state.checkpoint
+    if checkpoint is not None:
+        walk.pending.append(TextPart(checkpoint.text))
+        tokens = counter.count(checkpoint.text) + PART_OVERHEAD
+        walk.parts.append(PartCost(checkpoint.seq, tokens, "checkpoint", role="checkpoint"))
+        walk.tokens = tokens
+    return walk
+
+
+def _assembly(walk: _Walk, fixed: FixedParts, counter: TokenCounter) -> Assembly:
+    messages = list(walk.messages)
+    if walk.pending:
+        messages.append(Message("user", tuple(walk.pending)))
+    return Assembly(
+        system=fixed.system_text,
+        messages=tuple(messages),
+        tools=fixed.all_tools,
+        parts=tuple(walk.parts),
+        system_tokens=counter.count(fixed.system),
+        instructions_tokens=counter.count(fixed.instructions),
+        tools_tokens=schema_tokens(fixed.tools, counter),
+        mcp_tokens=schema_tokens(fixed.mcp_tools, counter),
+        plugin_tokens=schema_tokens(fixed.plugin_tools, counter),
+        message_count=len(messages),
+        missing=tuple(walk.missing),
+        part_tokens=walk.tokens,
+    )
 
 
 def build_view(
@@ -357,41 +461,90 @@ def build_view(
     Returns:
         The messages and their accounting. Calls without a result are listed in `missing`.
     """
-    checkpoint = state.checkpoint
-    messages: list[Message] = []
-    parts: list[PartCost] = []
-    pending: list[Part] = []
-    missing: list[str] = []
-    if checkpoint is not None:
-        pending.append(TextPart(checkpoint.text))
-        tokens = counter.count(checkpoint.text) + PART_OVERHEAD
-        parts.append(PartCost(checkpoint.seq, tokens, "checkpoint", role="checkpoint"))
+    walk = _start(state, counter)
     for block in blocks[start_index(blocks, state) :]:
-        own, results, costs = block_parts(block, state, texts, counter, vision=vision)
-        parts.extend(costs)
-        if block.role == "user":
-            pending.extend(own)
-            continue
-        if pending:
-            messages.append(Message("user", tuple(pending)))
-        messages.append(block.message)
-        pending = list(results)
-        missing.extend(block.missing)
-    if pending:
-        messages.append(Message("user", tuple(pending)))
-    tools_tokens = sum(counter.count(tool_schema_text(s)) for s in fixed.tools)
-    mcp_tokens = sum(counter.count(tool_schema_text(s)) for s in fixed.mcp_tools)
-    plugin_tokens = sum(counter.count(tool_schema_text(s)) for s in fixed.plugin_tools)
-    return Assembly(
-        system=fixed.system_text,
-        messages=tuple(messages),
-        tools=fixed.all_tools,
-        parts=tuple(parts),
-        system_tokens=counter.count(fixed.system),
-        instructions_tokens=counter.count(fixed.instructions),
-        tools_tokens=tools_tokens,
-        mcp_tokens=mcp_tokens,
-        plugin_tokens=plugin_tokens,
-        message_count=len(messages),
-        missing=tuple(missing),
-    )
+        walk.take(block, state, texts, counter, vision)
+    return _assembly(walk, fixed, counter)
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """`_Walk` sizes after a number of blocks, to resume from there."""
+
+    messages: int
+    parts: int
+    missing: int
+    tokens: int
+    pending: tuple[Part, ...]
+
+
+class ViewBuilder:
+    """`build_view`, resuming the previous build where its blocks are unchanged.
+
+    Between pressure events a view only grows by appending, so the blocks of the last build
+    are, object for object, the start of the next one but for its newest block (rebuilt when
+    its results arrive). The walk is resumed after the longest run of identical blocks; any
+    other change (state, fixed parts, renderings, counter) builds from the start. The result is
+    exactly `build_view`'s.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] | None = None
+        self._blocks: list[Block] = []
+        self._walk = _Walk()
+        self._marks: list[_Mark] = []
+
+    def build(
+        self,
+        blocks: Sequence[Block],
+        state: ViewState,
+        fixed: FixedParts,
+        texts: ResultTexts,
+        counter: TokenCounter,
+        *,
+        vision: bool = False,
+    ) -> Assembly:
+        """What `build_view` returns for the same arguments."""
+        view = list(blocks[start_index(blocks, state) :])
+        key = (state, fixed, texts, counter.name, vision)
+        same = self._key is not None and all(map(is_, key[1:3], self._key[1:3]))
+        kept = self._kept(view) if same and key == self._key else -1
+        if kept < 0:
+            self._key = key
+            self._walk = _start(state, counter)
+            self._marks = [self._mark()]
+            kept = 0
+        else:
+            mark = self._marks[kept]
+            walk = self._walk
+            del walk.messages[mark.messages :], walk.parts[mark.parts :]
+            del walk.missing[mark.missing :]
+            walk.tokens = mark.tokens
+            walk.pending = list(mark.pending)
+            del self._marks[kept + 1 :]
+        for block in view[kept:]:
+            self._walk.take(block, state, texts, counter, vision)
+            self._marks.append(self._mark())
+        self._blocks = view
+        return _assembly(self._walk, fixed, counter)
+
+    def _kept(self, view: list[Block]) -> int:
+        """How many leading blocks of `view` are those of the last build (-1: none usable)."""
+        old = self._blocks
+        kept = min(len(old), len(view))
+        # Only the newest blocks change between builds: look back from the end first.
+        while kept and old[kept - 1] is not view[kept - 1]:
+            kept -= 1
+        if not all(map(is_, old[:kept], view[:kept])):
+            return -1
+        return kept
+
+    def _mark(self) -> _Mark:
+        walk = self._walk
+        return _Mark(
+            len(walk.messages),
+            len(walk.parts),
+            len(walk.missing),
+            walk.tokens,
+            tuple(walk.pending),
+        )

@@ -8,7 +8,7 @@ reference that reads its evidence exactly. Pure: same entries ⇒ same lines.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from comal.context.conversation import ResultEntry, result_entry
 from comal.context.rendering import evidence_text, salient_lines
@@ -72,7 +72,7 @@ def describe_call(name: str, arguments: JSONObject, size: int = 100) -> str:
     return f"{name} {clip(canonical_json(arguments), size)}"
 
 
-def _prefix_key(entries: Sequence[Entry]) -> tuple[str, str, int]:
+def prefix_key(entries: Sequence[Entry]) -> tuple[str, str, int]:
     """Identifies a session's entries up to a point: ids are unique and the ledger only grows,
     so the same first id, last id and length mean the same entries."""
     if not entries:
@@ -80,26 +80,27 @@ def _prefix_key(entries: Sequence[Entry]) -> tuple[str, str, int]:
     return (entries[0].id, entries[-1].id, len(entries))
 
 
-_CALLS: dict[tuple[str, str, int], dict[str, Call]] = {}
 _STATES: dict[tuple[tuple[str, str, int], int], WorkState] = {}
+
+
+def _is_prefix(key: tuple[str, str, int], entries: Sequence[Entry]) -> bool:
+    """Whether `key` (`prefix_key`) names the first entries of `entries`."""
+    first, last, count = key
+    return 0 < count <= len(entries) and entries[0].id == first and entries[count - 1].id == last
 
 
 def collect_calls(entries: Sequence[Entry]) -> dict[str, Call]:
     """Calls by id (the latest call with an id wins; `tool.started` adds its receipt).
 
-    Memoized for the last entries seen: a derivation reads the same calls several times.
-    The result is shared: callers must not modify it."""
-    key = _prefix_key(entries)
-    hit = _CALLS.get(key)
-    if hit is None:
-        hit = _collect_calls(entries)
-        _CALLS.clear()
-        _CALLS[key] = hit
-    return hit
+    Memoized for the last entries seen (a derivation reads the same calls several times) and
+    extended from there when the session grew. The result is shared: callers must not modify
+    it."""
+    return _fold(entries).calls
 
 
-def _collect_calls(entries: Sequence[Entry]) -> dict[str, Call]:
-    calls: dict[str, Call] = {}
+def _add_calls(calls: dict[str, Call], entries: Sequence[Entry]) -> set[str]:
+    """Record the calls of `entries` into `calls`; returns the ids they (re)define."""
+    defined: set[str] = set()
     for entry in entries:
         if entry.kind == "message.assistant":
             raw = entry.payload.get("message")
@@ -111,12 +112,106 @@ def _collect_calls(entries: Sequence[Entry]) -> dict[str, Call]:
                 continue
             for part in message.tool_calls:
                 calls[part.call_id] = Call(part.call_id, part.name, part.arguments)
+                defined.add(part.call_id)
         elif entry.kind == "tool.started":
             call_id = _str(entry.payload.get("call_id")) or ""
             args = entry.payload.get("arguments")
             name = _str(entry.payload.get("name")) or "tool"
             calls[call_id] = Call(call_id, name, args if isinstance(args, dict) else {}, entry)
-    return calls
+            defined.add(call_id)
+    return defined
+
+
+@dataclass(slots=True)
+class _Fold:
+    """The work state's running parts after the first `key[2]` entries of a session.
+
+    Each result is read against the calls known once every entry is in (`collect_calls`), so
+    a fold is extended by newer entries only while they define no call id an earlier result
+    already used; otherwise it is read again from the start.
+    """
+
+    key: tuple[str, str, int]
+    calls: dict[str, Call] = field(default_factory=dict)
+    board: tuple[str, ...] = ()
+    files: dict[str, tuple[int, str]] = field(default_factory=dict)
+    commands: list[str] = field(default_factory=list)
+    failures: dict[str, ResultEntry] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
+    uncertain: list[str] = field(default_factory=list)
+
+    def copy(self, key: tuple[str, str, int]) -> _Fold:
+        """A fold with the same parts (copied: the memoized one stays as it was)."""
+        return _Fold(
+            key,
+            dict(self.calls),
+            self.board,
+            dict(self.files),
+            list(self.commands),
+            dict(self.failures),
+            set(self.answered),
+            list(self.uncertain),
+        )
+
+    def take(self, entries: Sequence[Entry]) -> None:
+        """Fold in `entries` (their calls already in `calls`)."""
+        calls = self.calls
+        for entry in entries:
+            if entry.kind == "board.updated":
+                self.board = _board_lines(entry.payload.get("criteria"))
+            if entry.kind != "tool.result":
+                continue
+            item = result_entry(entry)
+            self.answered.add(item.call_id)
+            call = calls.get(item.call_id)
+            name = call.name if call else item.facts.name
+            args = call.arguments if call else {}
+            path = first_arg(args, PATH_KEYS)
+            op = _file_op(name)
+            if path and op and call:
+                self.files.pop(path, None)
+                self.files[path] = (entry.seq, _file_line(call, item, op))
+            command = first_arg(args, COMMAND_KEYS)
+            if command is not None:
+                status = (
+                    f"exit {item.facts.exit_code}"
+                    if item.facts.exit_code is not None
+                    else item.facts.status
+                )
+                self.commands.append(f"$ {clip(command, 120)} → {status} · {item.facts.ref}")
+            key = f"{name} {canonical_json(args)}"
+            self.failures.pop(key, None)
+            if _failed(item):
+                self.failures[key] = item
+            if item.facts.status == "uncertain":
+                self.uncertain.append(
+                    f"{describe_call(name, args)} · {item.facts.ref}: uncertain, not re-run"
+                )
+
+
+_FOLDS: list[_Fold] = []
+"""The last fold made (one: a process works on one session's derivations at a time)."""
+
+
+def _fold(entries: Sequence[Entry]) -> _Fold:
+    key = prefix_key(entries)
+    last = _FOLDS[0] if _FOLDS else None
+    if last is not None and last.key == key:
+        return last
+    fold: _Fold | None = None
+    if last is not None and _is_prefix(last.key, entries):
+        newer = entries[last.key[2] :]
+        fold = last.copy(key)
+        if _add_calls(fold.calls, newer) & last.answered:
+            fold = None  # an answered call id was defined again: read from the start
+        else:
+            fold.take(newer)
+    if fold is None:
+        fold = _Fold(key)
+        _add_calls(fold.calls, entries)
+        fold.take(entries)
+    _FOLDS[:] = [fold]
+    return fold
 
 
 def _file_op(name: str) -> str | None:
@@ -159,7 +254,7 @@ def _failed(item: ResultEntry) -> bool:
 
 def work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
     """The work state of a session from its entries (memoized for the last entries seen)."""
-    key = (_prefix_key(entries), id(blobs))
+    key = (prefix_key(entries), id(blobs))
     hit = _STATES.get(key)
     if hit is None:
         hit = _work_state(entries, blobs)
@@ -169,56 +264,21 @@ def work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
 
 
 def _work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
-    calls = collect_calls(entries)
-    board: tuple[str, ...] = ()
-    files: dict[str, tuple[int, str]] = {}
-    commands: list[str] = []
-    failures: dict[str, ResultEntry] = {}
-    answered: set[str] = set()
-    pending: list[str] = []
-    for entry in entries:
-        if entry.kind == "board.updated":
-            board = _board_lines(entry.payload.get("criteria"))
-        if entry.kind != "tool.result":
-            continue
-        item = result_entry(entry)
-        answered.add(item.call_id)
-        call = calls.get(item.call_id)
-        name = call.name if call else item.facts.name
-        args = call.arguments if call else {}
-        path = first_arg(args, PATH_KEYS)
-        op = _file_op(name)
-        if path and op and call:
-            files.pop(path, None)
-            files[path] = (entry.seq, _file_line(call, item, op))
-        command = first_arg(args, COMMAND_KEYS)
-        if command is not None:
-            status = (
-                f"exit {item.facts.exit_code}"
-                if item.facts.exit_code is not None
-                else item.facts.status
-            )
-            commands.append(f"$ {clip(command, 120)} → {status} · {item.facts.ref}")
-        key = f"{name} {canonical_json(args)}"
-        if _failed(item):
-            failures.pop(key, None)
-            failures[key] = item
-        else:
-            failures.pop(key, None)
-        if item.facts.status == "uncertain":
-            pending.append(f"{describe_call(name, args)} · {item.facts.ref}: uncertain, not re-run")
+    fold = _fold(entries)
+    calls = fold.calls
+    pending = list(fold.uncertain)
     for call in calls.values():
-        if call.started is not None and call.call_id not in answered:
+        if call.started is not None and call.call_id not in fold.answered:
             pending.append(
                 f"{describe_call(call.name, call.arguments)}: started, no result recorded"
             )
-    open_errors = list(failures.values())[-MAX_ERRORS:]
+    open_errors = list(fold.failures.values())[-MAX_ERRORS:]
     errors = [_error_line(item, calls.get(item.call_id), blobs) for item in open_errors]
-    file_lines = [f"{path}: {line}" for path, (_, line) in files.items()]
+    file_lines = [f"{path}: {line}" for path, (_, line) in fold.files.items()]
     return WorkState(
-        board=board,
+        board=fold.board,
         files=tuple(file_lines[-MAX_FILES:]),
-        commands=tuple(commands[-MAX_COMMANDS:]),
+        commands=tuple(fold.commands[-MAX_COMMANDS:]),
         errors=tuple(errors[-MAX_ERRORS:]),
         pending=tuple(pending[-MAX_PENDING:]),
     )

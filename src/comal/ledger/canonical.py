@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+from json.scanner import make_scanner
+from typing import Any, cast
 
 from comal.errors import LedgerError
 from comal.messages import JSONObject, canonical_json, digest_bytes
@@ -31,9 +33,23 @@ def _no_constants(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+_SCAN = make_scanner(cast(Any, json.JSONDecoder()))
+"""What `json.loads` runs on a value (the C scanner where available)."""
+
+
 def decode_payload(text: str) -> JSONObject:
-    """Parse stored payload text (always a JSON object)."""
-    value = json.loads(text)
+    """Parse stored payload text (always a JSON object).
+
+    Stored text is canonical (no whitespace around it), so the decoder's scanner is called
+    directly: `json.loads` only adds whitespace skipping and checks around it. Anything the
+    scanner does not consume whole goes through `json.loads`, for the same value or error.
+    """
+    try:
+        value, end = _SCAN(text, 0)
+    except (StopIteration, ValueError):
+        end = -1
+    if end != len(text):
+        value = json.loads(text)
     if not isinstance(value, dict):
         raise ValueError("payload is not a JSON object")
     return value

@@ -5,7 +5,8 @@ Invariants:
   the `migrations` table; `PRAGMA user_version` mirrors the number applied. Never edit or
   rename a migration once released: append a new one.
 - `entries` and `blobs` are append-only: triggers abort every UPDATE and DELETE. Only the
-  `sessions` row (status, title, derived counters) and the `locks` table change.
+  `sessions` row (status, title, derived counters), the `locks` table and the derived page
+  index of large blobs (`blob_pages`) change.
 - A ledger whose recorded schema is newer than `SCHEMA_VERSION` is inspected through a
   read-only connection and refused before anything can write to it.
 - Every connection runs WAL, `synchronous=FULL` (OFF only when asked for bulk work), foreign
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -116,9 +118,29 @@ def m002_forks(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX entries_by_kind ON entries(session_id, kind, seq)")
 
 
+def m003_page_index(conn: sqlite3.Connection) -> None:
+    """The page index of large blobs (`ledger/pages.py`), so a page decodes only its bytes.
+
+    Derived data, unlike `entries` and `blobs`: a row that does not check is replaced by one
+    rebuilt from its blob, so it carries a checksum and no append-only trigger. Blobs stored
+    before this migration get their row the first time they are paged.
+    """
+    conn.execute(
+        """
+        CREATE TABLE blob_pages (
+            hash TEXT PRIMARY KEY REFERENCES blobs(hash),
+            format INTEGER NOT NULL,
+            utf8 INTEGER NOT NULL,
+            points BLOB NOT NULL,
+            checksum TEXT NOT NULL
+        ) STRICT
+        """
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
-MIGRATIONS: tuple[Migration, ...] = (m001_initial, m002_forks)
+MIGRATIONS: tuple[Migration, ...] = (m001_initial, m002_forks, m003_page_index)
 """Every migration, in the order it must run."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -147,7 +169,14 @@ def check_version(conn: sqlite3.Connection, path: Path, *, probe: bool = False) 
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     applied: set[str] = set()
     if _has_table(conn, "migrations"):
-        applied = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+        names = [row[0] for row in conn.execute("SELECT name FROM migrations")]
+        if not all(isinstance(name, str) for name in names):
+            # Only damage makes a migration's name read as something else (NULL, a number).
+            raise LedgerError(
+                f"{path} has a damaged migrations table (a migration name that is not text);"
+                " it was left untouched"
+            )
+        applied = set(names)
     unknown = sorted(applied - _KNOWN_NAMES)
     if version > SCHEMA_VERSION or unknown:
         detail = f", unknown migrations {', '.join(unknown)}" if unknown else ""
@@ -210,6 +239,10 @@ def check_readable(path: Path) -> None:
     except sqlite3.Error as exc:
         raise _open_failure(path, exc, f"cannot open ledger {path}") from exc
     try:
+        # One read transaction: its statements see one snapshot. Without it, a ledger another
+        # process is creating could show no `migrations` table to the first and every table
+        # to the last, and be refused as another program's database.
+        conn.execute("BEGIN")
         check_version(conn, path, probe=True)
     except sqlite3.DatabaseError as exc:
         raise _open_failure(path, exc, f"{path} is not a Comal ledger") from exc
@@ -264,6 +297,26 @@ def _create_file(path: Path) -> None:
     os.close(fd)
 
 
+def _wal(conn: sqlite3.Connection, patience_s: float = 30.0) -> None:
+    """Put the ledger in WAL mode, waiting out another process doing the same.
+
+    Switching a fresh file to WAL upgrades a shared lock, and SQLite answers "database is
+    locked" at once rather than call the busy handler (two waiting upgrades would deadlock):
+    two Comal processes opening a new ledger together meet exactly that.
+    """
+    deadline = time.monotonic() + patience_s
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+
+
 def connect(path: Path, *, durable: bool) -> sqlite3.Connection:
     """An autocommit connection to a checked, created and migrated ledger file.
 
@@ -279,7 +332,7 @@ def connect(path: Path, *, durable: bool) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise _open_failure(path, exc, f"cannot open ledger {path}") from exc
     try:
-        conn.execute("PRAGMA journal_mode = WAL")
+        _wal(conn)
         conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'OFF'}")
         conn.execute("PRAGMA foreign_keys = ON")
         # REPLACE conflict resolution deletes rows; with recursive triggers on, the

@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
 from comal.errors import LedgerError, UnknownEntryError
 from comal.ids import new_id, now_ms
-from comal.ledger.blobs import blob_size, insert_blob, read_blob
+from comal.ledger.blobs import blob_ranges, blob_size, insert_blob, read_blob
 from comal.ledger.canonical import content_hash, encode_payload
 from comal.ledger.entry import Entry, SessionInfo
+from comal.ledger.entry_cache import EntryCache
 from comal.ledger.entry_rows import (
     entry_payload,
     first_entries,
@@ -48,6 +49,13 @@ from comal.ledger.locks import (
     lock_payload,
     read_lock,
     write_lock,
+)
+from comal.ledger.pages import (
+    PageIndex,
+    ReadRange,
+    build_page_index,
+    stored_page_index,
+    write_page_index,
 )
 from comal.ledger.salvage import SalvageReport, salvage
 from comal.ledger.schema import connect
@@ -71,6 +79,9 @@ from comal.messages import JSONObject
 
 __all__ = ["STATUSES", "Ledger"]
 
+_RANGES_MMAP_BYTES = 1 << 30
+"""How much of the file the range reader maps (past it, SQLite reads as usual)."""
+
 
 class Ledger:
     """An open ledger file. Use as a context manager, or call `close()`.
@@ -89,6 +100,9 @@ class Ledger:
         self._me = current_process()
         self._held: set[str] = set()
         self._closed = False
+        self._cache = EntryCache()
+        self._ranges: sqlite3.Connection | None = None
+        self._ranges_mutex = threading.Lock()
 
     # --- opening and closing ----------------------------------------------------------------
 
@@ -119,7 +133,12 @@ class Ledger:
                     self.release_lock(session_id)
             finally:
                 self._closed = True
+                self._cache.clear()
                 self._conn.close()
+                with self._ranges_mutex:
+                    if self._ranges is not None:
+                        self._ranges.close()
+                        self._ranges = None
 
     def __enter__(self) -> Ledger:
         return self
@@ -333,6 +352,65 @@ class Ledger:
             raise LedgerError(f"no blob {digest} in {self.path}")
         return data
 
+    @contextmanager
+    def blob_ranges(self, digest: str) -> Iterator[ReadRange]:
+        """`read(start, end)`: byte ranges of one blob, for the block's duration.
+
+        Ranges are read through a second, query-only connection that maps the file into
+        memory: SQLite reaches a byte deep in a large blob only by walking its chain of pages
+        from the start, which a mapping makes a walk over memory instead of one read call per
+        page. Successive reads in one block continue along the same open blob.
+
+        Raises:
+            LedgerError: no blob has that digest.
+        """
+        with self._ranges_mutex:
+            conn = self._ranges_conn()
+            try:
+                with blob_ranges(conn, digest) as read:
+                    if read is None:
+                        raise LedgerError(f"no blob {digest} in {self.path}")
+                    yield read
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot read blob {digest} in {self.path}: {exc}") from exc
+
+    def _ranges_conn(self) -> sqlite3.Connection:
+        if self._closed:
+            raise LedgerError(f"ledger {self.path} is closed")
+        if self._ranges is None:
+            try:
+                conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+                conn.execute("PRAGMA query_only = ON")
+                conn.execute(f"PRAGMA mmap_size = {_RANGES_MMAP_BYTES}")
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot read ledger {self.path}: {exc}") from exc
+            self._ranges = conn
+        return self._ranges
+
+    def page_index(self, digest: str) -> PageIndex:
+        """The page index of one blob (`ledger/pages.py`): the stored one when it checks, else
+        one rebuilt from the blob's bytes (read a piece at a time) and stored for next time.
+
+        Storing is best effort: a ledger that cannot be written (a full disk, another writer
+        holding it too long) still gets the rebuilt index, for this call.
+
+        Raises:
+            LedgerError: no blob has that digest.
+        """
+        size = self.blob_size(digest)
+        with self._mutex:
+            found = stored_page_index(self._conn, digest, size)
+        if found is not None:
+            return found
+        with self.blob_ranges(digest) as read:
+            built = build_page_index(size, read)
+        try:
+            with self._write() as conn:
+                write_page_index(conn, digest, built)
+        except LedgerError:
+            pass
+        return built
+
     def body(self, entry: Entry) -> bytes | None:
         """The bytes of the entry's `body` blob, or None when it has none."""
         digest = entry.body_hash
@@ -354,16 +432,33 @@ class Ledger:
         gives the entries this session itself appended, all of them; `rewound` keeps what
         conversation rewinds went back over.
 
+        Entries read before are served from memory (`entry_cache`): only newer rows are read.
+
         Raises:
             UnknownSessionError: no such session.
         """
         if kinds is not None and not kinds:
             return []  # asked for no kind: nothing to read, not even the session
         with self._mutex:
-            self._require_session(session_id)
-            if own:
-                return select_entries(self._conn, session_id, after_seq, kinds)
-            return history(self._conn, session_id, after_seq, kinds, rewound=rewound)
+            if kinds is not None or self._conn.in_transaction:
+                self._require_session(session_id)
+                if own:
+                    return select_entries(self._conn, session_id, after_seq, kinds)
+                return history(self._conn, session_id, after_seq, kinds, rewound=rewound)
+            cached = self._cache.session(self._conn, session_id, self._reader(session_id))
+            if own or cached.history_is_own(rewound=rewound):
+                return cached.after(after_seq)
+            return history(self._conn, session_id, after_seq, None, rewound=rewound)
+
+    def _reader(self, session_id: str) -> Callable[[int], tuple[list[Entry], bool]]:
+        """Reads the session's own entries after a seq, and whether it is a fork."""
+
+        def read(after_seq: int) -> tuple[list[Entry], bool]:
+            info = self._require_session(session_id)
+            own = select_entries(self._conn, session_id, after_seq, None)
+            return own, info.fork_of is not None
+
+        return read
 
     def fork_session(self, parent_id: str, *, through_seq: int, title: str = "") -> str:
         """Record a fork of `parent_id` whose history is the parent's through `through_seq`.

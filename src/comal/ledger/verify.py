@@ -3,8 +3,9 @@
 Checks, per entry: every field is readable text, the payload is a JSON object stored in
 canonical form, its `content_hash` matches kind + NUL + payload, and a `body` blob it names
 exists and is intact. Per blob: its bytes hash to its key and its size matches. A whole-ledger
-check also runs `PRAGMA integrity_check`. Verification only reads; problems are reported,
-never repaired.
+check also runs `PRAGMA integrity_check` and checks every stored page index (derived data: one
+that does not check is reported, and rebuilt from its blob when read). Verification only
+reads; problems are reported, never repaired.
 
 The ledger may be damaged (flipped bytes, a truncated file), so nothing here trusts a full
 scan: rows are listed from the table and from both of its indexes, each as far as it reads,
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from comal.ledger.canonical import content_hash, decode_payload
+from comal.ledger.pages import page_index_problems
 from comal.messages import canonical_json
 
 _MAX_PROBLEMS = 1000
@@ -426,6 +428,8 @@ def _scan(conn: sqlite3.Connection, session_id: str | None) -> Scan:
             result.blob_digests.append(digest)
         if problem is not None:
             result.problems.append(problem)
+    if session_id is None:
+        result.problems.extend(page_index_problems(conn))
     for row, blob in readable:
         if blob is None or blob in usable:
             result.rows.append(row)

@@ -46,6 +46,23 @@ def merge_extra_body(body: JSONObject, extra: JSONObject) -> JSONObject:
     return out
 
 
+def request_extra_body(request: ModelRequest, extra: JSONObject) -> JSONObject:
+    """The `extra_body` that applies to `request`.
+
+    A configured `tool_choice` (forcing `required` or one tool) applies only when tools are
+    offered, and only until the model has called one for the user's latest words: once the
+    request ends with tool results, Comal's own `auto` is sent, so the model can answer instead
+    of being forced into another call on every step until `--max-turns` (the reset peers do
+    after a forced call, e.g. the OpenAI Agents SDK's `reset_tool_choice`).
+    """
+    if "tool_choice" not in extra:
+        return extra
+    answered_call = bool(request.messages) and bool(request.messages[-1].tool_results)
+    if request.tools and not answered_call:
+        return extra
+    return {key: value for key, value in extra.items() if key != "tool_choice"}
+
+
 def encode_body(body: JSONObject) -> bytes:
     """The request bytes: compact JSON in insertion order, UTF-8 (deterministic for equal input)."""
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -105,10 +122,27 @@ async def post_sse(
         raise NetworkError(f"connection to {url} failed: {message}") from None
 
 
+class _AnsweredUnstreamed(EmptyStreamError):
+    """An empty 200 stream whose request the server answered when asked without streaming."""
+
+
+async def _lines_of(text: str) -> AsyncIterator[str]:
+    """A whole JSON reply as the lines of one server-sent event, then `[DONE]`."""
+    for line in [*(f"data: {row}" for row in text.splitlines()), "", "data: [DONE]", ""]:
+        yield line
+
+
 class WireProvider:
     """Shared state and `stream()` of the HTTP adapters."""
 
     wire: WireApi = WireApi.OPENAI_CHAT
+    whole_reply_decodes: bool = False
+    """Whether `decoder()` also decodes a whole non-streamed reply given as one event (Chat
+    Completions: a choice's `message` in place of `delta`). Such an adapter asks a server that
+    answers a request but cannot stream it without streaming (`stream`)."""
+    _streams_fail: bool = False
+    """Set once the server answered without streaming what it failed to stream: later
+    requests are not streamed at all."""
 
     def __init__(
         self,
@@ -146,8 +180,13 @@ class WireProvider:
         raise NotImplementedError
 
     def encode(self, request: ModelRequest) -> bytes:
-        """The request body bytes: the wire JSON plus `extra_body`."""
-        return encode_body(merge_extra_body(self.encode_json(request), self._cfg.extra_body))
+        """The request body bytes: the wire JSON plus the `extra_body` that applies to it."""
+        return encode_body(self.request_json(request))
+
+    def request_json(self, request: ModelRequest) -> JSONObject:
+        """The wire JSON of a request with the `extra_body` that applies to it merged in."""
+        extra = request_extra_body(request, self._cfg.extra_body)
+        return merge_extra_body(self.encode_json(request), extra)
 
     def headers(self) -> dict[str, str]:
         """Content negotiation, authentication and configured extra headers."""
@@ -164,11 +203,22 @@ class WireProvider:
     async def send(self, encoded: EncodedRequest) -> AsyncIterator[ProviderEvent]:
         """POST `encoded.body` as it is and yield the decoded events.
 
+        An empty 200 stream is diagnosed by asking once without streaming. Where that is
+        answered and the wire decodes whole replies, the request is sent again without
+        streaming and its reply decoded: llama-cpp-python's `chatml-function-calling` format
+        fails every streamed request with `tool_choice: "auto"` that way ("Automatic streaming
+        tool choice is not supported") yet answers it unstreamed. The server is then no
+        longer asked to stream.
+
         Raises:
             ProviderError: classified failures; for an empty 200 stream, what asking once
                 without streaming revealed (`diagnose_empty_stream`).
         """
         request = encoded.request
+        if self._streams_fail:
+            async for event in self._unstreamed(request):
+                yield event
+            return
         secrets = (self._api_key,) if self._api_key else ()
         lines = post_sse(
             self._client,
@@ -183,8 +233,61 @@ class WireProvider:
             async with aclosing(lines), aclosing(adrive(lines, self.decoder(request))) as events:
                 async for event in events:
                     yield event
+            return
         except EmptyStreamError:
-            raise await self.diagnose_empty_stream(request) from None
+            failure = await self.diagnose_empty_stream(request)
+        if not (isinstance(failure, _AnsweredUnstreamed) and self.whole_reply_decodes):
+            raise failure
+        self._streams_fail = True
+        async for event in self._unstreamed(request):
+            yield event
+
+    async def _post_unstreamed(self, request: ModelRequest) -> httpx2.Response:
+        """POST `request` without streaming.
+
+        A server that failed a stream may close that connection right after it (llama-cpp-python
+        does) while the pool still holds it: a request that finds it closed (before any
+        answer) is sent once more, on a new connection.
+        """
+        body = self.request_json(request)
+        body["stream"] = False
+        body.pop("stream_options", None)
+        content = encode_body(body)
+        headers = {**self.headers(), "accept": "application/json"}
+        timeout = httpx2.Timeout(self._cfg.timeout_s, connect=min(self._cfg.timeout_s, 30.0))
+        try:
+            return await self._client.post(
+                self.url(), content=content, headers=headers, timeout=timeout
+            )
+        except (httpx2.ReadError, httpx2.RemoteProtocolError, httpx2.WriteError):
+            return await self._client.post(
+                self.url(), content=content, headers=headers, timeout=timeout
+            )
+
+    async def _unstreamed(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Send `request` without streaming and decode the whole reply as one event."""
+        secrets = (self._api_key,) if self._api_key else ()
+        url = self.url()
+        try:
+            response = await self._post_unstreamed(request)
+        except httpx2.TimeoutException as exc:
+            raise NetworkError(f"timed out talking to {url}: {type(exc).__name__}") from None
+        except httpx2.HTTPError as exc:
+            message = redact(str(exc), secrets) or type(exc).__name__
+            raise NetworkError(f"connection to {url} failed: {message}") from None
+        text = redact(response.text, secrets)
+        if response.status_code >= 400:
+            raise classify_http_error(
+                response.status_code,
+                text,
+                dict(response.headers),
+                secrets=secrets,
+                url=url,
+                provider=self.name,
+            )
+        async with aclosing(adrive(_lines_of(text), self.decoder(request))) as events:
+            async for event in events:
+                yield event
 
     async def diagnose_empty_stream(self, request: ModelRequest) -> ProviderError:
         """Ask once without streaming (one output token) to learn why a stream was empty.
@@ -193,21 +296,10 @@ class WireProvider:
         and no body while the same request without streaming gets a proper error: that error is
         returned, classified (a CONTEXT_LENGTH then takes the normal recovery).
         """
-        body = merge_extra_body(
-            self.encode_json(replace(request, max_output_tokens=1)), self._cfg.extra_body
-        )
-        body["stream"] = False
-        body.pop("stream_options", None)
         secrets = (self._api_key,) if self._api_key else ()
-        headers = {**self.headers(), "accept": "application/json"}
         url = self.url()
         try:
-            response = await self._client.post(
-                url,
-                content=encode_body(body),
-                headers=headers,
-                timeout=httpx2.Timeout(min(self._cfg.timeout_s, 120.0)),
-            )
+            response = await self._post_unstreamed(replace(request, max_output_tokens=1))
         except httpx2.HTTPError as exc:
             found = f"asking again without streaming failed too ({type(exc).__name__})"
         else:
@@ -221,6 +313,12 @@ class WireProvider:
                     provider=self.name,
                 )
             found = f"asked again without streaming it answered HTTP {response.status_code}"
+            return _AnsweredUnstreamed(
+                f"{url} answered a streamed request with HTTP 200 and an empty stream; {found},"
+                " so the server answers this request but fails to stream it (llama-cpp-python's"
+                " chatml-function-calling does so whenever tools are offered with tool_choice"
+                " auto; a proxy that buffers or drops server-sent events looks the same)."
+            )
         return EmptyStreamError(
             f"{url} answered a streamed request with HTTP 200 and an empty stream; {found}."
             " This usually means a proxy in between that buffers or drops server-sent events,"

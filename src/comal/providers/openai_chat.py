@@ -317,6 +317,7 @@ class OpenAIChatProvider(WireProvider):
     """Chat Completions over an injected `httpx2.AsyncClient`."""
 
     wire = WIRE
+    whole_reply_decodes = True
     _counts: bool | None = None
     """Whether the server counts tokens (`count_input_tokens`); None until asked."""
 

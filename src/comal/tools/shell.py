@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from dataclasses import dataclass
+import tempfile
 
 from comal.errors import ToolError
 from comal.messages import JSONObject, ToolSpec
@@ -41,6 +41,7 @@ MAX_TIMEOUT_S = 600.0
 OUTPUT_LIMIT_BYTES = 32 * 1024 * 1024
 BACKGROUND_GRACE_S = 0.5
 _CHUNK_BYTES = 64 * 1024
+_SPOOL_BYTES = 1 << 20
 _POLL_S = 0.05
 _AFTER_KILL_S = 1.0
 
@@ -72,20 +73,40 @@ BASH_SPEC = ToolSpec(
 )
 
 
-@dataclass(slots=True)
 class _Capture:
-    """Output kept up to a limit; the rest only counted."""
+    """Output kept up to a limit; the rest only counted.
 
-    limit: int
-    kept: bytearray
-    total: int = 0
+    Past `_SPOOL_BYTES` the kept bytes wait in a temporary file: the result's bytes are then
+    made by one read of it at the end, so a large output is held once in memory, not as a
+    growing buffer plus the copy made from it.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = 0
+        self.total = 0
+        self.ends_with_newline = False
+        self._spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)  # noqa: SIM115
 
     async def drain(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(_CHUNK_BYTES):
-            room = self.limit - len(self.kept)
+            room = self.limit - self.kept
             if room > 0:
-                self.kept += chunk[:room]
+                piece = chunk[:room]
+                self._spool.write(piece)
+                self.kept += len(piece)
+                self.ends_with_newline = piece.endswith(b"\n")
             self.total += len(chunk)
+
+    def output(self, notes: bytes = b"") -> bytes:
+        """The kept bytes followed by `notes`, read back once."""
+        self._spool.write(notes)
+        self._spool.seek(0)
+        return self._spool.read()
+
+    def close(self) -> None:
+        """Drop the spool (its file, if it has one, is deleted)."""
+        self._spool.close()
 
 
 def _kill_group(pgid: int) -> None:
@@ -196,15 +217,19 @@ class BashTool(NoPreparation):
         except OSError as exc:
             return error_outcome(f"cannot start {argv[0]}: {exc.strerror or exc}")
         assert proc.stdout is not None  # stdout=PIPE guarantees it
-        capture = _Capture(self.output_limit_bytes, bytearray())
+        capture = _Capture(self.output_limit_bytes)
         try:
-            ending = await self._supervise(proc, capture, timeout_s, ctx.cancel)
+            try:
+                ending = await self._supervise(proc, capture, timeout_s, ctx.cancel)
+            finally:
+                # Also reached when the calling task is cancelled: never leave the group
+                # running.
+                if proc.returncode is None:
+                    _kill_group(proc.pid)
+                await _release(proc)
+            return self._outcome(capture, proc.returncode, ending, timeout_s)
         finally:
-            # Also reached when the calling task is cancelled: never leave the group running.
-            if proc.returncode is None:
-                _kill_group(proc.pid)
-            await _release(proc)
-        return self._outcome(capture, proc.returncode, ending, timeout_s)
+            capture.close()
 
     async def _supervise(
         self,
@@ -261,14 +286,13 @@ class BashTool(NoPreparation):
     def _outcome(
         self, capture: _Capture, returncode: int | None, ending: str | None, timeout_s: float
     ) -> ToolOutcome:
-        output = bytes(capture.kept)
         notes: list[str] = []
         cut = None
-        if capture.total > len(capture.kept):
+        if capture.total > capture.kept:
             cut = OutputCut(self.output_limit_bytes, capture.total)
             notes.append(
                 f"[output cut at the {self.output_limit_bytes:,}-byte limit: kept the first"
-                f" {len(capture.kept):,} of {capture.total:,} bytes; the rest was not recorded]"
+                f" {capture.kept:,} of {capture.total:,} bytes; the rest was not recorded]"
             )
         if ending == "timeout":
             notes.append(f"[timed out after {timeout_s:g}s; process group killed]")
@@ -279,9 +303,11 @@ class BashTool(NoPreparation):
                 "[background processes still held the output open after the command "
                 "exited; they were killed]"
             )
+        tail = b""
         if notes:
-            sep = b"" if not output or output.endswith(b"\n") else b"\n"
-            output += sep + "\n".join(notes).encode("utf-8") + b"\n"
+            sep = b"" if not capture.kept or capture.ends_with_newline else b"\n"
+            tail = sep + "\n".join(notes).encode("utf-8") + b"\n"
+        output = capture.output(tail)
         if ending in ("timeout", "cancelled"):
             return ToolOutcome(output, is_error=True, exit_code=None, status="error", cut=cut)
         return ToolOutcome(output, exit_code=returncode, cut=cut)

@@ -42,7 +42,7 @@ def test_known_keys_do_not_warn(tmp_path: Path) -> None:
     _workspace_config(
         tmp_path,
         'checks = ["pytest"]\nmax_turns = 9\n[context]\nthreshold_ratio = 0.8\n'
-        '[permissions]\nmode = "read-only"\n',
+        '[permissions]\nmode = "read-only"\n[agents]\nenabled = false\nmax_parallel = 2\n',
     )
     assert load_config(cwd=tmp_path).warnings == ()
 
@@ -96,3 +96,26 @@ def test_a_broken_config_stops_a_run(
     monkeypatch.chdir(tmp_path)
     assert main(["-p", "hi"]) == 2
     assert "invalid TOML" in capsys.readouterr().err
+
+
+def test_every_documented_table_is_known_and_its_typos_still_warn(tmp_path: Path) -> None:
+    # `[agents]`, `[[hooks.EVENT]]`, `[prices."model"]` and a provider's `reasoning_effort`
+    # are read and applied: they must not be reported as typos, and their misspellings must.
+    _workspace_config(
+        tmp_path,
+        '[providers.local]\nwire = "openai-chat"\nbase_url = "http://x"\nmodel = "m"\n'
+        'reasoning_effort = "high"\n'
+        "[agents]\nenabled = true\nmax_parallel = 2\nmax_turns = 9\nmax_tokens = 5000\n"
+        '[[hooks.PreToolUse]]\nmatcher = "Bash"\ncommand = "true"\ntimeout_s = 5\n'
+        '[[hooks.Stop]]\ncommand = "true"\ncomand = "x"\n'
+        '[prices."m"]\ninput = 1.0\ncached_input = 0.1\ncache_write = 1.25\noutput = 4.0\n'
+        'as_of = "2026-12"\noutptu = 3\n',
+    )
+    config = load_config(cwd=tmp_path)
+    text = "\n".join(config.warnings)
+    assert "`hooks.Stop[0].comand` (did you mean `hooks.Stop[0].command`?)" in text
+    assert "`prices.m.outptu` (did you mean `prices.m.output`?)" in text
+    assert len(config.warnings) == 2
+    assert config.agents.max_parallel == 2
+    assert [h.event for h in config.hooks] == ["PreToolUse", "Stop"]
+    assert config.prices["m"].output == 4.0

@@ -8,6 +8,8 @@ text, line breaks of every kind included.
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -94,10 +96,12 @@ def test_ranks_reused_for_any_cut_are_the_ranks_of_the_middle(
     """A preview ranks the text before its tail once; any middle cut from it ranks the same."""
     rest = "\n".join(lines) + data.draw(st.sampled_from(["", "\n", "\r"]))
     whole = rest.splitlines()
-    ranks = rendering._line_ranks(whole)
+    hot = rendering._hot_ranks(whole)
     cut = data.draw(st.integers(0, len(rest)))
     middle = rendering._whole_lines(rest[:cut], rest)
-    assert rendering._suffix_ranks(middle, whole, ranks) == rendering._line_ranks(middle)
+    assert rendering._middle_lines(rest[:cut], rest, whole) == middle
+    reused = rendering._middle_ranks(middle, whole, hot)
+    assert [reused(i) for i in range(len(middle))] == rendering._line_ranks(middle)
     assert rendering._line_ranks(middle) == [rendering._rank(line) for line in middle]
 
 
@@ -117,3 +121,22 @@ def test_a_preview_of_a_log_quotes_its_traceback() -> None:
     assert '1502|   File "/srv/app/run.py", line 42, in main' in notes
     assert "1503|     handle(request)" in notes
     assert "1504| ValueError: bad header" in notes
+
+
+_UNANCHORED_PATH_LINE = re.compile(r"[\w./\\-]+\.\w{1,8}:\d+")
+"""The `path.ext:123` pattern before its look-behind: the same lines match, in quadratic time."""
+
+
+@given(st.text(alphabet="ab./-_:1\\ \t.xyz9", max_size=80))
+def test_the_anchored_path_pattern_finds_the_same_lines_at_the_same_place(line: str) -> None:
+    before, now = _UNANCHORED_PATH_LINE.search(line), rendering._PATH_LINE.search(line)
+    assert (before is None) == (now is None)
+    if before is not None and now is not None:
+        assert before.span() == now.span()
+
+
+def test_one_very_long_line_is_ranked_like_a_short_one() -> None:
+    # 200 kB on one line, with a trigger word: ranked (and previewed) like any error line.
+    long = "error " + "x" * 200_000
+    assert rendering._rank(long) == rendering._rank("error " + "x" * 10) == 1
+    assert rendering._rank("x" * 200_000 + " a/b.py:12") == 3

@@ -122,7 +122,7 @@ def test_migrations_are_recorded_once(ledger_path: Path) -> None:
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     strict = {row[1] for row in conn.execute("PRAGMA table_list") if row[5] == 1}
-    assert strict == {"sessions", "entries", "blobs", "locks", "migrations"}
+    assert strict == {"sessions", "entries", "blobs", "blob_pages", "locks", "migrations"}
     conn.close()
 
 
@@ -189,6 +189,22 @@ def test_read_only_probe_defers_a_ledger_shaped_file_to_the_locked_check(
     check_readable(ledger_path)
     with pytest.raises(LedgerError, match="not a Comal ledger"):
         Ledger.open(ledger_path)
+
+
+def test_a_damaged_migration_name_is_a_named_error_not_a_traceback(ledger_path: Path) -> None:
+    # Damage can make a name read as NULL (found by the damage fuzz); the file is refused
+    # with a LedgerError by the write path and by verify, and left untouched.
+    ledger_path.parent.mkdir(parents=True)
+    conn = _raw(ledger_path)
+    conn.execute("CREATE TABLE migrations (name, applied_at)")
+    conn.execute("INSERT INTO migrations VALUES (NULL, 0), ('m001_initial', 0)")
+    conn.close()
+    before = ledger_path.read_bytes()
+    with pytest.raises(LedgerError, match="damaged migrations table"):
+        Ledger.open(ledger_path)
+    with pytest.raises(LedgerError, match="damaged migrations table"):
+        verify_file(ledger_path)
+    assert ledger_path.read_bytes() == before
 
 
 def test_a_seq_flipped_far_past_the_end_is_read_not_searched_for(ledger_path: Path) -> None:

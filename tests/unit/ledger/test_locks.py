@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import socket
 import sqlite3
@@ -10,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +128,27 @@ def test_release_lock_leaves_another_holders_lock(ledger_path: Path) -> None:
         current = ledger.lock_holder(sid)
         assert current is not None
         assert current.pid == holder.pid
+
+
+def _open_when_released(path: str, barrier: Any) -> str:
+    barrier.wait()
+    try:
+        with Ledger.open(Path(path)):
+            return "ok"
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which asserts on it
+        return f"{type(exc).__name__}: {exc}"
+
+
+def test_processes_opening_a_new_ledger_together_all_open_it(tmp_path: Path) -> None:
+    # Several `comal` processes starting at once on a fresh ledger (a parent and its first
+    # children, or two terminals): each waits out the others' switch to WAL and migration.
+    context = multiprocessing.get_context("spawn")
+    outcomes: list[str] = []
+    with context.Manager() as manager, context.Pool(4) as pool:
+        for n in range(6):
+            barrier = manager.Barrier(4)
+            path = str(tmp_path / f"ledger{n}.db")
+            outcomes += pool.starmap(_open_when_released, [(path, barrier)] * 4)
+    assert outcomes == ["ok"] * 24
+    with Ledger.open(tmp_path / "ledger0.db") as ledger:
+        assert ledger.verify().ok
