@@ -17,9 +17,9 @@ run: $(STAMP)
 	$(BIN)/comal demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
-	$(BIN)/mypy src tests benchmarks
+	$(BIN)/ruff check src tests perf
+	$(BIN)/ruff format --check src tests perf
+	$(BIN)/mypy src tests perf
 
 test: lint
 	$(BIN)/pytest -q
@@ -33,7 +33,9 @@ live: $(STAMP)
 	$(BIN)/pytest -q -m live tests/live
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run_all
+	for m in context_bench ledger_bench provider_bench evidence_bench evidence_memory permission_bench; do \
+		$(BIN)/python -m perf.$$m || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

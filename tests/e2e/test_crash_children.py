@@ -1,7 +1,7 @@
 """Crash injection for child sessions in CI: WorkDraft and WorkStepRun coordinators SIGKILLed
 at random points of their trees (at least 50 kills), each resumed to completion.
 
-The full run with figures is `python -m benchmarks.crash_children`; this holds the same harness
+The full run with figures is `python -m perf.crash_children`; this holds the same harness
 to the issue's targets: every coordinator resumed to completion, no fragment duplicated, no
 write repeated, no finished child run again, no call left without a result in any session of
 the tree, no request with an orphan call or result, no committed entry lost.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from benchmarks.crash_children import run
+from perf.crash_children import run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

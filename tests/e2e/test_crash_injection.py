@@ -1,6 +1,6 @@
 """Crash injection in CI: 25 scripted sessions SIGKILLed at random points, resumed to the end.
 
-The full run (≥ 200 trials, with figures) is `python -m benchmarks.crash_injection`; this runs
+The full run (≥ 200 trials, with figures) is `python -m perf.crash_injection`; this runs
 the same harness with fewer trials and holds it to the same targets: every session resumed to
 completion, no committed entry lost, no duplicated write, no request with an orphan tool call or
 result.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from benchmarks.crash_injection import run
+from perf.crash_injection import run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from benchmarks.crash_injection import (
+from perf.crash_injection import (
     COMAL,
     FakeServerProcess,
     comal_env,

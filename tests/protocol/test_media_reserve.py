@@ -20,7 +20,7 @@ from comal.agent.headless import run_headless
 from comal.agent.session import SessionOptions
 from comal.agent.toolset import standard_tools
 from comal.config import Config, ContextConfig, ProviderConfig
-from comal.context.view import IMAGE_TOKENS
+from comal.context.view.build import IMAGE_TOKENS
 from comal.ledger.store import Ledger
 from comal.providers.factory import make_provider
 from comal.testing.fake_server import FakeServer

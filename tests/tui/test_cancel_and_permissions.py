@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.state import open_calls
+from comal.agent.session_facts import open_calls
 from comal.config import load_config
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart

@@ -15,7 +15,7 @@ import httpx2
 import pytest
 import pytest_asyncio
 
-from comal.agent.state import open_calls
+from comal.agent.session_facts import open_calls
 from comal.agent.toolset import standard_tools
 from comal.cli.cmd_run import build_provider
 from comal.config import load_config

@@ -38,7 +38,7 @@ from comal.agent.receipts import (
 )
 from comal.agent.recovery import recover
 from comal.agent.session import Session, SessionOptions, open_session
-from comal.agent.state import RECEIPT_KIND, last_answer, usage_totals
+from comal.agent.session_facts import RECEIPT_KIND, last_answer, usage_totals
 from comal.config import Config
 from comal.errors import BudgetError, ComalError, StepLimitError, ToolError
 from comal.ledger.store import Ledger

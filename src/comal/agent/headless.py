@@ -17,7 +17,7 @@ from comal.agent.events import Failed, Notice, TextStreamed, TurnFinished
 from comal.agent.loop import run_turn
 from comal.agent.recovery import recover
 from comal.agent.session import Session, SessionOptions, open_session
-from comal.agent.state import final_answer, render_state, session_state
+from comal.agent.session_facts import final_answer, render_state, session_state
 from comal.config import Config
 from comal.errors import ComalError, RefusedError
 from comal.ledger.store import Ledger

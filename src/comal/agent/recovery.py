@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from comal.agent.events import Notice, ToolFinished, ToolStarted
 from comal.agent.session import Session
-from comal.agent.state import OpenCall, board_of, last_answer, open_calls, recorded_calls
+from comal.agent.session_facts import OpenCall, board_of, last_answer, open_calls, recorded_calls
 from comal.agent.tool_runner import call_summary, media_json
 from comal.agent.toolset import CALL_KINDS
 from comal.ledger.entry import Entry

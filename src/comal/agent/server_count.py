@@ -11,7 +11,7 @@ window that really holds the fixed parts is then used.
 from __future__ import annotations
 
 from comal.agent.session import Session
-from comal.context.view import PreparedView
+from comal.context.view.build import PreparedView
 from comal.errors import ContextOverheadError
 from comal.messages import Message, ToolSpec
 from comal.providers.base import CountsTokens, ModelRequest

@@ -20,13 +20,13 @@ from comal.agent.hooks import Hooks
 from comal.agent.instructions import load_instructions
 from comal.agent.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
 from comal.agent.prompt import SYSTEM_PROMPT
-from comal.agent.state import usage_totals
+from comal.agent.session_facts import usage_totals
 from comal.agent.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
 from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
 from comal.agent.toolset import session_tools
 from comal.config import Config
-from comal.context.anchors import Fingerprint, tools_digest
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
+from comal.context.measure.anchors import Fingerprint, tools_digest
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart, canonical_json

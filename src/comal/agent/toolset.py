@@ -6,8 +6,8 @@ which tools may not import; they receive small reader/recorder objects built her
 
 from __future__ import annotations
 
-from comal.agent.state import board_of, recorded_calls
-from comal.context.evidence import LedgerEvidenceReader
+from comal.agent.session_facts import board_of, recorded_calls
+from comal.evidence.read import LedgerEvidenceReader
 from comal.ledger.store import Ledger
 from comal.tools.base import Tool, default_tools
 from comal.tools.board import BoardTool, Criterion, criteria_to_json

@@ -17,7 +17,7 @@ from pathlib import Path
 from comal.errors import ConfigError, ImportFormatError
 from comal.importers import FORMATS
 
-# `comal.bench` (numpy, and matplotlib for --png) is imported by `run` only: every other
+# `comal.replay` (numpy, and matplotlib for --png) is imported by `run` only: every other
 # command, `--help` included, starts without it.
 
 
@@ -47,8 +47,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 async def run(args: argparse.Namespace) -> int:
     """Run the replay and write the reports."""
-    from comal.bench import parse_policies, parse_windows, run_replay
-    from comal.bench.report import markdown_report, write_json, write_png
+    from comal.replay import parse_policies, parse_windows, run_replay
+    from comal.replay.report import markdown_report, write_json, write_png
 
     try:
         windows = parse_windows(args.window)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from comal.cli.cmd_context import emit, emit_json
 from comal.cli.configuring import read_only_config
-from comal.context.state import Checkpoint, checkpoints
+from comal.context.relief.recorded import Checkpoint, checkpoints
 from comal.errors import ComalError
 from comal.ledger.store import Ledger
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from comal.agent.headless import run_headless
 from comal.agent.session import SessionOptions
-from comal.agent.state import render_state, session_state
+from comal.agent.session_facts import render_state, session_state
 from comal.agent.toolset import standard_tools
 from comal.cli.cmd_context import recorded_engine
 from comal.cli.configuring import run_config

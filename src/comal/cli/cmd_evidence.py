@@ -12,7 +12,7 @@ import sys
 
 from comal.cli.cmd_context import emit, emit_json
 from comal.cli.configuring import read_only_config
-from comal.context.evidence import PAGE_UNITS, read_evidence
+from comal.evidence.read import PAGE_UNITS, read_evidence
 from comal.ledger.store import Ledger
 
 

@@ -13,8 +13,8 @@ from comal.agent.plugins import enabled_names, installed_plugins, load_plugins
 from comal.agent.toolset import standard_tools
 from comal.cli.cmd_context import emit, emit_json
 from comal.config import load_config
-from comal.context.tokens import counter_for_model
-from comal.context.view import tool_schema_text
+from comal.context.measure.tokens import counter_for_model
+from comal.context.view.build import tool_schema_text
 
 
 @dataclass(frozen=True, slots=True)

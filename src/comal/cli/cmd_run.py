@@ -27,7 +27,7 @@ from comal.agent.events import Notice, TextStreamed, TurnFinished
 from comal.agent.headless import Outcome, is_closed, run_headless
 from comal.agent.plugins import load_plugins
 from comal.agent.session import SessionOptions
-from comal.agent.state import final_answer, render_state, session_state
+from comal.agent.session_facts import final_answer, render_state, session_state
 from comal.agent.tool_catalog import configured_mcp_tools
 from comal.agent.toolset import standard_tools
 from comal.cli.configuring import run_config

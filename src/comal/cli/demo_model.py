@@ -64,7 +64,8 @@ FINAL_ANSWER = (
 
 
 _DONE_IN_CHECKPOINT = (
-    # What a checkpoint's work state shows once each step has run (see `context/workstate.py`).
+    # What a checkpoint's work state shows once each step has run
+    # (see `context/relief/workstate.py`).
     (0, re.compile(r"^- \[\w+\] bug: ", re.M)),
     (1, re.compile(r"^- inventory/stats\.py: read ", re.M)),
     (2, re.compile(r"^- \$ python -m unittest -v 2>&1 → exit 1 ", re.M)),

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TypeVar, assert_never, cast
 
-from comal.context.anchors import AnchorIndex, Fingerprint, calibration_ratio, tools_digest
-from comal.context.budget import (
+from comal.context.measure.anchors import AnchorIndex, Fingerprint, calibration_ratio, tools_digest
+from comal.context.measure.budget import (
     RESERVE_FLOOR,
     Budget,
     EngineSettings,
@@ -38,7 +38,7 @@ from comal.context.budget import (
     soft_limit_tokens,
     truncated_reserves,
 )
-from comal.context.calibration import (
+from comal.context.measure.calibration import (
     PROVIDER_WINDOW_SOURCE,
     RECALIBRATE_SHIFT,
     calibration_payload,
@@ -46,10 +46,22 @@ from comal.context.calibration import (
     refused_size,
     usage_calibration,
 )
-from comal.context.checkpoint import Draft
-from comal.context.conversation import Block, ConversationIndex
-from comal.context.decisions import append_checkpoint, refuse_compaction
-from comal.context.deferral import (
+from comal.context.measure.tokens import (
+    MemoCounter,
+    TokenCounter,
+    calibrated,
+    counter_for_model,
+)
+from comal.context.measure.unfinished import (
+    OUTPUT_LENGTH,
+    WINDOW_FULL,
+    Discarded,
+    ModelReply,
+    append_discarded,
+)
+from comal.context.relief.checkpoint import Draft
+from comal.context.relief.decisions import append_checkpoint, refuse_compaction
+from comal.context.relief.deferral import (
     DEFERRED_KIND,
     TURN_TRIGGER,
     deferral,
@@ -58,8 +70,15 @@ from comal.context.deferral import (
     record_deferral,
     relieve_now_option,
 )
-from comal.context.invariants import PairChecker, check
-from comal.context.relief import (
+from comal.context.relief.recorded import (
+    USER_TRIGGERS,
+    Checkpoint,
+    checkpoints,
+    pending_compaction,
+    pressure_guard,
+    view_state,
+)
+from comal.context.relief.relieve import (
     COLD_TRIGGER,
     deepest,
     draft_checkpoint,
@@ -68,30 +87,8 @@ from comal.context.relief import (
     relieve_media,
     session_growth,
 )
-from comal.context.rendering import preview_chars
 from comal.context.report import ContextReport, context_report
-from comal.context.state import (
-    USER_TRIGGERS,
-    Checkpoint,
-    checkpoints,
-    pending_compaction,
-    pressure_guard,
-    view_state,
-)
-from comal.context.tokens import (
-    MemoCounter,
-    TokenCounter,
-    calibrated,
-    counter_for_model,
-)
-from comal.context.unfinished import (
-    OUTPUT_LENGTH,
-    WINDOW_FULL,
-    Discarded,
-    ModelReply,
-    append_discarded,
-)
-from comal.context.view import (
+from comal.context.view.build import (
     MESSAGE_OVERHEAD,
     Assembly,
     FixedParts,
@@ -102,6 +99,9 @@ from comal.context.view import (
     build_view,
     schema_tokens,
 )
+from comal.context.view.conversation import Block, ConversationIndex
+from comal.context.view.invariants import PairChecker, check
+from comal.context.view.rendering import preview_chars
 from comal.errors import (
     CompactNotSmallerError,
     ContextLengthError,

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from comal.context.anchors import find_anchor
-from comal.context.media import media_budget
-from comal.context.state import checkpoints
-from comal.context.tokens import calibrated
-from comal.context.view import tool_schema_text
+from comal.context.measure.anchors import find_anchor
+from comal.context.measure.tokens import calibrated
+from comal.context.relief.recorded import checkpoints
+from comal.context.view.build import tool_schema_text
+from comal.context.view.media import media_budget
 from comal.messages import JSONObject
 
 CHILD_TOOLS = frozenset({"Task", "WorkStepRun", "WorkDraft"})

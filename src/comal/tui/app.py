@@ -41,7 +41,7 @@ from comal.agent.headless import Outcome, resume_session, run_session
 from comal.agent.init_file import write_agents_md
 from comal.agent.rewind import apply_rewind, plan_rewind, turns
 from comal.agent.session import Session, SessionOptions, open_session, reconfigure
-from comal.agent.state import open_calls, render_state, session_state
+from comal.agent.session_facts import open_calls, render_state, session_state
 from comal.config import Config, PermissionRule, add_workspace_rule
 from comal.errors import ComalError, CompactNotSmallerError, ConfigError
 from comal.ledger.store import Ledger
@@ -50,7 +50,7 @@ from comal.providers.base import Provider
 from comal.tools.base import Tool
 from comal.tools.permissions import PermissionPolicy, suggest_rules
 from comal.tui.commands import HELP_ROWS, SlashCommand, UnknownCommandError, parse_command
-from comal.tui.replay import past_items
+from comal.tui.history import past_items
 from comal.tui.widgets.confirm import ConfirmScreen
 from comal.tui.widgets.prompt import PromptArea
 from comal.tui.widgets.reports import CheckpointList, ContextView, HelpView, TextReport

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from comal.agent.children import ChildTask, Delegation, child_session_id
 from comal.agent.session import SessionOptions, open_session
-from comal.agent.state import RECEIPT_KIND
+from comal.agent.session_facts import RECEIPT_KIND
 from comal.agent.toolset import standard_tools
 from comal.config import Config
 from comal.ledger import Ledger

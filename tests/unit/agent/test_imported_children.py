@@ -11,7 +11,7 @@ import pytest
 
 from comal.agent.children import ChildTask, Delegation, find_child
 from comal.agent.session import SessionOptions, open_session
-from comal.agent.state import RECEIPT_KIND, last_answer, session_state
+from comal.agent.session_facts import RECEIPT_KIND, last_answer, session_state
 from comal.agent.toolset import standard_tools
 from comal.config import Config
 from comal.importers import import_files

@@ -11,7 +11,7 @@ from comal.agent.mentions import mentioned_paths
 from comal.agent.session import SessionOptions, open_session
 from comal.agent.toolset import standard_tools
 from comal.config import load_config
-from comal.context.evidence import read_evidence
+from comal.evidence.read import read_evidence
 from comal.ledger.store import Ledger
 from comal.messages import MediaPart, TextPart
 from comal.providers.base import Capabilities

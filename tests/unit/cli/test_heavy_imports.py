@@ -40,7 +40,7 @@ def test_ordinary_commands_do_not_import_numpy(args: list[str], tmp_path: Path) 
 
 def test_the_probe_sees_numpy_when_bench_is_imported(tmp_path: Path) -> None:
     probe = (
-        "import sys, comal.cli.cmd_bench as b\nimport comal.bench\nprint('numpy' in sys.modules)"
+        "import sys, comal.cli.cmd_bench as b\nimport comal.replay\nprint('numpy' in sys.modules)"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True

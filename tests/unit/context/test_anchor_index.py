@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from comal.context.anchors import (
+from comal.context.measure.anchors import (
     PRESSURE_KINDS,
     Anchor,
     AnchorIndex,

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
-from comal.context.evidence_index import INDEX_CALL
-from comal.context.evidence_names import named_ordinals
+from comal.context.relief.evidence_names import INDEX_CALL, named_ordinals
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
 from comal.messages import ToolResultPart

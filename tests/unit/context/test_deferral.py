@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from comal.context.deferral import DEFERRED_KIND, remaining_calls
 from comal.context.engine import ContextEngine
+from comal.context.relief.deferral import DEFERRED_KIND, remaining_calls
 from comal.ledger.store import Ledger
 from comal.testing.sessions import SessionBuilder
 from tests.unit.context.conftest import listing, make_engine

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from comal.context.calibration import PROVIDER_WINDOW_SOURCE
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
-from comal.context.invariants import check_pairs
+from comal.context.measure.calibration import PROVIDER_WINDOW_SOURCE
+from comal.context.view.invariants import check_pairs
 from comal.errors import ContextLengthError, ContextPressureLoopError
 from comal.ledger.store import Ledger
 from comal.testing.sessions import SessionBuilder

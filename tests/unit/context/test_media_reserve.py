@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 
-from comal.context.view import IMAGE_TOKENS
+from comal.context.view.build import IMAGE_TOKENS
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, MediaPart, ToolResultPart, digest_bytes

@@ -13,8 +13,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from comal.context import rendering
-from comal.context.rendering import ResultFacts, notable_lines, preview_text
+from comal.context.view import rendering
+from comal.context.view.rendering import ResultFacts, notable_lines, preview_text
 
 PIECES = st.sampled_from(
     [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from comal.context.invariants import PairChecker, check_pairs
+from comal.context.view.invariants import PairChecker, check_pairs
 from comal.errors import InvariantError
 from comal.messages import Message, TextPart, ToolCallPart, ToolResultPart
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
-from comal.context.invariants import check_pairs
+from comal.context.view.invariants import check_pairs
 from comal.errors import (
     ContextLengthError,
     ContextOverheadError,
@@ -276,7 +276,7 @@ def test_compact_now_and_requested_compaction(ledger: Ledger, builder: SessionBu
 
 
 def test_the_cost_model_and_the_landing_rule() -> None:
-    from comal.context.pressure import (
+    from comal.context.relief.pressure import (
         CACHED_RATE,
         TIE_PRECISION,
         Growth,
@@ -284,7 +284,7 @@ def test_the_cost_model_and_the_landing_rule() -> None:
         measure_growth,
         stretch_cost,
     )
-    from comal.context.view import PartCost
+    from comal.context.view.build import PartCost
 
     # re-send spread over the stretch + cached re-reads + growth, by hand.
     assert stretch_cost(2_000, 1_000, 10_000, 500) == pytest.approx(
@@ -321,7 +321,7 @@ def test_the_cost_model_and_the_landing_rule() -> None:
 
 
 def test_the_threshold_is_a_share_of_the_window_buffer_included() -> None:
-    from comal.context.budget import Budget
+    from comal.context.measure.budget import Budget
 
     # 90 % of 64,000 is 57,600; the reserve and margin (the buffer row) are part of that use.
     budget = Budget(64_000, 4_096, 4_000, 0.90)

@@ -15,9 +15,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from comal.context.paged import PagedText, pageable
-from comal.context.preview_paged import paged_preview_text, paged_reference_text
-from comal.context.rendering import ResultFacts, preview_text, reference_text
+from comal.context.view.paged import PagedText, pageable
+from comal.context.view.preview_paged import paged_preview_text, paged_reference_text
+from comal.context.view.rendering import ResultFacts, preview_text, reference_text
 from comal.ledger.pages import INDEX_MIN_BYTES, index_of_bytes, write_page_index
 from comal.ledger.store import Ledger
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from comal.context.checkpoint import derive
-from comal.context.evidence_names import named_ordinals
-from comal.context.invariants import check_pairs
-from comal.context.tokens import MemoCounter, counter_for_model
+from comal.context.measure.tokens import MemoCounter, counter_for_model
+from comal.context.relief.checkpoint import derive
+from comal.context.relief.evidence_names import named_ordinals
+from comal.context.view.invariants import check_pairs
 from comal.ledger.store import Ledger
 from comal.messages import ToolResultPart
 from comal.testing.sessions import SessionBuilder, ToolStep

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from comal.context.budget import RESERVE_FLOOR, RESERVE_START, reserve_room, size_output_reserve
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
+from comal.context.measure.budget import (
+    RESERVE_FLOOR,
+    RESERVE_START,
+    reserve_room,
+    size_output_reserve,
+)
 from comal.errors import ContextLengthError, ContextOverheadError, OutputLengthError
 from comal.ledger.store import Ledger
 from comal.messages import ToolSpec, message_to_json, user_text

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from comal.context.engine import ContextEngine, EngineSettings
-from comal.context.unfinished import Discarded
+from comal.context.measure.unfinished import Discarded
 from comal.errors import OutputLengthError
 from comal.ledger.store import Ledger
 from comal.messages import Finish, InvalidArguments, Message, TextPart, ToolCallPart

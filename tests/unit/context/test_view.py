@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from comal.context.evidence import read_evidence
 from comal.errors import InvariantError
+from comal.evidence.read import read_evidence
 from comal.ledger.store import Ledger
 from comal.messages import TextPart, ToolResultPart
 from comal.testing.sessions import SessionBuilder
@@ -198,7 +198,7 @@ def test_imported_peer_summary_is_marked_user_text(ledger: Ledger, builder: Sess
 
 
 def test_lines_of_note_are_taken_by_class_within_the_budget() -> None:
-    from comal.context.rendering import notable_lines
+    from comal.context.view.rendering import notable_lines
 
     lines = [
         "plain text",

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from comal.context.conversation import conversation_blocks
 from comal.context.engine import ContextEngine
-from comal.context.state import view_state
-from comal.context.view import Assembly, ViewBuilder, ViewState, build_view
+from comal.context.relief.recorded import view_state
+from comal.context.view.build import Assembly, ViewBuilder, ViewState, build_view
+from comal.context.view.conversation import conversation_blocks
 from comal.errors import CompactNotSmallerError
 from comal.ledger.store import Ledger
 from comal.testing.sessions import SessionBuilder

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from comal.context import workstate
-from comal.context.workstate import Call, WorkState, collect_calls, work_state
+from comal.context.relief import workstate
+from comal.context.relief.workstate import Call, WorkState, collect_calls, work_state
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, Message, TextPart, ToolCallPart, message_to_json

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from comal.bench.transcript import transcripts_from
 from comal.importers import detect_format, import_files, parse_sessions
 from comal.importers.plan import (
     IMPORTED_MODE,
@@ -19,6 +18,7 @@ from comal.importers.plan import (
 )
 from comal.ledger import Entry, Ledger
 from comal.messages import Message, ToolCallPart, message_from_json
+from comal.replay.transcript import transcripts_from
 from comal.usage import Usage
 from tests.unit.importers.conftest import assert_paired, trajectory
 

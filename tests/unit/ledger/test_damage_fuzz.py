@@ -2,7 +2,7 @@
 error; every damaged file is reported; salvage keeps every intact entry and forges none.
 
 The default suite runs a short sample; the slow suite runs the 10,000 trials whose counts are
-in docs/benchmarks.md (`python -m benchmarks.ledger_fuzz --trials 10000 --seed 1`).
+in docs/benchmarks.md (`python -m perf.ledger_fuzz --trials 10000 --seed 1`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from benchmarks.ledger_fuzz import run
+from perf.ledger_fuzz import run
 
 
 def _check(trials: int, seed: int, folder: Path) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from comal.context.evidence import resolve_entry
 from comal.errors import EvidenceAccessError, LedgerError
+from comal.evidence.read import resolve_entry
 from comal.ledger import Ledger
 from comal.testing.sessions import SessionBuilder
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from comal.context import paged
-from comal.context.evidence import read_evidence
-from comal.context.units import Utf16Text
+from comal.context.measure.units import Utf16Text
+from comal.context.view import paged
+from comal.evidence.read import read_evidence
 from comal.ledger.canonical import content_hash, encode_payload
 from comal.ledger.pages import INDEX_MIN_BYTES, index_of_bytes, stored_page_index
 from comal.ledger.salvage import verify_file

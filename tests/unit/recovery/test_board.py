@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from comal.agent.loop import run_turn
 from comal.agent.recovery import CONTINUE_PLAN, recover
-from comal.agent.state import board_of
-from comal.context.workstate import work_state
+from comal.agent.session_facts import board_of
+from comal.context.relief.workstate import work_state
 from comal.providers.scripted import ScriptedTurn
 from comal.tools.board import Criterion, board_is_open
 from tests.unit.recovery.conftest import Bench, call, result_text, results

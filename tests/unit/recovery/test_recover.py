@@ -6,7 +6,7 @@ from pathlib import Path
 
 from comal.agent.loop import run_turn
 from comal.agent.recovery import recover
-from comal.agent.state import open_calls
+from comal.agent.session_facts import open_calls
 from comal.config import PermissionRule
 from comal.messages import digest_bytes
 from tests.unit.recovery.conftest import (

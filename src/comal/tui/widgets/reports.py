@@ -15,8 +15,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from comal.context.relief.recorded import Checkpoint
 from comal.context.report import ContextReport
-from comal.context.state import Checkpoint
 
 
 class ReportTable(DataTable[str | Text]):

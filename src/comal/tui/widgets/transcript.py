@@ -34,7 +34,7 @@ from comal.agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from comal.tui.replay import PastItem, tool_line
+from comal.tui.history import PastItem, tool_line
 from comal.tui.widgets.children import ChildPanel
 
 PREVIEW_LINES = 4

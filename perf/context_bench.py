@@ -1,0 +1,218 @@
+"""Context-engine benchmarks: `prepare()` per call, derivation time, EvidenceRead on 50 MB.
+
+Run: `.venv/bin/python -m perf.context_bench [--window N] [--calls 300 1000]`.
+A synthetic agent session is built call by call in a fresh ledger (durable=False: the ledger's
+own costs are measured by `ledger_bench`): each call appends an assistant message with one tool
+call and its result (sizes drawn from a fixed-seed mix of small results, file reads and a few
+large logs), then times `prepare()` — reading new entries, building the view, estimating, and
+projecting or deriving when pressure demands it. Figures go to stdout as Markdown: wall time,
+and beside it the process's CPU time (`time.process_time`), which other jobs on a shared machine
+inflate far less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from comal.context.engine import ContextEngine, EngineSettings, FixedParts
+from comal.errors import CompactNotSmallerError
+from comal.evidence.read import read_evidence
+from comal.ledger.store import Ledger
+from comal.messages import ToolSpec
+from comal.testing.sessions import SessionBuilder
+
+TOOLS = tuple(
+    ToolSpec(name, f"The {name} tool.", {"type": "object", "properties": {"x": {"type": "string"}}})
+    for name in ("Read", "Write", "Edit", "Bash", "Glob", "Grep", "EvidenceRead")
+)
+FIXED = FixedParts("You are a coding agent. " * 60, "Project rules. " * 80, TOOLS)
+EVIDENCE_BYTES = 50 * 1024 * 1024
+
+
+def _output(rnd: random.Random, n: int) -> tuple[str, int]:
+    kind = rnd.random()
+    if kind < 0.6:
+        lines = rnd.randint(1, 12)
+    elif kind < 0.92:
+        lines = rnd.randint(40, 300)
+    else:
+        lines = rnd.randint(600, 3_000)
+    text = "".join(
+        f"src/pkg/mod_{n % 50}.py:{i}: value = compute({i}, {n})\n" for i in range(lines)
+    )
+    return text, rnd.choice((0, 0, 0, 1))
+
+
+def _pct(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def bench_prepare(directory: Path, calls: int, window: int) -> tuple[list[str], Ledger, str]:
+    """Time `prepare()` after each of `calls` appended tool calls."""
+    ledger = Ledger.open(directory / f"prepare_{calls}.db", durable=False)
+    builder = SessionBuilder(ledger, model="gpt-4o", window=window)
+    builder.user("Implement the feature described in docs/spec.md and keep the tests green.")
+    settings = EngineSettings(window_tokens=window, max_output_tokens=16_000)
+    engine = ContextEngine(ledger, builder.session_id, settings, FIXED, model="gpt-4o")
+    rnd = random.Random(7)
+    times: list[float] = []
+    quiet: list[float] = []
+    quiet_cpu: list[float] = []
+    actions: dict[str, int] = {"projection": 0, "checkpoint": 0}
+    for n in range(calls):
+        text, code = _output(rnd, n)
+        builder.turn(f"Step {n}.", [("Bash", {"command": f"run step {n}"}, text, code)])
+        cpu = time.process_time()
+        start = time.perf_counter()
+        view = engine.prepare()
+        elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+        times.append(elapsed)
+        if not view.actions:
+            quiet.append(elapsed)
+            quiet_cpu.append(cpu)
+        for action in view.actions:
+            actions[action] += 1
+    rows = [
+        f"| `prepare()` per call, {calls:,} calls, window {window:,} |"
+        f" p50 {_pct(times, 0.5) * 1e3:.2f} ms"
+        f" · p99 {_pct(times, 0.99) * 1e3:.2f} ms · max {max(times) * 1e3:.1f} ms"
+        f" · mean {statistics.fmean(times) * 1e3:.2f} ms |",
+        f"| `prepare()` per call with no pressure event ({len(quiet):,} of {calls:,}) |"
+        f" p50 {_pct(quiet, 0.5) * 1e3:.2f} ms · p99 {_pct(quiet, 0.99) * 1e3:.2f} ms (CPU"
+        f" p50 {_pct(quiet_cpu, 0.5) * 1e3:.2f} ms · p99 {_pct(quiet_cpu, 0.99) * 1e3:.2f} ms) |",
+        f"| pressure events in those {calls:,} calls | {actions['projection']} projections,"
+        f" {actions['checkpoint']} checkpoints |",
+    ]
+    return rows, ledger, builder.session_id
+
+
+def _timed_compact(engine: ContextEngine) -> tuple[float, float, str]:
+    """(wall s, CPU s, outcome) of one `compact`: a refusal (the view would not get smaller)
+    comes after the whole derivation too, so it is timed the same."""
+    cpu = time.process_time()
+    start = time.perf_counter()
+    outcome = "derived"
+    try:
+        engine.compact(by="user")
+    except CompactNotSmallerError:
+        outcome = "refused: not smaller"
+    return time.perf_counter() - start, time.process_time() - cpu, outcome
+
+
+def bench_derivation(ledger: Ledger, session_id: str, window: int) -> list[str]:
+    """Time a derivation over the whole recorded session (cold engine and warm engine)."""
+    settings = EngineSettings(window_tokens=window, max_output_tokens=16_000)
+    entries = len(ledger.entries(session_id))
+    cold = ContextEngine(ledger, session_id, settings, FIXED, model="gpt-4o")
+    cold_s, cold_cpu, first = _timed_compact(cold)
+    warm_s, warm_cpu, second = _timed_compact(cold)
+    return [
+        f"| derivation (`compact`) over {entries:,} entries, fresh engine |"
+        f" {cold_s * 1e3:.0f} ms (CPU {cold_cpu * 1e3:.0f} ms; {first}) |",
+        f"| derivation again, warm engine (memoized counts) | {warm_s * 1e3:.0f} ms"
+        f" (CPU {warm_cpu * 1e3:.0f} ms; {second}) |",
+    ]
+
+
+def bench_resume(directory: Path, entries: int, window: int) -> list[str]:
+    """Resume a session of about `entries` entries: open the ledger, read the session back (what
+    recovery scans), build a fresh engine and prepare the first request (cold: no memo)."""
+    path = directory / "resume.db"
+    with Ledger.open(path, durable=False) as ledger:
+        builder = SessionBuilder(ledger, model="gpt-4o", window=window)
+        builder.user("Implement the feature described in docs/spec.md and keep the tests green.")
+        rnd = random.Random(11)
+        settings = EngineSettings(window_tokens=window, max_output_tokens=16_000)
+        engine = ContextEngine(ledger, builder.session_id, settings, FIXED, model="gpt-4o")
+        n = 0
+        # Each turn records an assistant message, tool.started and tool.result: three entries.
+        while len(engine.entries()) < entries:
+            text, code = _output(rnd, n)
+            builder.turn(f"Step {n}.", [("Bash", {"command": f"run step {n}"}, text, code)])
+            if n % 25 == 0:
+                engine.prepare()  # pressure events recorded as live
+            n += 1
+        engine.prepare()
+        session_id = builder.session_id
+        count = len(engine.entries())
+    cpu = time.process_time()
+    start = time.perf_counter()
+    with Ledger.open(path, durable=True) as ledger:
+        opened = time.perf_counter()
+        ledger.entries(session_id)
+        scanned = time.perf_counter()
+        settings = EngineSettings(window_tokens=window, max_output_tokens=16_000)
+        engine = ContextEngine(ledger, session_id, settings, FIXED, model="gpt-4o")
+        view = engine.prepare()
+        done = time.perf_counter()
+    cpu = time.process_time() - cpu
+    return [
+        f"| resume of a {count:,}-entry session (open, read back, first `prepare()`) |"
+        f" {(done - start) * 1e3:.0f} ms, CPU {cpu * 1e3:.0f} ms (open"
+        f" {(opened - start) * 1e3:.0f} · read {(scanned - opened) * 1e3:.0f} · prepare"
+        f" {(done - scanned) * 1e3:.0f}; actions"
+        f" {list(view.actions)}) |",
+    ]
+
+
+def bench_evidence(directory: Path) -> list[str]:
+    """EvidenceRead on one 50 MB output: first page, a page in the middle, searches."""
+    ledger = Ledger.open(directory / "evidence.db", durable=False)
+    builder = SessionBuilder(ledger)
+    builder.user("dump")
+    line = "2026-01-01T00:00:00Z INFO worker ok ünïcödé item processed successfully\n"
+    body = (line * (EVIDENCE_BYTES // len(line.encode()) + 1)).encode()[:EVIDENCE_BYTES]
+    body = body[: body.rfind(b"\n") + 1] + b"FATAL: the needle at the end\n"
+    (result,) = builder.turn("", [("Bash", {"command": "cat huge.log"}, body, 0)])
+    rows = []
+    for label, kwargs in (
+        ("first page (8,000 units)", {}),
+        ("page at unit 25,000,000", {"offset": 25_000_000}),
+        ("literal search, needle at the end", {"search": "FATAL"}),
+        ("regex search, needle at the end", {"search": r"FATAL: \w+", "regex": True}),
+    ):
+        start = time.perf_counter()
+        page = read_evidence(ledger, builder.session_id, result.id, **kwargs)
+        elapsed = time.perf_counter() - start
+        assert page.total_units > 0
+        rows.append(f"| EvidenceRead, 50 MB output, {label} | {elapsed * 1e3:.0f} ms |")
+    ledger.close()
+    return rows
+
+
+def main() -> None:
+    """Run the benchmarks and print a Markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--window", type=int, default=128_000)
+    parser.add_argument("--calls", type=int, nargs="+", default=[300, 1_000])
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--resume-entries", type=int, default=10_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        directory = Path(tmp)
+        print(f"Python {platform.python_version()} on {platform.machine()}\n")
+        print("| measure | result |\n|---|---|")
+        last: tuple[Ledger, str] | None = None
+        for calls in args.calls:
+            rows, ledger, session_id = bench_prepare(directory, calls, args.window)
+            print("\n".join(rows), flush=True)
+            if last is not None:
+                last[0].close()
+            last = (ledger, session_id)
+        if last is not None:
+            print("\n".join(bench_derivation(last[0], last[1], args.window)), flush=True)
+            last[0].close()
+        print("\n".join(bench_resume(directory, args.resume_entries, args.window)), flush=True)
+        print("\n".join(bench_evidence(directory)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

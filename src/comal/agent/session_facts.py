@@ -1,0 +1,427 @@
+"""The `/state` view of a session, computed purely from its ledger entries.
+
+`open_calls(entries)` is also what recovery works from: resume state is read from the data
+(dangling `tool.started` receipts, calls never started), never kept in a flag. Everything here
+is a pure function of the entries plus, for `session_state`, the session row and its lock.
+
+Calls are paired the way the conversation view pairs them: a `tool.result` (or `tool.started`)
+belongs to the most recent assistant message still waiting on its call id, so providers that
+reuse call ids across turns are handled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
+from comal.context.relief.recorded import checkpoints
+from comal.ledger.entry import Entry
+from comal.ledger.locks import LockInfo
+from comal.ledger.store import Ledger
+from comal.messages import JSONObject, JSONValue, ToolCallPart, message_from_json
+from comal.tools.board import Criterion, board_is_open, criteria_from_json, render_board
+from comal.tools.plugin import RecordedCall
+from comal.usage import Price, Usage
+
+
+def recorded_calls(entries: Sequence[Entry]) -> tuple[RecordedCall, ...]:
+    """Calls with a result, in result order: name, arguments, status and `observed`."""
+    arguments: dict[str, JSONObject] = {}
+    out: list[RecordedCall] = []
+    for entry in entries:
+        p = entry.payload
+        call_id = p.get("call_id")
+        if not isinstance(call_id, str):
+            continue
+        if entry.kind == "tool.started":
+            raw = p.get("arguments")
+            arguments[call_id] = raw if isinstance(raw, dict) else {}
+        elif entry.kind == "tool.result":
+            name, status, observed = p.get("name"), p.get("status"), p.get("observed")
+            out.append(
+                RecordedCall(
+                    call_id,
+                    name if isinstance(name, str) else "",
+                    arguments.get(call_id, {}),
+                    status if isinstance(status, str) else "",
+                    observed if isinstance(observed, dict) else {},
+                )
+            )
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCall:
+    """A tool call of a recorded assistant message that has no result yet."""
+
+    call: ToolCallPart
+    started: Entry | None
+    """Its `tool.started` receipt, or None when it never started (no effect can have run)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UncertainCall:
+    """A call whose result is `uncertain`: never re-run without explicit permission."""
+
+    call_id: str
+    name: str
+    arguments: JSONObject
+    result_id: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class UsageTotals:
+    """Token usage over the session: measured by the provider, and estimated where not."""
+
+    requests: int
+    measured_responses: int
+    """Responses whose provider reported input usage."""
+    measured: Usage
+    """Sum of the reported usage (None fields: never reported)."""
+    estimated_input_tokens: int
+    """Comal's own estimate for requests with no measured input (killed, failed, unreported)."""
+
+
+RECEIPT_KIND = "child.receipt"
+"""The entry that closes a child session with its exact receipt (see `agent.children`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSummary:
+    """One direct child of a session, as `/state` lists it."""
+
+    id: str
+    status: str
+    """The session row's status."""
+    receipt: str | None
+    """The receipt's status (`finished`, `budget_exhausted`, `failed`); None: no receipt yet."""
+    parent_call: str | None
+    title: str
+    usage: UsageTotals
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """What `/state` and `comal state` show."""
+
+    id: str
+    status: str
+    title: str
+    cwd: str
+    model: str
+    lock: LockInfo | None
+    board: tuple[Criterion, ...]
+    pending: tuple[OpenCall, ...]
+    uncertain: tuple[UncertainCall, ...]
+    last_checkpoint: tuple[int, str, str] | None
+    """(number, title, entry id) of the latest checkpoint."""
+    evidence_count: int
+    usage: UsageTotals
+    cost: SessionCost
+    final_answer: str | None
+    """The answer recorded by a successful finish_call (status `finished`)."""
+    last_answer: str | None
+    """The last assistant text, whatever the status."""
+    children: tuple[ChildSummary, ...] = ()
+
+    @property
+    def plan_open(self) -> bool:
+        """True when the board has pending or in-progress criteria."""
+        return board_is_open(self.board)
+
+
+def _str(value: JSONValue) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _tool_calls(entry: Entry) -> tuple[ToolCallPart, ...]:
+    raw = entry.payload.get("message")
+    if not isinstance(raw, dict):
+        return ()
+    try:
+        return message_from_json(raw).tool_calls
+    except (ValueError, KeyError):
+        return ()
+
+
+def _assistant_text(entry: Entry) -> str | None:
+    raw = entry.payload.get("message")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return message_from_json(raw).text
+    except (ValueError, KeyError):
+        return None
+
+
+def _superseded(entries: Sequence[Entry]) -> set[str]:
+    return {_str(e.payload.get("entry")) for e in entries if e.kind == "response.discarded"} - {""}
+
+
+def open_calls(entries: Sequence[Entry]) -> tuple[OpenCall, ...]:
+    """Calls of recorded assistant messages without a result, in ledger order."""
+    superseded = _superseded(entries)
+    # Per call id, the open calls waiting on it (oldest first); the newest answers first.
+    waiting: dict[str, list[int]] = {}
+    calls: list[ToolCallPart] = []
+    started: list[Entry | None] = []
+    done: list[bool] = []
+    for entry in entries:
+        if entry.kind == "message.assistant" and entry.id not in superseded:
+            for call in _tool_calls(entry):
+                waiting.setdefault(call.call_id, []).append(len(calls))
+                calls.append(call)
+                started.append(None)
+                done.append(False)
+        elif entry.kind in ("tool.started", "tool.result"):
+            owners = waiting.get(_str(entry.payload.get("call_id")))
+            if not owners:
+                continue
+            index = owners[-1]
+            if entry.kind == "tool.started":
+                started[index] = entry
+            else:
+                done[index] = True
+                owners.pop()
+    return tuple(OpenCall(c, s) for c, s, d in zip(calls, started, done, strict=True) if not d)
+
+
+def board_of(entries: Sequence[Entry]) -> tuple[Criterion, ...]:
+    """The board as of the latest `board.updated` entry."""
+    for entry in reversed(entries):
+        if entry.kind == "board.updated":
+            return criteria_from_json(entry.payload.get("criteria"))
+    return ()
+
+
+def uncertain_calls(entries: Sequence[Entry]) -> tuple[UncertainCall, ...]:
+    """Every `uncertain` result, with the call's arguments from its `tool.started` receipt."""
+    args: dict[str, JSONObject] = {}
+    out: list[UncertainCall] = []
+    for entry in entries:
+        p = entry.payload
+        if entry.kind == "tool.started":
+            raw = p.get("arguments")
+            args[_str(p.get("call_id"))] = raw if isinstance(raw, dict) else {}
+        elif entry.kind == "tool.result" and p.get("status") == "uncertain":
+            call_id = _str(p.get("call_id"))
+            observed = p.get("observed")
+            detail = _str(observed.get("detail")) if isinstance(observed, dict) else ""
+            out.append(
+                UncertainCall(call_id, _str(p.get("name")), args.get(call_id, {}), entry.id, detail)
+            )
+    return tuple(out)
+
+
+def final_answer(entries: Sequence[Entry]) -> str | None:
+    """The answer of the latest `session.finished` entry."""
+    for entry in reversed(entries):
+        if entry.kind == "session.finished":
+            return _str(entry.payload.get("answer"))
+    return None
+
+
+def last_answer(entries: Sequence[Entry]) -> str | None:
+    """The text of the latest recorded assistant message (None when it was a refusal)."""
+    superseded = _superseded(entries)
+    for entry in reversed(entries):
+        if entry.kind == "message.assistant" and entry.id not in superseded:
+            return None if entry.payload.get("finish") == "refusal" else _assistant_text(entry)
+    return None
+
+
+def usage_totals(entries: Sequence[Entry]) -> UsageTotals:
+    """Measured usage summed over responses; Comal's estimate for requests without one."""
+    estimates: dict[str, int] = {}
+    measured = Usage()
+    measured_requests: set[str] = set()
+    count = 0
+    for entry in entries:
+        p = entry.payload
+        if entry.kind == "provider.request":
+            value = p.get("estimated_input_tokens")
+            estimates[entry.id] = value if isinstance(value, int) else 0
+        elif entry.kind in ("message.assistant", "response.discarded"):
+            raw = p.get("usage")
+            usage = Usage.from_json(raw) if isinstance(raw, dict) else Usage()
+            measured = measured + usage
+            if usage.new_input is not None:
+                count += 1
+                measured_requests.add(_str(p.get("request_entry")))
+    estimated = sum(v for k, v in estimates.items() if k not in measured_requests)
+    return UsageTotals(len(estimates), count, measured, estimated)
+
+
+def _child_summary(ledger: Ledger, child_id: str) -> ChildSummary:
+    info = ledger.session(child_id)
+    entries = ledger.entries(child_id)
+    receipts = [e for e in entries if e.kind == RECEIPT_KIND]
+    started = next((e for e in entries if e.kind == "session.started"), None)
+    origin = started.payload.get("origin") if started is not None else None
+    call = origin.get("parent_call") if isinstance(origin, dict) else None
+    return ChildSummary(
+        child_id,
+        info.status,
+        _str(receipts[-1].payload.get("status")) if receipts else None,
+        call if isinstance(call, str) else None,
+        info.title,
+        usage_totals(entries),
+    )
+
+
+def session_state(
+    ledger: Ledger, session_id: str, prices: Mapping[str, Price] | None = None
+) -> SessionState:
+    """The state of one session, read from the ledger (`prices`: the configured ones).
+
+    Raises:
+        UnknownSessionError: no such session.
+    """
+    info = ledger.session(session_id)
+    entries = ledger.entries(session_id)
+    latest = checkpoints(entries)
+    cp = latest[-1] if latest else None
+    return SessionState(
+        id=info.id,
+        status=info.status,
+        title=info.title,
+        cwd=info.cwd,
+        model=info.model,
+        lock=ledger.lock_holder(session_id),
+        board=board_of(entries),
+        pending=open_calls(entries),
+        uncertain=uncertain_calls(entries),
+        last_checkpoint=None if cp is None else (cp.number, cp.title, cp.entry_id),
+        evidence_count=sum(1 for e in entries if e.kind == "tool.result"),
+        usage=usage_totals(entries),
+        cost=session_cost(entries, prices or {}),
+        final_answer=final_answer(entries) if info.status == "finished" else None,
+        last_answer=last_answer(entries),
+        children=tuple(_child_summary(ledger, c) for c in ledger.children(session_id)),
+    )
+
+
+def _usage_json(usage: Usage) -> JSONObject:
+    return usage.to_json()
+
+
+def state_to_json(state: SessionState) -> JSONObject:
+    """The documented JSON shape of `comal state --json`."""
+    lock: JSONValue = None
+    if state.lock is not None:
+        lock = {
+            "pid": state.lock.pid,
+            "host": state.lock.host,
+            "acquired_at": state.lock.acquired_at,
+        }
+    cp = state.last_checkpoint
+    return {
+        "id": state.id,
+        "status": state.status,
+        "title": state.title,
+        "cwd": state.cwd,
+        "model": state.model,
+        "lock": lock,
+        "board": [
+            {"id": c.id, "text": c.text, "status": c.status, "check": c.check} for c in state.board
+        ],
+        "plan_open": state.plan_open,
+        "pending_calls": [
+            {
+                "call_id": p.call.call_id,
+                "name": p.call.name,
+                "arguments": p.call.arguments,
+                "started": p.started is not None,
+            }
+            for p in state.pending
+        ],
+        "uncertain_calls": [
+            {
+                "call_id": u.call_id,
+                "name": u.name,
+                "arguments": u.arguments,
+                "result": u.result_id,
+                "detail": u.detail,
+            }
+            for u in state.uncertain
+        ],
+        "last_checkpoint": None
+        if cp is None
+        else {"number": cp[0], "title": cp[1], "entry": cp[2]},
+        "evidence_count": state.evidence_count,
+        "usage": {
+            "requests": state.usage.requests,
+            "measured_responses": state.usage.measured_responses,
+            "measured": _usage_json(state.usage.measured),
+            "estimated_input_tokens": state.usage.estimated_input_tokens,
+        },
+        "cost": cost_json(state.cost),
+        "final_answer": state.final_answer,
+        "last_answer": state.last_answer,
+        "children": [
+            {
+                "id": c.id,
+                "status": c.status,
+                "receipt": c.receipt,
+                "parent_call": c.parent_call,
+                "title": c.title,
+                "requests": c.usage.requests,
+                "measured": _usage_json(c.usage.measured),
+                "estimated_input_tokens": c.usage.estimated_input_tokens,
+            }
+            for c in state.children
+        ],
+    }
+
+
+def _tokens(value: int | None) -> str:
+    return "unknown" if value is None else f"{value:,}"
+
+
+def render_state(state: SessionState) -> str:
+    """The plain-text `/state` view."""
+    lock = "free"
+    if state.lock is not None:
+        lock = f"held by pid {state.lock.pid} on {state.lock.host}"
+    lines = [
+        f"session {state.id} · {state.status}" + (f" · {state.title}" if state.title else ""),
+        f"cwd {state.cwd} · model {state.model or 'unknown'} · lock {lock}",
+        "board:" + ("" if state.board else " (empty)"),
+    ]
+    if state.board:
+        lines += [f"  {line}" for line in render_board(state.board).splitlines()]
+    lines.append(f"pending calls: {len(state.pending)}")
+    for p in state.pending:
+        how = "started, no result" if p.started is not None else "not started"
+        lines.append(f"  {p.call.name} {p.call.call_id}: {how}")
+    lines.append(f"uncertain calls: {len(state.uncertain)}")
+    for doubt in state.uncertain:
+        lines.append(
+            f"  {doubt.name} {doubt.call_id} · {doubt.result_id}: {doubt.detail or 'uncertain'}"
+        )
+    cp = state.last_checkpoint
+    lines.append("last checkpoint: " + ("none" if cp is None else f"#{cp[0]} {cp[1]} · {cp[2]}"))
+    lines.append(f"evidence: {state.evidence_count} stored outputs")
+    u = state.usage
+    m = u.measured
+    lines.append(
+        f"usage: {u.requests} requests, {u.measured_responses} measured · input new"
+        f" {_tokens(m.new_input)}, cache read {_tokens(m.cache_read)}, cache write"
+        f" {_tokens(m.cache_write)}, output {_tokens(m.output)}, reasoning"
+        f" {_tokens(m.reasoning)} · estimated input ~{u.estimated_input_tokens:,} (unmeasured)"
+    )
+    lines.append(f"children: {len(state.children)}")
+    for c in state.children:
+        cm = c.usage.measured
+        lines.append(
+            f"  {c.id} · {c.status} · receipt {c.receipt or 'none yet'} · call"
+            f" {c.parent_call or '?'} · {c.usage.requests} requests · input"
+            f" {_tokens(cm.total_input)}, output {_tokens(cm.output)}"
+            + (f" · {c.title}" if c.title else "")
+        )
+    lines.append(render_cost(state.cost))
+    if state.final_answer is not None:
+        lines.append(f"final answer: {state.final_answer}")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Measuring a request: tokens, anchors, calibration, the budget, UTF-16 units."""

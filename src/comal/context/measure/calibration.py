@@ -1,0 +1,120 @@
+"""Calibration: how far local counts are from what providers measure, learnt from the ledger.
+
+Two sources, each recorded as a `context.calibrated` entry (the latest for a model applies):
+- `usage`: the input a provider measured for a request this engine prepared, against the local
+  count of that same request (recorded only for estimating counters, and only when it moves
+  the ratio by more than 5 %);
+- `context_length`: a provider refused the input; the numbers in the error (or, without them, the
+  smallest size consistent with the refusal) become the measurement. This also invalidates
+  earlier anchors, so the next `prepare()` relieves pressure from calibrated counts. When the
+  error states the provider's real limit (`limit_tokens`) and it is below the configured
+  window, the payload records it; from then on the session's window is the smaller of the two
+  (`provider_window`), read back from the ledger so a resumed session and `comal context`
+  budget with it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from comal.context.measure.anchors import measured_input
+from comal.errors import ContextLengthError
+from comal.ledger.entry import Entry
+from comal.messages import JSONObject
+
+RECALIBRATE_SHIFT = 0.05
+
+
+def measured_after(entries: Sequence[Entry], prepared_at: int) -> tuple[bool, int | None]:
+    """The measured input of the first request recorded after seq `prepared_at`.
+
+    Returns:
+        (whether its response is recorded yet, the measured input or None when unknown).
+    """
+    request = next(
+        (e for e in entries if e.kind == "provider.request" and e.seq > prepared_at), None
+    )
+    if request is None:
+        return False, None
+    for entry in entries:
+        if entry.kind == "message.assistant" and entry.payload.get("request_entry") == request.id:
+            return True, measured_input(entry.payload)
+    return False, None
+
+
+def refused_size(error: ContextLengthError, window: int) -> int:
+    """The input size a CONTEXT_LENGTH refusal proves (a lower bound without numbers)."""
+    limit = error.limit_tokens or window
+    if error.reported_tokens is not None:
+        return error.reported_tokens
+    if error.fixable_by_output_reserve and error.requested_output_tokens is not None:
+        return limit - error.requested_output_tokens + 1
+    return limit + 1
+
+
+PROVIDER_WINDOW_SOURCE = "provider error"
+"""The window source shown once a provider's refusal stated a limit below the configured one."""
+
+
+def calibration_payload(
+    model: str,
+    ratio: float,
+    measured: int,
+    counted: int,
+    source: str,
+    limit: int | None = None,
+) -> JSONObject:
+    """The `context.calibrated` payload (`limit_tokens` only when a provider stated one)."""
+    payload: JSONObject = {
+        "model": model,
+        "ratio": round(ratio, 4),
+        "measured_tokens": measured,
+        "estimated_tokens": counted,
+        "source": source,
+    }
+    if limit is not None:
+        payload["limit_tokens"] = limit
+    return payload
+
+
+def provider_window(entries: Sequence[Entry], model: str, configured: int) -> tuple[int, bool]:
+    """The window to budget with: the configured one, or a smaller limit a provider stated.
+
+    Returns:
+        (window tokens, whether a provider's stated limit set it).
+    """
+    window, limited = configured, False
+    for entry in entries:
+        if entry.kind != "context.calibrated" or entry.payload.get("model") != model:
+            continue
+        limit = entry.payload.get("limit_tokens")
+        if isinstance(limit, int) and not isinstance(limit, bool) and 0 < limit < window:
+            window, limited = limit, True
+    return window, limited
+
+
+def usage_calibration(
+    entries: Sequence[Entry], last_counted: tuple[int, int], model: str, current: float
+) -> JSONObject | None:
+    """The `usage` calibration owed for the last prepared request.
+
+    Args:
+        entries: the session's entries.
+        last_counted: (seq the request was prepared at, its local count).
+        model: the model.
+        current: the ratio in force.
+
+    Returns:
+        None while the response is not recorded yet; `{}` when it is but nothing needs
+        recording; otherwise the `context.calibrated` payload to append.
+    """
+    prepared_at, counted = last_counted
+    answered, measured = measured_after(entries, prepared_at)
+    if not answered:
+        return None
+    if measured is None or counted <= 0:
+        return {}
+    ratio = measured / counted
+    if abs(ratio / current - 1) <= RECALIBRATE_SHIFT:
+        return {}
+    return calibration_payload(model, ratio, measured, counted, "usage")

@@ -1,0 +1,1 @@
+"""Relief under pressure: projection first, then a deterministic checkpoint."""

@@ -1,0 +1,224 @@
+"""Naming every earlier output in a checkpoint, compactly: per-session ordinals such as `E17`.
+
+`E17` is the session's 17th `tool.result` entry, in ledger order (the numbering of the evidence
+index); the ledger only grows, so an ordinal never changes meaning, and `EvidenceRead` accepts
+it as `ref` beside the full `evt_…` id. A checkpoint lists every output it covers so the model
+never has to look an index up to learn that an output exists:
+
+- first the outputs the verbatim tail and the work state most likely need (`priority`, e.g.
+  the newest covered turn and those on files the tail works on) with ordinal, full id, call
+  and size;
+- then every other output grouped by tool and file (`Read src/app.py: E3 E9 E14`), by ordinal
+  alone, commands and other calls with a short description, newest groups first.
+
+The list must fit its token budget: when it does not, descriptions go, then consecutive
+ordinals of a group merge into ranges (`E20–E57`), always naming each output's ordinal.
+Pure: same inputs ⇒ same lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from comal.context.measure.tokens import TokenCounter
+from comal.context.relief.workstate import (
+    COMMAND_KEYS,
+    PATH_KEYS,
+    Call,
+    clip,
+    describe_call,
+    first_arg,
+)
+from comal.context.view.conversation import ResultEntry
+from comal.context.view.rendering import evidence_call
+from comal.ledger.entry import Entry
+
+INDEX_REF: Final = "index"
+INDEX_CALL: Final = evidence_call(INDEX_REF)
+"""The exact call that lists every result of the session (printed in checkpoints)."""
+
+ORDINAL = re.compile(r"^E([1-9][0-9]*)$")
+"""A per-session ordinal reference, as `EvidenceRead` accepts it."""
+
+
+def result_ordinals(entries: Iterable[Entry]) -> dict[str, int]:
+    """Ordinal (1-based) of every `tool.result` entry id, in ledger order."""
+    out: dict[str, int] = {}
+    for entry in entries:
+        if entry.kind == "tool.result":
+            out[entry.id] = len(out) + 1
+    return out
+
+
+_NAMED = re.compile(r"\bE([1-9][0-9]*)(?:–E([1-9][0-9]*))?\b")
+
+
+def named_ordinals(text: str) -> set[int]:
+    """Every ordinal `text` names, singly (`E17`) or in a range (`E20–E57`)."""
+    out: set[int] = set()
+    for match in _NAMED.finditer(text):
+        start = int(match.group(1))
+        end = int(match.group(2)) if match.group(2) else start
+        out.update(range(start, end + 1))
+    return out
+
+
+def ordinal_ref(ordinal: int) -> str:
+    """`E17` for ordinal 17."""
+    return f"E{ordinal}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Named:
+    ordinal: int
+    item: ResultEntry
+    group: str
+    what: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Forms:
+    """The ways one output may be written in its group's line, made once per listing."""
+
+    ordinal: int
+    plain: str
+    """Level 0: `E17 what (exit 1)`."""
+    short: str
+    """Level 1: `E17 (exit 1)`."""
+
+
+_GROUPS: dict[str, tuple[Call | None, tuple[str, str]]] = {}
+"""`_group` answers by result entry id, with the call they were made from (a derivation lists
+the same outputs for every draft it weighs; an id stands for the same result forever)."""
+
+
+def _group(call: Call | None, item: ResultEntry) -> tuple[str, str]:
+    """(group label, short description within the group)."""
+    hit = _GROUPS.get(item.entry.id)
+    if hit is not None and hit[0] is call:
+        return hit[1]
+    if call is None:
+        found = (item.facts.name, "")
+    else:
+        path = first_arg(call.arguments, PATH_KEYS)
+        if path is not None and first_arg(call.arguments, COMMAND_KEYS) is None:
+            found = (f"{call.name} {clip(path, 80)}", "")
+        else:
+            found = (call.name, describe_call("", call.arguments, 48).strip())
+    if len(_GROUPS) >= 100_000:
+        _GROUPS.clear()
+    _GROUPS[item.entry.id] = (call, found)
+    return found
+
+
+def _status(item: ResultEntry) -> str:
+    notes = []
+    if item.facts.exit_code not in (None, 0):
+        notes.append(f"exit {item.facts.exit_code}")
+    if item.facts.status not in ("ok", "error"):
+        notes.append(item.facts.status)
+    return f" ({', '.join(notes)})" if notes else ""
+
+
+def _ranges(ordinals: Sequence[int]) -> str:
+    out: list[str] = []
+    start = prev = ordinals[0]
+    for n in [*ordinals[1:], -1]:
+        if n == prev + 1:
+            prev = n
+            continue
+        out.append(ordinal_ref(start) if start == prev else f"E{start}–E{prev}")
+        start = prev = n
+    return " ".join(out)
+
+
+def _forms(n: _Named) -> _Forms:
+    ref, status = ordinal_ref(n.ordinal), _status(n.item)
+    what = f" {n.what}" if n.what else ""
+    return _Forms(n.ordinal, f"{ref}{what}{status}", ref + status)
+
+
+def _groups(named: Sequence[_Named]) -> list[tuple[str, list[_Forms]]]:
+    """The groups of `named`, newest group first, each member's forms made once."""
+    groups: dict[str, list[_Named]] = {}
+    for n in named:
+        groups.setdefault(n.group, []).append(n)
+    # Newest group first: the most recent work is the likeliest to be looked up again.
+    ordered = sorted(groups.items(), key=lambda kv: -kv[1][-1].ordinal)
+    return [(label, [_forms(m) for m in members]) for label, members in ordered]
+
+
+def _grouped(groups: Sequence[tuple[str, list[_Forms]]], level: int) -> list[str]:
+    lines = []
+    for label, members in groups:
+        if level == 0:
+            items = [m.plain for m in members]
+        elif level == 1:
+            items = [m.short for m in members]
+        else:
+            items = [_ranges([m.ordinal for m in members])]
+        lines.append(f"{label}: {'; '.join(items)}")
+    return lines
+
+
+def _titled(listed: Sequence[str], grouped: list[str]) -> list[str]:
+    title = "the others, by tool and file:" if listed else "by tool and file:"
+    return [title, *grouped]
+
+
+def evidence_names(
+    covered: Sequence[ResultEntry],
+    priority: Sequence[ResultEntry],
+    calls: Mapping[str, Call],
+    ordinals: Mapping[str, int],
+    counter: TokenCounter,
+    budget_tokens: int,
+    already: str = "",
+) -> list[str]:
+    """Lines naming every output in `covered` (see module docstring), within `budget_tokens`.
+
+    Args:
+        covered: the outputs the checkpoint replaces, oldest first.
+        priority: those to list first with their full ids (newest first), a subset of covered.
+        calls: calls by id (for tool, file and command).
+        ordinals: `result_ordinals` of the session.
+        counter: token counter for the budget.
+        budget_tokens: the most the lines may take (the ranges form is used if none fits).
+        already: text of the checkpoint that names outputs by full id already (the work
+            state); those are not listed again.
+
+    The other outputs are named by ordinal alone: it is as exact a reference as the full id
+    (`EvidenceRead` takes either) for a ninth of the tokens, and every token of the list is
+    re-read by every call until the next event. Descriptions go first, then ordinals merge
+    into ranges.
+    """
+    first = {p.entry.id for p in priority}
+    lines: list[str] = []
+    for item in priority:
+        call = calls.get(item.call_id)
+        what = describe_call(call.name, call.arguments, 90) if call else item.facts.name
+        n = ordinals.get(item.entry.id)
+        label = f"{ordinal_ref(n)} " if n is not None else ""
+        lines.append(
+            f"{label}{item.facts.ref} · {what} · {item.facts.size_bytes:,} bytes{_status(item)}"
+        )
+    named = []
+    for item in covered:
+        n = ordinals.get(item.entry.id)
+        if item.entry.id in first or n is None or item.facts.ref in already:
+            continue
+        label, what = _group(calls.get(item.call_id), item)
+        named.append(_Named(n, item, label, what))
+    if not named:
+        return lines
+    room = budget_tokens - (counter.count("\n".join(lines)) if lines else 0)
+    groups = _groups(named)
+    grouped: list[str] = []
+    for level in range(3):
+        grouped = _grouped(groups, level)
+        if counter.count("\n".join(grouped)) <= room:
+            break
+    return [*lines, *_titled(lines, grouped)]

@@ -1,0 +1,314 @@
+"""The work state a checkpoint carries: board, files, commands, open errors, pending calls.
+
+Read from ledger entries only (`board.updated`, `tool.started`, `tool.result`, assistant tool
+calls) and kept small: each section is bounded and lists the newest items, each with the `evt_`
+reference that reads its evidence exactly. Pure: same entries ⇒ same lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from comal.context.view.build import BlobSource
+from comal.context.view.conversation import ResultEntry, result_entry
+from comal.context.view.rendering import evidence_text, salient_lines
+from comal.ledger.entry import Entry
+from comal.messages import JSONObject, JSONValue, canonical_json, message_from_json
+
+MAX_FILES = 16
+MAX_COMMANDS = 8
+MAX_ERRORS = 5
+MAX_PENDING = 8
+PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
+COMMAND_KEYS = ("command", "cmd")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool call as known from the ledger (assistant message and/or `tool.started`)."""
+
+    call_id: str
+    name: str
+    arguments: JSONObject
+    started: Entry | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkState:
+    """Lines of each work-state section, newest last."""
+
+    board: tuple[str, ...]
+    files: tuple[str, ...]
+    commands: tuple[str, ...]
+    errors: tuple[str, ...]
+    pending: tuple[str, ...]
+
+
+def clip(text: str, size: int) -> str:
+    """`text` on one line, at most `size` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= size else flat[: size - 1] + "…"
+
+
+def _str(value: JSONValue) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def first_arg(arguments: JSONObject, keys: Sequence[str]) -> str | None:
+    """The first string argument among `keys`."""
+    for key in keys:
+        value = _str(arguments.get(key))
+        if value:
+            return value
+    return None
+
+
+def describe_call(name: str, arguments: JSONObject, size: int = 100) -> str:
+    """A short, exact-enough description: the main argument, else the JSON arguments."""
+    main = first_arg(arguments, (*COMMAND_KEYS, *PATH_KEYS, "pattern", "ref", "query"))
+    if main is not None:
+        return f"{name} {clip(main, size)}"
+    return f"{name} {clip(canonical_json(arguments), size)}"
+
+
+def prefix_key(entries: Sequence[Entry]) -> tuple[str, str, int]:
+    """Identifies a session's entries up to a point: ids are unique and the ledger only grows,
+    so the same first id, last id and length mean the same entries."""
+    if not entries:
+        return ("", "", 0)
+    return (entries[0].id, entries[-1].id, len(entries))
+
+
+_STATES: dict[tuple[tuple[str, str, int], int], WorkState] = {}
+
+
+def _is_prefix(key: tuple[str, str, int], entries: Sequence[Entry]) -> bool:
+    """Whether `key` (`prefix_key`) names the first entries of `entries`."""
+    first, last, count = key
+    return 0 < count <= len(entries) and entries[0].id == first and entries[count - 1].id == last
+
+
+def collect_calls(entries: Sequence[Entry]) -> dict[str, Call]:
+    """Calls by id (the latest call with an id wins; `tool.started` adds its receipt).
+
+    Memoized for the last entries seen (a derivation reads the same calls several times) and
+    extended from there when the session grew. The result is shared: callers must not modify
+    it."""
+    return _fold(entries).calls
+
+
+def _add_calls(calls: dict[str, Call], entries: Sequence[Entry]) -> set[str]:
+    """Record the calls of `entries` into `calls`; returns the ids they (re)define."""
+    defined: set[str] = set()
+    for entry in entries:
+        if entry.kind == "message.assistant":
+            raw = entry.payload.get("message")
+            if not isinstance(raw, dict):
+                continue
+            try:
+                message = message_from_json(raw)
+            except (ValueError, KeyError):
+                continue
+            for part in message.tool_calls:
+                calls[part.call_id] = Call(part.call_id, part.name, part.arguments)
+                defined.add(part.call_id)
+        elif entry.kind == "tool.started":
+            call_id = _str(entry.payload.get("call_id")) or ""
+            args = entry.payload.get("arguments")
+            name = _str(entry.payload.get("name")) or "tool"
+            calls[call_id] = Call(call_id, name, args if isinstance(args, dict) else {}, entry)
+            defined.add(call_id)
+    return defined
+
+
+@dataclass(slots=True)
+class _Fold:
+    """The work state's running parts after the first `key[2]` entries of a session.
+
+    Each result is read against the calls known once every entry is in (`collect_calls`), so
+    a fold is extended by newer entries only while they define no call id an earlier result
+    already used; otherwise it is read again from the start.
+    """
+
+    key: tuple[str, str, int]
+    calls: dict[str, Call] = field(default_factory=dict)
+    board: tuple[str, ...] = ()
+    files: dict[str, tuple[int, str]] = field(default_factory=dict)
+    commands: list[str] = field(default_factory=list)
+    failures: dict[str, ResultEntry] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
+    uncertain: list[str] = field(default_factory=list)
+
+    def copy(self, key: tuple[str, str, int]) -> _Fold:
+        """A fold with the same parts (copied: the memoized one stays as it was)."""
+        return _Fold(
+            key,
+            dict(self.calls),
+            self.board,
+            dict(self.files),
+            list(self.commands),
+            dict(self.failures),
+            set(self.answered),
+            list(self.uncertain),
+        )
+
+    def take(self, entries: Sequence[Entry]) -> None:
+        """Fold in `entries` (their calls already in `calls`)."""
+        calls = self.calls
+        for entry in entries:
+            if entry.kind == "board.updated":
+                self.board = _board_lines(entry.payload.get("criteria"))
+            if entry.kind != "tool.result":
+                continue
+            item = result_entry(entry)
+            self.answered.add(item.call_id)
+            call = calls.get(item.call_id)
+            name = call.name if call else item.facts.name
+            args = call.arguments if call else {}
+            path = first_arg(args, PATH_KEYS)
+            op = _file_op(name)
+            if path and op and call:
+                self.files.pop(path, None)
+                self.files[path] = (entry.seq, _file_line(call, item, op))
+            command = first_arg(args, COMMAND_KEYS)
+            if command is not None:
+                status = (
+                    f"exit {item.facts.exit_code}"
+                    if item.facts.exit_code is not None
+                    else item.facts.status
+                )
+                self.commands.append(f"$ {clip(command, 120)} → {status} · {item.facts.ref}")
+            key = f"{name} {canonical_json(args)}"
+            self.failures.pop(key, None)
+            if _failed(item):
+                self.failures[key] = item
+            if item.facts.status == "uncertain":
+                self.uncertain.append(
+                    f"{describe_call(name, args)} · {item.facts.ref}: uncertain, not re-run"
+                )
+
+
+_FOLDS: list[_Fold] = []
+"""The last fold made (one: a process works on one session's derivations at a time)."""
+
+
+def _fold(entries: Sequence[Entry]) -> _Fold:
+    key = prefix_key(entries)
+    last = _FOLDS[0] if _FOLDS else None
+    if last is not None and last.key == key:
+        return last
+    fold: _Fold | None = None
+    if last is not None and _is_prefix(last.key, entries):
+        newer = entries[last.key[2] :]
+        fold = last.copy(key)
+        if _add_calls(fold.calls, newer) & last.answered:
+            fold = None  # an answered call id was defined again: read from the start
+        else:
+            fold.take(newer)
+    if fold is None:
+        fold = _Fold(key)
+        _add_calls(fold.calls, entries)
+        fold.take(entries)
+    _FOLDS[:] = [fold]
+    return fold
+
+
+def _file_op(name: str) -> str | None:
+    lowered = name.lower()
+    if "write" in lowered or "create" in lowered:
+        return "written"
+    if "edit" in lowered or "replace" in lowered or "patch" in lowered:
+        return "edited"
+    if "read" in lowered or lowered in ("view", "cat"):
+        return "read"
+    return None
+
+
+def _file_line(call: Call, item: ResultEntry, op: str) -> str:
+    digest = item.facts.digest
+    prep = call.started.payload.get("preparation") if call.started is not None else None
+    if op != "read" and isinstance(prep, dict):
+        digest = _str(prep.get("digest_intended")) or digest
+    state = (
+        op
+        if item.facts.status in ("ok", "postcondition_observed")
+        else f"{op}? {item.facts.status}"
+    )
+    return f"{state} · {digest[:19]} · {item.facts.ref}"
+
+
+def _error_line(item: ResultEntry, call: Call | None, blobs: BlobSource) -> str:
+    what = describe_call(call.name, call.arguments, 80) if call else item.facts.name
+    exit_note = f"exit {item.facts.exit_code}" if item.facts.exit_code is not None else "error"
+    text = evidence_text(blobs.body(item.entry) or b"")
+    lines = text.splitlines()
+    marks = salient_lines(lines, set())
+    detail = marks[-1][1] if marks else (lines[-1] if lines else "")
+    return f"{what} → {exit_note} · {item.facts.ref}: {clip(detail, 160)}"
+
+
+def _failed(item: ResultEntry) -> bool:
+    return item.is_error or item.facts.exit_code not in (None, 0)
+
+
+def work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
+    """The work state of a session from its entries (memoized for the last entries seen)."""
+    key = (prefix_key(entries), id(blobs))
+    hit = _STATES.get(key)
+    if hit is None:
+        hit = _work_state(entries, blobs)
+        _STATES.clear()
+        _STATES[key] = hit
+    return hit
+
+
+def _work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
+    fold = _fold(entries)
+    calls = fold.calls
+    pending = list(fold.uncertain)
+    for call in calls.values():
+        if call.started is not None and call.call_id not in fold.answered:
+            pending.append(
+                f"{describe_call(call.name, call.arguments)}: started, no result recorded"
+            )
+    open_errors = list(fold.failures.values())[-MAX_ERRORS:]
+    errors = [_error_line(item, calls.get(item.call_id), blobs) for item in open_errors]
+    file_lines = [f"{path}: {line}" for path, (_, line) in fold.files.items()]
+    return WorkState(
+        board=fold.board,
+        files=tuple(file_lines[-MAX_FILES:]),
+        commands=tuple(fold.commands[-MAX_COMMANDS:]),
+        errors=tuple(errors[-MAX_ERRORS:]),
+        pending=tuple(pending[-MAX_PENDING:]),
+    )
+
+
+def _board_lines(criteria: JSONValue) -> tuple[str, ...]:
+    if not isinstance(criteria, list):
+        return ()
+    lines = []
+    for item in criteria:
+        if not isinstance(item, dict):
+            continue
+        status = _str(item.get("status")) or "?"
+        ident = _str(item.get("id")) or ""
+        text = clip(_str(item.get("text")) or "", 200)
+        check = _str(item.get("check"))
+        suffix = f" (check: {clip(check, 80)})" if check else ""
+        lines.append(f"[{status}] {ident}: {text}{suffix}")
+    return tuple(lines)
+
+
+def without_refs(state: WorkState, refs: set[str]) -> WorkState:
+    """`state` without the file, command and error lines of results in `refs`.
+
+    The checkpoint passes the results its verbatim tail shows: those lines would only repeat
+    what the tail says. Board and pending calls stay (no tail result stands for them).
+    """
+
+    def keep(lines: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(line for line in lines if not any(ref in line for ref in refs))
+
+    files, commands, errors = keep(state.files), keep(state.commands), keep(state.errors)
+    return WorkState(state.board, files, commands, errors, state.pending)

@@ -1,0 +1,1 @@
+"""The request the model sees, as a pure function of the ledger."""

@@ -1,0 +1,219 @@
+"""The conversation as blocks: what of the ledger can enter active memory, in order.
+
+A *block* is the smallest unit a view may start at, so tool pairs are never cut in half:
+- a user block: one `message.user` (or an imported peer summary, `message.summary`, rendered as
+  marked user text);
+- an assistant block: one `message.assistant` together with the `tool.result` entries of its
+  calls, in call order — wherever those results sit in the ledger.
+
+Skipped: assistant messages superseded by a `response.discarded` entry that names them, results
+whose call is in no assistant message (kept in the ledger, reachable by EvidenceRead, never
+sent), and second results for an already answered call. Operational entries (receipts, usage,
+locks, decisions) never enter the conversation.
+
+Everything here is a pure function of the entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from comal.context.view.rendering import ResultFacts
+from comal.ledger.entry import Entry
+from comal.messages import JSONValue, Message, TextPart, message_from_json
+
+SUMMARY_MARK = "[summary recorded by"
+
+
+@dataclass(frozen=True, slots=True)
+class MediaRef:
+    """An image (or other media) attached to a tool result."""
+
+    media_type: str
+    size_bytes: int
+    data_b64: str | None
+    blob: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResultEntry:
+    """One `tool.result` with the facts a view needs."""
+
+    entry: Entry
+    facts: ResultFacts
+    call_id: str
+    is_error: bool
+    media: tuple[MediaRef, ...] = ()
+
+    @property
+    def seq(self) -> int:
+        """The result's ledger position."""
+        return self.entry.seq
+
+    @property
+    def projectable(self) -> bool:
+        """Errors are never projected: they are what the model most needs to see again."""
+        return not self.is_error and self.facts.status == "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A unit of conversation that is never split."""
+
+    role: Literal["user", "assistant"]
+    entry: Entry
+    message: Message
+    results: tuple[ResultEntry, ...] = ()
+    missing: tuple[str, ...] = ()
+    """Call ids of this assistant message with no result yet (a view with these is invalid)."""
+
+    @property
+    def seq(self) -> int:
+        """Position of the opening entry."""
+        return self.entry.seq
+
+    @property
+    def last_seq(self) -> int:
+        """Largest ledger position among the block's entries."""
+        return max([self.entry.seq, *(r.seq for r in self.results)])
+
+
+def _int(value: JSONValue) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: JSONValue, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def _media(payload: Mapping[str, JSONValue]) -> tuple[MediaRef, ...]:
+    raw = payload.get("media")
+    if not isinstance(raw, list):
+        return ()
+    out = []
+    for item in raw:
+        if not isinstance(item, dict):
+            continue
+        data = item.get("data_b64")
+        blob = item.get("blob")
+        size = _int(item.get("size_bytes"))
+        if size is None:
+            size = len(data) * 3 // 4 if isinstance(data, str) else 0
+        out.append(
+            MediaRef(
+                _str(item.get("media_type"), "application/octet-stream"),
+                size,
+                data if isinstance(data, str) else None,
+                blob if isinstance(blob, str) else None,
+            )
+        )
+    return tuple(out)
+
+
+def result_entry(entry: Entry) -> ResultEntry:
+    """Read a `tool.result` entry's facts."""
+    p = entry.payload
+    body = p.get("body")
+    size = _int(p.get("size_bytes"))
+    if size is None and isinstance(body, dict):
+        size = _int(body.get("size_bytes"))
+    digest = _str(p.get("digest")) or (entry.body_hash or "sha256:unknown")
+    facts = ResultFacts(
+        ref=entry.id,
+        name=_str(p.get("name"), "tool"),
+        size_bytes=size or 0,
+        exit_code=_int(p.get("exit_code")),
+        status=_str(p.get("status"), "ok"),
+        digest=digest,
+    )
+    is_error = bool(p.get("is_error")) or facts.status == "error"
+    return ResultEntry(entry, facts, _str(p.get("call_id")), is_error, _media(p))
+
+
+def _user_message(entry: Entry) -> Message | None:
+    if entry.kind == "message.summary":
+        origin = _str(entry.payload.get("origin"), "a peer agent")
+        text = _str(entry.payload.get("text"))
+        return Message("user", (TextPart(f"{SUMMARY_MARK} {origin}]\n{text}"),))
+    raw = entry.payload.get("message")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return message_from_json(raw)
+    except (ValueError, KeyError):
+        return None
+
+
+class ConversationIndex:
+    """Conversation blocks kept up to date as entries are appended (read each entry once).
+
+    `extend(new_entries)` takes entries in ledger order, each exactly once; `blocks()` is then
+    equal to `conversation_blocks(all entries so far)`.
+    """
+
+    def __init__(self) -> None:
+        self._blocks: list[Block] = []
+        self._results: dict[int, dict[str, ResultEntry]] = {}
+        self._waiting: dict[str, list[int]] = {}
+        self._superseded: set[str] = set()
+        self._dirty: set[int] = set()
+
+    def extend(self, entries: Sequence[Entry]) -> ConversationIndex:
+        """Take newly appended entries into account."""
+        for entry in entries:
+            self._take(entry)
+        return self
+
+    def _take(self, entry: Entry) -> None:
+        if entry.kind in ("message.user", "message.summary"):
+            message = _user_message(entry)
+            if message is not None:
+                self._blocks.append(Block("user", entry, message))
+        elif entry.kind == "message.assistant":
+            raw = entry.payload.get("message")
+            if not isinstance(raw, dict):
+                return
+            try:
+                message = message_from_json(raw)
+            except (ValueError, KeyError):
+                return
+            index = len(self._blocks)
+            self._blocks.append(Block("assistant", entry, message))
+            self._results[index] = {}
+            self._dirty.add(index)
+            for call in message.tool_calls:
+                self._waiting.setdefault(call.call_id, []).append(index)
+        elif entry.kind == "tool.result":
+            item = result_entry(entry)
+            owners = self._waiting.get(item.call_id)
+            if not owners:
+                return
+            # The most recent assistant message still waiting on this id answers it.
+            index = owners.pop()
+            self._results[index][item.call_id] = item
+            self._dirty.add(index)
+        elif entry.kind == "response.discarded":
+            target = entry.payload.get("entry")
+            if isinstance(target, str):
+                self._superseded.add(target)
+
+    def blocks(self) -> list[Block]:
+        """The blocks so far, in ledger order (superseded assistant messages left out)."""
+        for index in sorted(self._dirty):
+            block = self._blocks[index]
+            found = self._results[index]
+            calls = block.message.tool_calls
+            ordered = tuple(found[c.call_id] for c in calls if c.call_id in found)
+            missing = tuple(c.call_id for c in calls if c.call_id not in found)
+            self._blocks[index] = Block("assistant", block.entry, block.message, ordered, missing)
+        self._dirty.clear()
+        if not self._superseded:
+            return list(self._blocks)
+        return [b for b in self._blocks if b.entry.id not in self._superseded]
+
+
+def conversation_blocks(entries: Sequence[Entry]) -> list[Block]:
+    """The conversation blocks of a session's entries, in ledger order."""
+    return ConversationIndex().extend(entries).blocks()

@@ -1,0 +1,1 @@
+"""Reading recorded outputs exactly: EvidenceRead and the evidence index."""

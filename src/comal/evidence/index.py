@@ -1,0 +1,58 @@
+"""The evidence index: every tool result of a session, oldest first, readable with EvidenceRead.
+
+`EvidenceRead {"ref":"index"}` pages through one line per `tool.result` of the reading session:
+its exact ref, the tool and main argument, size, exit code, status and digest. Checkpoints print
+that exact call, so every recorded output stays reachable from active memory by exact calls
+(the index, then the ref it lists), however many results the checkpoint itself names. `search`
+works on the index like on any evidence (find the call that produced something by tool name,
+path or command).
+
+Invariants: built only from ledger entries, in ledger order (the same ledger gives the same
+text); it lists only the reading session's own results, so it never widens access.
+"""
+
+from __future__ import annotations
+
+from comal.context.relief.workstate import collect_calls, describe_call
+from comal.ledger.entry import Entry
+from comal.ledger.store import Ledger
+
+
+def _int(entry: Entry, key: str) -> int | None:
+    value = entry.payload.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def index_line(entry: Entry, what: str) -> str:
+    """One result as the index (and a checkpoint's evidence list) writes it."""
+    size = _int(entry, "size_bytes") or 0
+    exit_code = _int(entry, "exit_code")
+    status = entry.payload.get("status")
+    exit_note = f" · exit {exit_code}" if exit_code is not None else ""
+    quiet = ("ok", "error") if exit_code is not None else ("ok",)
+    status_note = "" if status in quiet or not isinstance(status, str) else f" · {status}"
+    digest = entry.payload.get("digest")
+    digest_note = f" · {digest[:19]}" if isinstance(digest, str) else ""
+    return f"{entry.id} · {what} · {size:,} bytes{exit_note}{status_note}{digest_note}"
+
+
+def index_text(ledger: Ledger, session_id: str) -> str:
+    """The index of `session_id`'s tool results, oldest first (see module docstring)."""
+    entries = ledger.entries(session_id)
+    calls = collect_calls(entries)
+    lines: list[str] = []
+    for entry in entries:
+        if entry.kind != "tool.result":
+            continue
+        call_id = entry.payload.get("call_id")
+        call = calls.get(call_id) if isinstance(call_id, str) else None
+        name = entry.payload.get("name")
+        what = (
+            describe_call(call.name, call.arguments, 120)
+            if call is not None
+            else (name if isinstance(name, str) else "tool")
+        )
+        lines.append(f"E{len(lines) + 1}. {index_line(entry, what)}")
+    if not lines:
+        return "(no tool results recorded in this session)"
+    return "\n".join(lines)

@@ -1,0 +1,185 @@
+"""Replay results as JSON, a Markdown table and a PNG plot.
+
+JSON: `{"rows": [...], "aggregate": [...], "aggregate_by_source": [...]}` (rows per session,
+policy and window; aggregates per policy and window, and per source, policy and window). The
+Markdown table shows the aggregates, then one verdict line per window (`verdict_lines`). The plot
+puts cost (ratio to raw) against the share of later-used facts in view, one point per policy
+and window.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from comal.messages import JSONObject, JSONValue
+from comal.replay.metrics import aggregate_by_source
+
+SUBJECT = "comal"
+"""The policy the verdict judges against the peers."""
+
+_COLUMNS = (
+    ("policy", "policy"),
+    ("window", "window"),
+    ("calls", "calls"),
+    ("ratio_raw", "cost/raw"),
+    ("ratio_raw_anthropic", "cost/raw (Anthropic)"),
+    ("ratio_physical", "cost/physical"),
+    ("cost_vs_own_ideal", "cost/own ideal"),
+    ("overflows", "overflows"),
+    ("peak_tokens", "peak"),
+    ("mean_tokens", "mean"),
+    ("cache_hit_share", "cache hits"),
+    ("facts_in_view", "facts in view"),
+    ("facts_reachable", "facts reachable"),
+    ("facts_reachable_via_index", "reachable via index"),
+    ("summary_tokens", "summary tokens"),
+    ("projections", "projections"),
+    ("derivations", "derivations"),
+    ("cut_replies", "cut replies"),
+    ("prefix_match_share", "prefix matched"),
+    ("decision_ms_p50", "decision p50 ms"),
+    ("decision_ms_p99", "decision p99 ms"),
+)
+_PERCENT = {
+    "cache_hit_share",
+    "facts_in_view",
+    "facts_reachable",
+    "facts_reachable_via_index",
+    "prefix_match_share",
+}
+
+
+def result_json(rows: Sequence[JSONObject], aggregate: Sequence[JSONObject]) -> JSONObject:
+    """The JSON document (per-call timings are left out of the rows)."""
+    slim: list[JSONValue] = [{k: v for k, v in r.items() if k != "decision_ms"} for r in rows]
+    by_source: list[JSONValue] = list(aggregate_by_source(rows))
+    return {"rows": slim, "aggregate": list(aggregate), "aggregate_by_source": by_source}
+
+
+def write_json(path: Path, rows: Sequence[JSONObject], aggregate: Sequence[JSONObject]) -> None:
+    """Write the JSON document."""
+    path.write_text(json.dumps(result_json(rows, aggregate), indent=1) + "\n", encoding="utf-8")
+
+
+def _cell(key: str, value: JSONValue) -> str:
+    if value is None:
+        return "–"
+    if key == "window" and isinstance(value, int):
+        return f"{value // 1000}k" if value % 1000 == 0 else str(value)
+    if key in _PERCENT and isinstance(value, int | float):
+        return f"{100 * value:.1f} %"
+    if isinstance(value, float):
+        return f"{value:.3f}" if key.startswith("ratio") or "ideal" in key else f"{value:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def markdown_table(aggregate: Sequence[JSONObject]) -> str:
+    """The aggregates as a Markdown table, grouped by window."""
+    ordered = sorted(aggregate, key=lambda a: (_window(a), 0))
+    head = "| " + " | ".join(title for _, title in _COLUMNS) + " |"
+    rule = "|" + "|".join("---" for _ in _COLUMNS) + "|"
+    lines = [head, rule]
+    for item in ordered:
+        lines.append("| " + " | ".join(_cell(k, item.get(k)) for k, _ in _COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def verdict(aggregate: Sequence[JSONObject], window: int) -> tuple[bool, list[str]] | None:
+    """Whether Comal is ahead at `window` of every overflow-free peer, and the margins.
+
+    Ahead means `cost_weighted` ≤ and `facts_in_view` ≥ the peer's. Margins are Comal's cost
+    relative to the peer's (negative: cheaper) and its facts in view less the peer's, in points.
+    None when Comal was not replayed at that window.
+    """
+    here = [a for a in aggregate if _window(a) == window]
+    subject = next((a for a in here if a.get("policy") == SUBJECT), None)
+    if subject is None:
+        return None
+    ahead = True
+    margins: list[str] = []
+    for peer in here:
+        if peer is subject or _float(peer, "overflows") > 0:
+            continue
+        cost, peer_cost = _float(subject, "cost_weighted"), _float(peer, "cost_weighted")
+        view, peer_view = _float(subject, "facts_in_view"), _float(peer, "facts_in_view")
+        ahead = ahead and cost <= peer_cost and view >= peer_view
+        relative = 100 * (cost / peer_cost - 1) if peer_cost else 0.0
+        points = 100 * (view - peer_view)
+        margins.append(f"{peer['policy']} cost {relative:+.1f} %, facts in view {points:+.1f} pt")
+    return ahead, margins
+
+
+def verdict_lines(aggregate: Sequence[JSONObject]) -> str:
+    """One line per window: is Comal ahead of every overflow-free peer, with the margins."""
+    lines = []
+    for window in sorted({_window(a) for a in aggregate}):
+        judged = verdict(aggregate, window)
+        if judged is None:
+            continue
+        ahead, margins = judged
+        label = _cell("window", window)
+        against = "; ".join(margins) if margins else "no peer ran without overflows"
+        lines.append(
+            f"- {label}: ahead of every overflow-free peer on cost_weighted (≤) and "
+            f"facts_in_view (≥): **{'yes' if ahead else 'no'}** ({against})"
+        )
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def markdown_report(aggregate: Sequence[JSONObject]) -> str:
+    """The Markdown table, then the per-window verdict lines."""
+    lines = verdict_lines(aggregate)
+    return markdown_table(aggregate) + ("\n" + lines if lines else "")
+
+
+def _window(item: JSONObject) -> int:
+    value = item.get("window")
+    return value if isinstance(value, int) else 0
+
+
+def _float(item: JSONObject, key: str) -> float:
+    value = item.get(key)
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def write_png(path: Path, aggregate: Sequence[JSONObject]) -> None:
+    """Cost (ratio to raw) against facts in view, per policy and window."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    windows = sorted({_window(a) for a in aggregate})
+    policies = list(dict.fromkeys(str(a["policy"]) for a in aggregate))
+    markers = "osD^v<>P*X"
+    figure, axes = pyplot.subplots(1, len(windows), figsize=(5 * len(windows), 4.5), squeeze=False)
+    for column, window in enumerate(windows):
+        ax = axes[0][column]
+        for number, policy in enumerate(policies):
+            for item in aggregate:
+                if item["policy"] != policy or _window(item) != window:
+                    continue
+                x, y = 100 * _float(item, "facts_in_view"), _float(item, "ratio_raw")
+                overflowed = _float(item, "overflows") > 0
+                ax.scatter(
+                    x,
+                    y,
+                    marker=markers[number % len(markers)],
+                    s=60,
+                    facecolors="none" if overflowed else None,
+                    edgecolors=f"C{number}",
+                    color=f"C{number}",
+                    label=policy + (" (overflows)" if overflowed else ""),
+                )
+        ax.set_title(f"window {window // 1000}k")
+        ax.set_xlabel("later-used facts in view (%)")
+        ax.set_ylabel("cost / raw (input-token units)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)

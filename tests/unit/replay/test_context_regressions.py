@@ -1,0 +1,36 @@
+"""Shared sessions where the engine once lost facts at a checkpoint, replayed through it now."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from comal.importers import parse_file
+from comal.replay.replayer import replay_transcript
+from comal.replay.transcript import transcripts_from
+
+TRAJECTORIES = (Path(__file__).parents[3] / "../shared/trajectories").resolve()
+
+
+def _session(name: str) -> Path:
+    path = TRAJECTORIES / name
+    if not path.is_file():
+        pytest.skip(f"shared trajectory not present at {path}")
+    return path
+
+
+def test_facts_read_before_a_checkpoint_stay_in_view_or_named() -> None:
+    # At 32k this Claude Code session derives checkpoints while its next calls still quote
+    # outputs read just before. The engine whose checkpoint named only the newest turn's
+    # outputs left 8 of its 91 later-used facts neither in view nor named by their own
+    # reference; naming every earlier output by an exact reference reaches all of them.
+    path = _session("claude-code_vsla/d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl")
+    (transcript,) = transcripts_from(parse_file(path))
+    rows = replay_transcript(transcript, [32_000], ["llm-compaction-80", "comal"])
+    peer, comal = rows
+    assert comal["policy"] == "comal"
+    assert comal["derivations"] >= 1  # type: ignore[operator]
+    assert comal["overflows"] == 0
+    assert comal["facts_reachable_count"] == comal["facts_total"]
+    assert comal["facts_in_view_count"] >= peer["facts_in_view_count"]  # type: ignore[operator]
