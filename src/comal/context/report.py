@@ -24,6 +24,7 @@ from comal.context.measure.tokens import calibrated
 from comal.context.relief.recorded import checkpoints
 from comal.context.view.build import tool_schema_text
 from comal.context.view.media import media_budget
+from comal.ledger.records import ToolResult
 from comal.messages import JSONObject
 
 CHILD_TOOLS = frozenset({"Task", "WorkStepRun", "WorkDraft"})
@@ -235,7 +236,7 @@ def context_report(engine: ContextEngine) -> ContextReport:
         if p.role == "result"
         and p.kind != "media"
         and p.result is not None
-        and p.result.entry.payload.get("name") in CHILD_TOOLS
+        and ToolResult.from_entry(p.result.entry).name in CHILD_TOOLS
     ]
     entries = engine.entries()
     number = state.checkpoint.number if state.checkpoint else None

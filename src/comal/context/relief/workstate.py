@@ -14,7 +14,9 @@ from comal.context.view.build import BlobSource
 from comal.context.view.conversation import ResultEntry, result_entry
 from comal.context.view.rendering import evidence_text, salient_lines
 from comal.ledger.entry import Entry
-from comal.messages import JSONObject, JSONValue, canonical_json, message_from_json
+from comal.ledger.records import AssistantMessage, BoardUpdated, ToolStarted
+from comal.ledger.records import fields as f
+from comal.messages import JSONObject, canonical_json, message_from_json
 
 MAX_FILES = 16
 MAX_COMMANDS = 8
@@ -51,14 +53,10 @@ def clip(text: str, size: int) -> str:
     return flat if len(flat) <= size else flat[: size - 1] + "…"
 
 
-def _str(value: JSONValue) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def first_arg(arguments: JSONObject, keys: Sequence[str]) -> str | None:
     """The first string argument among `keys`."""
     for key in keys:
-        value = _str(arguments.get(key))
+        value = f.text_or_none(arguments, key)
         if value:
             return value
     return None
@@ -103,8 +101,8 @@ def _add_calls(calls: dict[str, Call], entries: Sequence[Entry]) -> set[str]:
     defined: set[str] = set()
     for entry in entries:
         if entry.kind == "message.assistant":
-            raw = entry.payload.get("message")
-            if not isinstance(raw, dict):
+            raw = AssistantMessage.from_entry(entry).message
+            if raw is None:
                 continue
             try:
                 message = message_from_json(raw)
@@ -114,10 +112,9 @@ def _add_calls(calls: dict[str, Call], entries: Sequence[Entry]) -> set[str]:
                 calls[part.call_id] = Call(part.call_id, part.name, part.arguments)
                 defined.add(part.call_id)
         elif entry.kind == "tool.started":
-            call_id = _str(entry.payload.get("call_id")) or ""
-            args = entry.payload.get("arguments")
-            name = _str(entry.payload.get("name")) or "tool"
-            calls[call_id] = Call(call_id, name, args if isinstance(args, dict) else {}, entry)
+            started = ToolStarted.from_entry(entry)
+            call_id = started.call_id
+            calls[call_id] = Call(call_id, started.name or "tool", started.arguments, entry)
             defined.add(call_id)
     return defined
 
@@ -158,7 +155,7 @@ class _Fold:
         calls = self.calls
         for entry in entries:
             if entry.kind == "board.updated":
-                self.board = _board_lines(entry.payload.get("criteria"))
+                self.board = _board_lines(BoardUpdated.from_entry(entry).criteria)
             if entry.kind != "tool.result":
                 continue
             item = result_entry(entry)
@@ -227,9 +224,9 @@ def _file_op(name: str) -> str | None:
 
 def _file_line(call: Call, item: ResultEntry, op: str) -> str:
     digest = item.facts.digest
-    prep = call.started.payload.get("preparation") if call.started is not None else None
-    if op != "read" and isinstance(prep, dict):
-        digest = _str(prep.get("digest_intended")) or digest
+    prep = ToolStarted.from_entry(call.started).preparation if call.started is not None else None
+    if op != "read" and prep is not None:
+        digest = f.text(prep, "digest_intended") or digest
     state = (
         op
         if item.facts.status in ("ok", "postcondition_observed")
@@ -284,17 +281,13 @@ def _work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
     )
 
 
-def _board_lines(criteria: JSONValue) -> tuple[str, ...]:
-    if not isinstance(criteria, list):
-        return ()
+def _board_lines(criteria: tuple[JSONObject, ...]) -> tuple[str, ...]:
     lines = []
     for item in criteria:
-        if not isinstance(item, dict):
-            continue
-        status = _str(item.get("status")) or "?"
-        ident = _str(item.get("id")) or ""
-        text = clip(_str(item.get("text")) or "", 200)
-        check = _str(item.get("check"))
+        status = f.text(item, "status") or "?"
+        ident = f.text(item, "id")
+        text = clip(f.text(item, "text"), 200)
+        check = f.text_or_none(item, "check")
         suffix = f" (check: {clip(check, 80)})" if check else ""
         lines.append(f"[{status}] {ident}: {text}{suffix}")
     return tuple(lines)

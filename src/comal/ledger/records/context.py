@@ -88,14 +88,14 @@ class CheckpointRecord(Record):
     before_tokens: int
     after_tokens: int
     target_tokens: int
-    threshold_tokens: int
-    usable_tokens: int
+    threshold_tokens: int | None
+    usable_tokens: int | None
     by: str
     trigger: str
     options: tuple[JSONObject, ...]
 
     def to_payload(self) -> JSONObject:
-        return {
+        payload: JSONObject = {
             "number": self.number,
             "title": self.title,
             "text": self.text,
@@ -105,12 +105,13 @@ class CheckpointRecord(Record):
             "before_tokens": self.before_tokens,
             "after_tokens": self.after_tokens,
             "target_tokens": self.target_tokens,
-            "threshold_tokens": self.threshold_tokens,
-            "usable_tokens": self.usable_tokens,
             "by": self.by,
             "trigger": self.trigger,
             "options": f.json_list(self.options),
         }
+        f.put(payload, "threshold_tokens", self.threshold_tokens)
+        f.put(payload, "usable_tokens", self.usable_tokens)
+        return payload
 
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
@@ -124,8 +125,8 @@ class CheckpointRecord(Record):
             f.integer(payload, "before_tokens"),
             f.integer(payload, "after_tokens"),
             f.integer(payload, "target_tokens"),
-            f.integer(payload, "threshold_tokens"),
-            f.integer(payload, "usable_tokens"),
+            f.int_or_none(payload, "threshold_tokens"),
+            f.int_or_none(payload, "usable_tokens"),
             f.text(payload, "by"),
             f.text(payload, "trigger"),
             f.objects(payload, "options"),
@@ -243,14 +244,14 @@ class CompactRequested(Record):
     KIND: ClassVar[str] = "compact.requested"
     WRITTEN_BY: ClassVar[str] = "CLI `compact`, TUI `/compact`"
 
-    by: str
+    by: str | None
 
     def to_payload(self) -> JSONObject:
         return {"by": self.by}
 
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
-        return cls(f.text(payload, "by"))
+        return cls(f.text_or_none(payload, "by"))
 
 
 @dataclass(frozen=True, slots=True)

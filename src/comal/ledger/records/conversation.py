@@ -21,14 +21,14 @@ class UserMessage(Record):
     KIND: ClassVar[str] = "message.user"
     WRITTEN_BY: ClassVar[str] = "agent, importers"
 
-    message: JSONObject
+    message: JSONObject | None
 
     def to_payload(self) -> JSONObject:
         return {"message": self.message}
 
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
-        return cls(f.obj(payload, "message"))
+        return cls(f.obj_or_none(payload, "message"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ class AssistantMessage(Record):
     KIND: ClassVar[str] = "message.assistant"
     WRITTEN_BY: ClassVar[str] = "agent, importers"
 
-    message: JSONObject
+    message: JSONObject | None
     wire: str = ""
     model: str = ""
     finish: str = ""
@@ -67,7 +67,7 @@ class AssistantMessage(Record):
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
         return cls(
-            f.obj(payload, "message"),
+            f.obj_or_none(payload, "message"),
             f.text(payload, "wire"),
             f.text(payload, "model"),
             f.text(payload, "finish"),
@@ -86,14 +86,14 @@ class SummaryMessage(Record):
     WRITTEN_BY: ClassVar[str] = "importers"
 
     text: str
-    origin: str = ""
+    origin: str | None = None
 
     def to_payload(self) -> JSONObject:
         return {"text": self.text, "origin": self.origin}
 
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
-        return cls(f.text(payload, "text"), f.text(payload, "origin"))
+        return cls(f.text(payload, "text"), f.text_or_none(payload, "origin"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +169,7 @@ class ResponseDiscarded(Record):
     WRITTEN_BY: ClassVar[str] = "context engine, replay"
 
     reason: str
-    message: JSONObject
+    message: JSONObject | None
     usage: JSONObject | None = None
     output_reserve: int | None = None
     entry: str | None = None
@@ -190,7 +190,7 @@ class ResponseDiscarded(Record):
     def from_payload(cls, payload: JSONObject) -> Self:
         return cls(
             f.text(payload, "reason"),
-            f.obj(payload, "message"),
+            f.obj_or_none(payload, "message"),
             f.obj_or_none(payload, "usage"),
             f.int_or_none(payload, "output_reserve"),
             f.text_or_none(payload, "entry"),
@@ -256,11 +256,11 @@ class ToolResult(Record):
     WRITTEN_BY: ClassVar[str] = "agent, recovery, importers"
 
     call_id: str
-    name: str
-    status: str
+    name: str | None
+    status: str | None
     is_error: bool
     exit_code: int | None
-    size_bytes: int
+    size_bytes: int | None
     digest: str
     media: tuple[JSONObject, ...] | None = None
     observed: JSONObject | None = None
@@ -287,11 +287,12 @@ class ToolResult(Record):
     def from_payload(cls, payload: JSONObject) -> Self:
         return cls(
             f.text(payload, "call_id"),
-            f.text(payload, "name"),
-            f.text(payload, "status"),
-            f.flag(payload, "is_error"),
+            f.text_or_none(payload, "name"),
+            f.text_or_none(payload, "status"),
+            # Truthiness, as every reader took it (a recorded 1 is an error too).
+            bool(payload.get("is_error")),
             f.int_or_none(payload, "exit_code"),
-            f.integer(payload, "size_bytes"),
+            f.int_or_none(payload, "size_bytes"),
             f.text(payload, "digest"),
             f.objects_or_none(payload, "media"),
             f.obj_or_none(payload, "observed"),
