@@ -18,6 +18,18 @@ from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
 from comal.context.relief.recorded import checkpoints
 from comal.ledger.entry import Entry
 from comal.ledger.locks import LockInfo
+from comal.ledger.records import (
+    AssistantMessage,
+    BoardUpdated,
+    ChildReceipt,
+    ProviderRequest,
+    ResponseDiscarded,
+    SessionFinished,
+    SessionStarted,
+    ToolResult,
+    ToolStarted,
+)
+from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, ToolCallPart, message_from_json
 from comal.tools.board import Criterion, board_is_open, criteria_from_json, render_board
@@ -30,22 +42,21 @@ def recorded_calls(entries: Sequence[Entry]) -> tuple[RecordedCall, ...]:
     arguments: dict[str, JSONObject] = {}
     out: list[RecordedCall] = []
     for entry in entries:
-        p = entry.payload
-        call_id = p.get("call_id")
-        if not isinstance(call_id, str):
-            continue
         if entry.kind == "tool.started":
-            raw = p.get("arguments")
-            arguments[call_id] = raw if isinstance(raw, dict) else {}
+            started = ToolStarted.from_entry(entry)
+            if started.call_id is not None:
+                arguments[started.call_id] = started.arguments
         elif entry.kind == "tool.result":
-            name, status, observed = p.get("name"), p.get("status"), p.get("observed")
+            result = ToolResult.from_entry(entry)
+            if result.call_id is None:
+                continue
             out.append(
                 RecordedCall(
-                    call_id,
-                    name if isinstance(name, str) else "",
-                    arguments.get(call_id, {}),
-                    status if isinstance(status, str) else "",
-                    observed if isinstance(observed, dict) else {},
+                    result.call_id,
+                    result.name or "",
+                    arguments.get(result.call_id, {}),
+                    result.status or "",
+                    result.observed or {},
                 )
             )
     return tuple(out)
@@ -132,13 +143,9 @@ class SessionState:
         return board_is_open(self.board)
 
 
-def _str(value: JSONValue) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def _tool_calls(entry: Entry) -> tuple[ToolCallPart, ...]:
-    raw = entry.payload.get("message")
-    if not isinstance(raw, dict):
+    raw = AssistantMessage.from_entry(entry).message
+    if raw is None:
         return ()
     try:
         return message_from_json(raw).tool_calls
@@ -147,8 +154,8 @@ def _tool_calls(entry: Entry) -> tuple[ToolCallPart, ...]:
 
 
 def _assistant_text(entry: Entry) -> str | None:
-    raw = entry.payload.get("message")
-    if not isinstance(raw, dict):
+    raw = AssistantMessage.from_entry(entry).message
+    if raw is None:
         return None
     try:
         return message_from_json(raw).text
@@ -157,7 +164,8 @@ def _assistant_text(entry: Entry) -> str | None:
 
 
 def _superseded(entries: Sequence[Entry]) -> set[str]:
-    return {_str(e.payload.get("entry")) for e in entries if e.kind == "response.discarded"} - {""}
+    discarded = (ResponseDiscarded.from_entry(e) for e in entries if e.kind == "response.discarded")
+    return {d.entry for d in discarded if d.entry}
 
 
 def open_calls(entries: Sequence[Entry]) -> tuple[OpenCall, ...]:
@@ -176,7 +184,8 @@ def open_calls(entries: Sequence[Entry]) -> tuple[OpenCall, ...]:
                 started.append(None)
                 done.append(False)
         elif entry.kind in ("tool.started", "tool.result"):
-            owners = waiting.get(_str(entry.payload.get("call_id")))
+            record = (ToolStarted if entry.kind == "tool.started" else ToolResult).from_entry(entry)
+            owners = waiting.get(record.call_id or "")
             if not owners:
                 continue
             index = owners[-1]
@@ -192,7 +201,7 @@ def board_of(entries: Sequence[Entry]) -> tuple[Criterion, ...]:
     """The board as of the latest `board.updated` entry."""
     for entry in reversed(entries):
         if entry.kind == "board.updated":
-            return criteria_from_json(entry.payload.get("criteria"))
+            return criteria_from_json(list(BoardUpdated.from_entry(entry).criteria))
     return ()
 
 
@@ -201,17 +210,17 @@ def uncertain_calls(entries: Sequence[Entry]) -> tuple[UncertainCall, ...]:
     args: dict[str, JSONObject] = {}
     out: list[UncertainCall] = []
     for entry in entries:
-        p = entry.payload
         if entry.kind == "tool.started":
-            raw = p.get("arguments")
-            args[_str(p.get("call_id"))] = raw if isinstance(raw, dict) else {}
-        elif entry.kind == "tool.result" and p.get("status") == "uncertain":
-            call_id = _str(p.get("call_id"))
-            observed = p.get("observed")
-            detail = _str(observed.get("detail")) if isinstance(observed, dict) else ""
-            out.append(
-                UncertainCall(call_id, _str(p.get("name")), args.get(call_id, {}), entry.id, detail)
-            )
+            started = ToolStarted.from_entry(entry)
+            args[started.call_id or ""] = started.arguments
+        elif entry.kind == "tool.result":
+            result = ToolResult.from_entry(entry)
+            if result.status != "uncertain":
+                continue
+            call_id = result.call_id or ""
+            detail = f.text(result.observed or {}, "detail")
+            name = result.name or ""
+            out.append(UncertainCall(call_id, name, args.get(call_id, {}), entry.id, detail))
     return tuple(out)
 
 
@@ -219,7 +228,7 @@ def final_answer(entries: Sequence[Entry]) -> str | None:
     """The answer of the latest `session.finished` entry."""
     for entry in reversed(entries):
         if entry.kind == "session.finished":
-            return _str(entry.payload.get("answer"))
+            return SessionFinished.from_entry(entry).answer
     return None
 
 
@@ -228,7 +237,8 @@ def last_answer(entries: Sequence[Entry]) -> str | None:
     superseded = _superseded(entries)
     for entry in reversed(entries):
         if entry.kind == "message.assistant" and entry.id not in superseded:
-            return None if entry.payload.get("finish") == "refusal" else _assistant_text(entry)
+            refused = AssistantMessage.from_entry(entry).finish == "refusal"
+            return None if refused else _assistant_text(entry)
     return None
 
 
@@ -239,17 +249,18 @@ def usage_totals(entries: Sequence[Entry]) -> UsageTotals:
     measured_requests: set[str] = set()
     count = 0
     for entry in entries:
-        p = entry.payload
         if entry.kind == "provider.request":
-            value = p.get("estimated_input_tokens")
-            estimates[entry.id] = value if isinstance(value, int) else 0
+            value = ProviderRequest.from_entry(entry).estimated_input_tokens
+            estimates[entry.id] = value or 0
         elif entry.kind in ("message.assistant", "response.discarded"):
-            raw = p.get("usage")
-            usage = Usage.from_json(raw) if isinstance(raw, dict) else Usage()
+            reply = (
+                AssistantMessage if entry.kind == "message.assistant" else ResponseDiscarded
+            ).from_entry(entry)
+            usage = Usage() if reply.usage is None else Usage.from_json(reply.usage)
             measured = measured + usage
             if usage.new_input is not None:
                 count += 1
-                measured_requests.add(_str(p.get("request_entry")))
+                measured_requests.add(reply.request_entry or "")
     estimated = sum(v for k, v in estimates.items() if k not in measured_requests)
     return UsageTotals(len(estimates), count, measured, estimated)
 
@@ -259,13 +270,12 @@ def _child_summary(ledger: Ledger, child_id: str) -> ChildSummary:
     entries = ledger.entries(child_id)
     receipts = [e for e in entries if e.kind == RECEIPT_KIND]
     started = next((e for e in entries if e.kind == "session.started"), None)
-    origin = started.payload.get("origin") if started is not None else None
-    call = origin.get("parent_call") if isinstance(origin, dict) else None
+    origin = SessionStarted.from_entry(started).origin if started is not None else None
     return ChildSummary(
         child_id,
         info.status,
-        _str(receipts[-1].payload.get("status")) if receipts else None,
-        call if isinstance(call, str) else None,
+        ChildReceipt.from_entry(receipts[-1]).status if receipts else None,
+        None if origin is None else f.text_or_none(origin, "parent_call"),
         info.title,
         usage_totals(entries),
     )

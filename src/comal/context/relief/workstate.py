@@ -113,7 +113,7 @@ def _add_calls(calls: dict[str, Call], entries: Sequence[Entry]) -> set[str]:
                 defined.add(part.call_id)
         elif entry.kind == "tool.started":
             started = ToolStarted.from_entry(entry)
-            call_id = started.call_id
+            call_id = started.call_id or ""
             calls[call_id] = Call(call_id, started.name or "tool", started.arguments, entry)
             defined.add(call_id)
     return defined

@@ -122,7 +122,7 @@ def result_entry(entry: Entry) -> ResultEntry:
         digest=digest,
     )
     is_error = result.is_error or facts.status == "error"
-    return ResultEntry(entry, facts, result.call_id, is_error, _media(result.media or ()))
+    return ResultEntry(entry, facts, result.call_id or "", is_error, _media(result.media or ()))
 
 
 def _message(raw: JSONObject | None) -> Message | None:

@@ -11,7 +11,7 @@ from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
 from comal.ledger.records.base import Record
-from comal.messages import JSONObject, JSONValue
+from comal.messages import JSONObject, JSONValue, digest_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +211,7 @@ class ToolStarted(Record):
     KIND: ClassVar[str] = "tool.started"
     WRITTEN_BY: ClassVar[str] = "agent, importers"
 
-    call_id: str
+    call_id: str | None
     name: str
     arguments: JSONObject
     permission: JSONObject
@@ -232,7 +232,7 @@ class ToolStarted(Record):
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
         return cls(
-            f.text(payload, "call_id"),
+            f.text_or_none(payload, "call_id"),
             f.text(payload, "name"),
             f.obj(payload, "arguments"),
             f.obj(payload, "permission"),
@@ -255,7 +255,7 @@ class ToolResult(Record):
     KIND: ClassVar[str] = "tool.result"
     WRITTEN_BY: ClassVar[str] = "agent, recovery, importers"
 
-    call_id: str
+    call_id: str | None
     name: str | None
     status: str | None
     is_error: bool
@@ -266,6 +266,34 @@ class ToolResult(Record):
     observed: JSONObject | None = None
     cut: JSONObject | None = None
     body: JSONObject | None = None
+
+    @classmethod
+    def for_output(
+        cls,
+        call_id: str,
+        name: str,
+        output: bytes,
+        *,
+        status: str,
+        is_error: bool,
+        exit_code: int | None = None,
+        media: tuple[JSONObject, ...] | None = None,
+        observed: JSONObject | None = None,
+        cut: JSONObject | None = None,
+    ) -> Self:
+        """The result of a call whose output bytes are `output` (kept as the entry's body)."""
+        return cls(
+            call_id,
+            name,
+            status,
+            is_error,
+            exit_code,
+            len(output),
+            digest_bytes(output),
+            media,
+            observed,
+            cut,
+        )
 
     def to_payload(self) -> JSONObject:
         payload: JSONObject = {
@@ -286,7 +314,7 @@ class ToolResult(Record):
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
         return cls(
-            f.text(payload, "call_id"),
+            f.text_or_none(payload, "call_id"),
             f.text_or_none(payload, "name"),
             f.text_or_none(payload, "status"),
             # Truthiness, as every reader took it (a recorded 1 is an error too).
