@@ -9,6 +9,7 @@ import pytest
 
 from comal.context.measure.budget import RESERVE_FLOOR, default_margin
 from comal.importers import parse_file
+from comal.messages import JSONObject
 from comal.replay import POLICIES, run_replay
 from comal.replay.comal_policy import ComalPolicy
 from comal.replay.policies import Budget, RawPolicy
@@ -118,3 +119,24 @@ async def test_full_replay_of_the_shared_trajectories(tmp_path: Path) -> None:
     print(table)
     write_png(tmp_path / "plot.png", result.aggregate)
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _no_timings(rows: list[JSONObject]) -> list[JSONObject]:
+    return [{k: v for k, v in r.items() if not k.startswith("decision_ms")} for r in rows]
+
+
+def test_two_replays_of_a_session_under_pressure_give_the_same_figures() -> None:
+    """References and checkpoints print entry ids, whose characters change token counts: the
+    replay mints them reproducibly, so the same code gives the same figures on every run."""
+    outputs = [
+        "\n".join(f"src/pkg/mod_{n}_{i}.py:{i}: error E{i} in handler_{i}" for i in range(220))
+        for n in range(24)
+    ]
+    transcript = session(outputs, [f"Looking at step {n}." for n in range(25)])
+
+    first = replay_transcript(transcript, [32_000], ["comal"])
+    second = replay_transcript(transcript, [32_000], ["comal"])
+
+    (row,) = first
+    assert row["derivations"] != 0 or row["projections"] != 0
+    assert _no_timings(first) == _no_timings(second)
