@@ -12,10 +12,11 @@ from comal.importers import parse_file
 from comal.messages import JSONObject
 from comal.replay import POLICIES, run_replay
 from comal.replay.comal_policy import ComalPolicy
+from comal.replay.metrics import aggregate_by_source
 from comal.replay.policies import Budget, RawPolicy
 from comal.replay.rendering import SegmentCache
 from comal.replay.replayer import call_budgets, replay_policy, replay_transcript
-from comal.replay.report import markdown_report, write_json, write_png
+from comal.replay.report import markdown_report, source_table, write_json, write_png
 from comal.replay.transcript import transcripts_from
 from tests.unit.replay.test_metrics import session
 
@@ -79,6 +80,23 @@ def test_a_real_session_through_every_policy(tmp_path: Path) -> None:
     assert rows[0]["ratio_raw"] == 1.0
     write_json(tmp_path / "r.json", rows, [])
     assert json.loads((tmp_path / "r.json").read_text())["rows"][2]["policy"] == "comal"
+
+
+def test_the_report_shows_each_source_apart() -> None:
+    pydicom = _trajectories() / "swe-agent_demos/pydicom__pydicom-1458.traj"
+    (first,) = transcripts_from(parse_file(pydicom))
+    second = session(["x" * 40_000] * 3, ["look", "again", "more", "done"])
+    rows = [
+        *replay_transcript(first, [32_000], ["raw", "comal"]),
+        *replay_transcript(second, [32_000], ["raw", "comal"]),
+    ]
+
+    table = source_table(aggregate_by_source(rows))
+
+    body = [line for line in table.splitlines() if line.startswith("| 32k")]
+    assert [line.split(" | ")[1] for line in body] == sorted({first.source, second.source})
+    assert table.splitlines()[2] == "| window | source | sessions | raw | comal |"
+    assert all(line.count(" · ") >= 2 for line in body)
 
 
 @pytest.mark.slow
