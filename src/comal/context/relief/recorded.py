@@ -59,13 +59,13 @@ def checkpoint_of(entry: Entry) -> Checkpoint:
     return Checkpoint(
         entry_id=entry.id,
         seq=entry.seq,
-        number=p.number,
+        number=p.number or 0,
         title=p.title,
         text=p.text,
         covers_through_seq=p.covers_through_seq,
         tail_from_seq=p.tail_from_seq,
-        before_tokens=p.before_tokens,
-        after_tokens=p.after_tokens,
+        before_tokens=p.before_tokens or 0,
+        after_tokens=p.after_tokens or 0,
         by=p.by or "pressure",
         created_at=entry.created_at,
     )
@@ -153,7 +153,7 @@ def derivations(entries: Sequence[Entry], budget: Budget) -> list[Derivation]:
             # configured since: either way it left room to work.
             threshold = max(recorded, budget.threshold)
             automatic = (p.by or "pressure") not in USER_TRIGGERS
-            out.append(Derivation(p.number, automatic, p.after_tokens, threshold, turns))
+            out.append(Derivation(p.number or 0, automatic, p.after_tokens or 0, threshold, turns))
             turns = 0
     return out
 

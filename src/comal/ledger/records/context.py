@@ -28,8 +28,8 @@ class ProjectionRecord(Record):
     call_ids: tuple[str, ...]
     result_ids: tuple[str, ...]
     reason: str
-    before_tokens: int
-    after_tokens: int
+    before_tokens: int | None
+    after_tokens: int | None
     target_tokens: int | None = None
     resent_tokens: int | None = None
     trigger: str | None = None
@@ -58,8 +58,8 @@ class ProjectionRecord(Record):
             f.strings(payload, "call_ids"),
             f.strings(payload, "result_ids"),
             f.text(payload, "reason"),
-            f.integer(payload, "before_tokens"),
-            f.integer(payload, "after_tokens"),
+            f.int_or_none(payload, "before_tokens"),
+            f.int_or_none(payload, "after_tokens"),
             f.int_or_none(payload, "target_tokens"),
             f.int_or_none(payload, "resent_tokens"),
             f.text_or_none(payload, "trigger"),
@@ -79,14 +79,14 @@ class CheckpointRecord(Record):
     KIND: ClassVar[str] = "checkpoint"
     WRITTEN_BY: ClassVar[str] = "context engine"
 
-    number: int
+    number: int | None
     title: str
     text: str
     covers_through_seq: int
     tail_from_seq: int
     projected_result_ids: tuple[str, ...]
-    before_tokens: int
-    after_tokens: int
+    before_tokens: int | None
+    after_tokens: int | None
     target_tokens: int
     threshold_tokens: int | None
     usable_tokens: int | None
@@ -116,14 +116,14 @@ class CheckpointRecord(Record):
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
         return cls(
-            f.integer(payload, "number"),
+            f.int_or_none(payload, "number"),
             f.text(payload, "title"),
             f.text(payload, "text"),
             f.integer(payload, "covers_through_seq"),
             f.integer(payload, "tail_from_seq"),
             f.strings(payload, "projected_result_ids"),
-            f.integer(payload, "before_tokens"),
-            f.integer(payload, "after_tokens"),
+            f.int_or_none(payload, "before_tokens"),
+            f.int_or_none(payload, "after_tokens"),
             f.integer(payload, "target_tokens"),
             f.int_or_none(payload, "threshold_tokens"),
             f.int_or_none(payload, "usable_tokens"),

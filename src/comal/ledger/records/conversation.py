@@ -261,7 +261,7 @@ class ToolResult(Record):
     is_error: bool
     exit_code: int | None
     size_bytes: int | None
-    digest: str
+    digest: str | None
     media: tuple[JSONObject, ...] | None = None
     observed: JSONObject | None = None
     cut: JSONObject | None = None
@@ -321,7 +321,7 @@ class ToolResult(Record):
             bool(payload.get("is_error")),
             f.int_or_none(payload, "exit_code"),
             f.int_or_none(payload, "size_bytes"),
-            f.text(payload, "digest"),
+            f.text_or_none(payload, "digest"),
             f.objects_or_none(payload, "media"),
             f.obj_or_none(payload, "observed"),
             f.obj_or_none(payload, "cut"),

@@ -278,14 +278,14 @@ class SessionMoved(Record):
     WRITTEN_BY: ClassVar[str] = "CLI resume"
 
     from_: str
-    to: str
+    to: str | None
 
     def to_payload(self) -> JSONObject:
         return {"from": self.from_, "to": self.to}
 
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
-        return cls(f.text(payload, "from"), f.text(payload, "to"))
+        return cls(f.text(payload, "from"), f.text_or_none(payload, "to"))
 
 
 @dataclass(frozen=True, slots=True)
