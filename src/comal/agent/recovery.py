@@ -262,7 +262,7 @@ def _hold_uncertain(s: Session, entries: list[Entry]) -> int:
             args[call_id] = started.arguments
             if started.permission.get("decision") == "allow":
                 # A later allowed identical call (confirmed by the user) settles the doubt.
-                s.runner.release_uncertain(started.name, args[call_id])
+                s.runner.release_uncertain(started.name or "", args[call_id])
         elif entry.kind == "tool.result":
             result = ToolResult.from_entry(entry)
             if result.status == "uncertain":

@@ -172,7 +172,7 @@ def _unrestorable_call(entry: Entry) -> str | None:
     if entry.kind != "tool.started":
         return None
     started = ToolStarted.from_entry(entry)
-    name = started.name
+    name = started.name or ""
     if not (name == "Bash" or name.startswith("mcp__")):
         return None
     command = pf.text_or_none(started.arguments, "command")

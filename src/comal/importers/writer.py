@@ -20,6 +20,7 @@ from comal.importers.claude_code import parent_session_file
 from comal.importers.detect import parse_sessions
 from comal.importers.plan import ParsedSession, PlannedEntry
 from comal.ledger import Entry, Ledger
+from comal.ledger.records import SessionStarted
 from comal.messages import JSONObject, JSONValue
 
 
@@ -76,8 +77,8 @@ def write_session(
 
 def _origin(ledger: Ledger, session_id: str) -> JSONObject:
     started = ledger.entries(session_id, kinds=("session.started",))
-    origin = started[0].payload.get("origin") if started else None
-    return origin if isinstance(origin, dict) else {}
+    origin = SessionStarted.from_entry(started[0]).origin if started else None
+    return origin or {}
 
 
 def _imported(ledger: Ledger) -> dict[tuple[str, int], str]:

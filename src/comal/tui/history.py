@@ -12,6 +12,14 @@ from dataclasses import dataclass
 
 from comal.agent.tool_runner import call_summary
 from comal.ledger.entry import Entry
+from comal.ledger.records import (
+    AssistantMessage,
+    CheckpointRecord,
+    ProjectionRecord,
+    ToolResult,
+    ToolStarted,
+    UserMessage,
+)
 from comal.messages import ToolCallPart, message_from_json
 
 PAST_ITEMS_LIMIT = 60
@@ -30,8 +38,9 @@ class PastItem:
 
 
 def _message_text(entry: Entry) -> str:
-    raw = entry.payload.get("message")
-    if not isinstance(raw, dict):
+    record = UserMessage if entry.kind == "message.user" else AssistantMessage
+    raw = record.from_entry(entry).message
+    if raw is None:
         return ""
     try:
         return message_from_json(raw).text
@@ -50,34 +59,29 @@ def past_items(entries: Sequence[Entry], limit: int = PAST_ITEMS_LIMIT) -> tuple
     summaries: dict[str, str] = {}
     items: list[PastItem] = []
     for entry in entries:
-        p = entry.payload
         if entry.kind == "message.user":
             items.append(PastItem("user", _message_text(entry)))
         elif entry.kind == "message.assistant":
             text = _message_text(entry)
-            if p.get("finish") == "refusal":
+            if AssistantMessage.from_entry(entry).finish == "refusal":
                 items.append(PastItem("refused", text))
             elif text.strip():
                 items.append(PastItem("assistant", text))
         elif entry.kind == "tool.started":
-            call_id, name, args = p.get("call_id"), p.get("name"), p.get("arguments")
-            if isinstance(call_id, str) and isinstance(name, str):
-                call = ToolCallPart(call_id, name, args if isinstance(args, dict) else {})
-                summaries[call_id] = call_summary(call)
+            started = ToolStarted.from_entry(entry)
+            if started.call_id is not None and started.name is not None:
+                call = ToolCallPart(started.call_id, started.name, started.arguments)
+                summaries[started.call_id] = call_summary(call)
         elif entry.kind == "tool.result":
-            call_id, name, status = p.get("call_id"), p.get("name"), p.get("status")
-            code, size = p.get("exit_code"), p.get("size_bytes")
-            summary = summaries.get(call_id, str(name)) if isinstance(call_id, str) else str(name)
-            line = tool_line(
-                str(status),
-                code if isinstance(code, int) else None,
-                size if isinstance(size, int) else 0,
-            )
-            items.append(PastItem("tool", f"{summary} — {line}", status != "ok"))
+            result = ToolResult.from_entry(entry)
+            name = str(result.name)
+            summary = name if result.call_id is None else summaries.get(result.call_id, name)
+            line = tool_line(str(result.status), result.exit_code, result.size_bytes or 0)
+            items.append(PastItem("tool", f"{summary} — {line}", result.status != "ok"))
         elif entry.kind == "checkpoint":
-            items.append(PastItem("context", f"checkpoint #{p.get('number')} · {p.get('title')}"))
+            cp = CheckpointRecord.from_entry(entry)
+            items.append(PastItem("context", f"checkpoint #{cp.number} · {cp.title}"))
         elif entry.kind == "projection":
-            ids = p.get("call_ids")
-            count = len(ids) if isinstance(ids, list) else 0
+            count = len(ProjectionRecord.from_entry(entry).call_ids)
             items.append(PastItem("context", f"projection · {count} result(s) became references"))
     return tuple(items[-limit:])

@@ -212,7 +212,7 @@ class ToolStarted(Record):
     WRITTEN_BY: ClassVar[str] = "agent, importers"
 
     call_id: str | None
-    name: str
+    name: str | None
     arguments: JSONObject
     permission: JSONObject
     preparation: JSONObject | None = None
@@ -233,7 +233,7 @@ class ToolStarted(Record):
     def from_payload(cls, payload: JSONObject) -> Self:
         return cls(
             f.text_or_none(payload, "call_id"),
-            f.text(payload, "name"),
+            f.text_or_none(payload, "name"),
             f.obj(payload, "arguments"),
             f.obj(payload, "permission"),
             f.obj_or_none(payload, "preparation"),
