@@ -20,6 +20,7 @@ from comal.agent.session import Session, SessionOptions, open_session
 from comal.agent.session_facts import final_answer, render_state, session_state
 from comal.config import Config
 from comal.errors import ComalError, RefusedError
+from comal.ledger.records import WarningRecord
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.tools.base import Tool
@@ -62,7 +63,7 @@ async def run_session(
         return Outcome(session.id, "refused", "", exc)
     except ComalError as exc:
         status = standing_status or "failed"
-        session.record("warning", {"code": exc.code, "message": exc.message, "turn": "failed"})
+        session.write(WarningRecord(exc.code, exc.message, turn="failed"))
         session.ledger.set_status(session.id, status)
         session.emit(Failed(session.id, exc.code, exc.message))
         return Outcome(session.id, "failed", "", exc)

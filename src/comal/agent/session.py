@@ -28,7 +28,13 @@ from comal.config import Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.measure.anchors import Fingerprint, tools_digest
 from comal.ledger.entry import Entry
-from comal.ledger.records import SessionConfigured, SessionFinished, SessionResumed, SessionStarted
+from comal.ledger.records import (
+    SessionConfigured,
+    SessionFinished,
+    SessionResumed,
+    SessionStarted,
+    WarningRecord,
+)
 from comal.ledger.records.base import Record
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart, canonical_json
@@ -352,7 +358,7 @@ def open_session(
         then = "Bash is refused" if sandbox.config.required else "Bash runs unconfined"
         session.emit(Notice(SANDBOX_WARNING, f"no sandbox: {sandbox.unavailable}; {then}"))
     for notice in options.mcp_notices:
-        ledger.append(session_id, "warning", {"code": MCP_NOTICE, "message": notice.message})
+        ledger.append_record(session_id, WarningRecord(MCP_NOTICE, notice.message))
         session.emit(Notice(MCP_NOTICE, notice.message))
     if plugins.plugins or plugins.failures:
         record_plugins(ledger, session_id, plugins)

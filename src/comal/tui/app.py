@@ -44,6 +44,7 @@ from comal.agent.session import Session, SessionOptions, open_session, reconfigu
 from comal.agent.session_facts import open_calls, render_state, session_state
 from comal.config import Config, PermissionRule, add_workspace_rule
 from comal.errors import ComalError, CompactNotSmallerError, ConfigError
+from comal.ledger.records import CompactCancelled, CompactRequested
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
 from comal.providers.base import Provider
@@ -366,7 +367,7 @@ class ComalApp(App[int]):
         session = self.session
         if session is None or session.engine.pending_compaction() != "user":
             return
-        session.record("compact.cancelled", {"by": "user"})
+        session.write(CompactCancelled("user"))
         self.transcript.add_notice("◆ queued compaction cancelled", "context")
 
     async def action_quit(self) -> None:
@@ -434,7 +435,7 @@ class ComalApp(App[int]):
             self._rewind(session, command)
         elif command.name == "compact":
             if self.turn is not None:
-                session.record("compact.requested", {"by": "user"})
+                session.write(CompactRequested("user"))
                 self.transcript.add_notice(
                     "◆ compaction requested: it runs at the turn boundary", "context"
                 )

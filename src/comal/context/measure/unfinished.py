@@ -53,4 +53,4 @@ def append_discarded(
     record = ResponseDiscarded(
         reason, message_to_json(reply.message), reply.usage.to_json(), reserve
     )
-    ledger.append(session_id, record.KIND, record.to_payload())
+    ledger.append_record(session_id, record)

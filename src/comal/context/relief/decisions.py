@@ -77,7 +77,7 @@ def append_projection(
         trigger=trigger,
         options=_options(options),
     )
-    ledger.append(session_id, record.KIND, record.to_payload())
+    ledger.append_record(session_id, record)
 
 
 def append_checkpoint(
@@ -111,7 +111,7 @@ def append_checkpoint(
         trigger=by,
         options=_options(options),
     )
-    entry = ledger.append(session_id, record.KIND, record.to_payload())
+    entry = ledger.append_record(session_id, record)
     return checkpoint_of(entry)
 
 
@@ -129,7 +129,7 @@ def refuse_compaction(
         The error to raise or report (nothing else is appended).
     """
     record = CompactCancelled("engine", "not_smaller", requested_by, before, after)
-    ledger.append(session_id, record.KIND, record.to_payload())
+    ledger.append_record(session_id, record)
     return CompactNotSmallerError(
         f"compaction refused: a checkpoint would not make the view smaller (~{before:,} →"
         f" ~{after:,} tokens), as the history it would replace is already about as small as"

@@ -144,7 +144,7 @@ def record_deferral(
         need_tokens=found.need_tokens,
         options=(defer.to_json(), now.to_json()),
     )
-    ledger.append(session_id, DEFERRED_KIND, record.to_payload())
+    ledger.append_record(session_id, record)
 
 
 def relieve_now_option(land: int, fixed: int, budget: Budget, growth: Growth) -> Option:

@@ -81,4 +81,4 @@ def append_media_projection(
 ) -> None:
     """Record that the images of `ids` are shown by reference from now on."""
     record = ProjectionRecord((), (), reason, before, after, media_result_ids=tuple(ids))
-    ledger.append(session_id, record.KIND, record.to_payload())
+    ledger.append_record(session_id, record)
