@@ -86,7 +86,12 @@ class Anchor:
 
 def measured_input(payload: JSONObject) -> int | None:
     """new_input + cache_read + cache_write of a recorded reply's usage, or None when unknown."""
-    usage = AssistantMessage.from_payload(payload).usage
+    return measured_reply(AssistantMessage.from_payload(payload))
+
+
+def measured_reply(reply: AssistantMessage) -> int | None:
+    """As `measured_input`, of a reply's record."""
+    usage = reply.usage
     if usage is None:
         return None
     new = f.int_or_none(usage, "new_input")
@@ -135,7 +140,7 @@ class AnchorIndex:
             elif entry.kind == "provider.request":
                 self.requests[entry.id] = entry
             elif entry.kind == "message.assistant":
-                value = measured_input(entry.payload)
+                value = measured_reply(AssistantMessage.from_entry(entry))
                 if value is not None:
                     self.measured.append((entry, value))
         return self

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from comal.context.measure.anchors import measured_input
+from comal.context.measure.anchors import measured_reply
 from comal.errors import ContextLengthError
 from comal.ledger.entry import Entry
 from comal.ledger.records import AssistantMessage, ContextCalibrated
@@ -40,8 +40,9 @@ def measured_after(entries: Sequence[Entry], prepared_at: int) -> tuple[bool, in
     for entry in entries:
         if entry.kind != "message.assistant":
             continue
-        if AssistantMessage.from_entry(entry).request_entry == request.id:
-            return True, measured_input(entry.payload)
+        reply = AssistantMessage.from_entry(entry)
+        if reply.request_entry == request.id:
+            return True, measured_reply(reply)
     return False, None
 
 
