@@ -24,12 +24,12 @@ import httpx2
 from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
 from comal.agent.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.events import Notice, TextStreamed, TurnFinished
-from comal.agent.headless import Outcome, is_closed, run_headless
 from comal.agent.plugins import load_plugins
 from comal.agent.session import SessionOptions
 from comal.agent.session_facts import final_answer, render_state, session_state
 from comal.agent.tool_catalog import configured_mcp_tools
 from comal.agent.toolset import standard_tools
+from comal.agent.turns import Outcome, is_closed, run_headless
 from comal.cli.configuring import run_config
 from comal.cli.failures import explain
 from comal.cli.provider_choice import choose_provider

@@ -37,11 +37,11 @@ from comal.agent.children import Delegation, offers_delegation
 from comal.agent.cost import render_cost, session_cost
 from comal.agent.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.events import AgentEvent, ChildActivity, ToolFinished, ToolStarted, TurnStarted
-from comal.agent.headless import Outcome, resume_session, run_session
 from comal.agent.init_file import write_agents_md
 from comal.agent.rewind import apply_rewind, plan_rewind, turns
 from comal.agent.session import Session, SessionOptions, open_session, reconfigure
 from comal.agent.session_facts import open_calls, render_state, session_state
+from comal.agent.turns import Outcome, resume_session, run_session
 from comal.config import Config, PermissionRule, add_workspace_rule
 from comal.errors import ComalError, CompactNotSmallerError, ConfigError
 from comal.ledger.store import Ledger

@@ -1,4 +1,4 @@
-"""Running one task to completion without a terminal UI (`comal -p`, `comal demo`).
+"""The turn lifecycle for both front ends (`comal -p`, `comal demo`, the TUI).
 
 Opens (or resumes) the session under its lock, runs the turn, turns every ComalError into a
 `Failed` event plus a ledger entry, and always releases the lock. The session status follows
