@@ -1,33 +1,54 @@
 """The turn lifecycle for both front ends (`comal -p`, `comal demo`, the TUI).
 
-Opens (or resumes) the session under its lock, runs the turn, turns every ComalError into a
-`Failed` event plus a ledger entry, and always releases the lock. The session status follows
-the outcome: `finished` only through finish_call or a final answer, `refused` when the model
-declined (the session stays active), `failed` on errors,
-`interrupted` on cancellation — and every one of them stays resumable.
+Starting a turn, ending it, cancelling it and the user's compaction requests all happen here;
+the front ends call these functions and write no ledger entry themselves.
+
+- A turn runs on an open, locked session (`run_session`), or first settles what a resumed or
+  cancelled session left dangling (`resume_session`). Every ComalError becomes a `Failed` event
+  plus a `warning` entry marked `"turn": "failed"`.
+- The status is derived from the entries (`agent.session_status`): `finished` only through
+  finish_call, `active` after an answer or a refusal (the session stays open for another
+  message), `failed` when a turn of a session that never answered fails (a failed follow-up
+  leaves the earlier answer and status standing), `interrupted` when a turn was cancelled —
+  and every one of them stays resumable. This module writes the row, the status's index, at
+  each of those points.
+- A cancelled turn (`end_turn(cancelled=True)`) gives each call of its batch that never started
+  a `denied` receipt, so nothing the user stopped runs later; a `/compact` waiting for the turn
+  boundary is dropped with the cancel (`cancel_turn`).
+- `/compact` derives at once when no turn runs; during one it records `compact.requested`,
+  which the loop honours before its next model call, and whatever is still pending when the
+  turn ends is derived then. A compaction that would not make the view smaller is refused with
+  its figures (the engine records `compact.cancelled`), and the session goes on as it was.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from comal.agent.children import DELEGATION_TOOLS, Delegation, offers_delegation
 from comal.agent.events import Failed, Notice, TextStreamed, TurnFinished
 from comal.agent.loop import run_turn
 from comal.agent.recovery import recover
 from comal.agent.session import Session, SessionOptions, open_session
-from comal.agent.session_facts import final_answer, render_state, session_state
+from comal.agent.session_facts import final_answer, open_calls, render_state, session_state
+from comal.agent.session_status import FINISHED, index_running, index_status, lifecycle
 from comal.config import Config
-from comal.errors import ComalError, RefusedError
+from comal.context.engine import Checkpoint
+from comal.errors import ComalError, CompactNotSmallerError, RefusedError
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.tools.base import Tool
 
+CANCELLED_BEFORE_START = "cancelled by the user (Esc) before it started; it did not run"
+"""The receipt of a call the cancelled turn never started."""
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How a headless run ended."""
+    """How a turn ended."""
 
     session_id: str
     status: str
@@ -40,59 +61,34 @@ def _replies(session: Session) -> int:
     return len(session.ledger.entries(session.id, kinds=("message.assistant",)))
 
 
-async def run_session(
-    session: Session, prompt: str | None, *, standing_status: str | None = None
-) -> Outcome:
-    """Run one turn on an open session and record its end state.
+async def run_session(session: Session, prompt: str | None) -> Outcome:
+    """Run one turn on an open session and index the status it ends with.
 
     Args:
         session: an open, locked session.
         prompt: the user's message, or None to continue from the ledger.
-        standing_status: the status an already answered session had before this follow-up
-            turn; a failed follow-up records the failure and leaves that status (and the
-            earlier answer) standing instead of marking the session `failed`.
     """
+    ledger, sid = session.ledger, session.id
     replies_before = _replies(session)
+    index_running(ledger, sid)
     try:
         answer = await run_turn(session, prompt)
     except RefusedError as exc:
         # Not a failure of Comal's: the session stays open for another message.
-        session.ledger.set_status(session.id, "active")
-        session.emit(TurnFinished(session.id, "", _replies(session) - replies_before, "refused"))
-        return Outcome(session.id, "refused", "", exc)
+        index_status(ledger, sid, running=False)
+        session.emit(TurnFinished(sid, "", _replies(session) - replies_before, "refused"))
+        return Outcome(sid, "refused", "", exc)
     except ComalError as exc:
-        status = standing_status or "failed"
         session.record("warning", {"code": exc.code, "message": exc.message, "turn": "failed"})
-        session.ledger.set_status(session.id, status)
-        session.emit(Failed(session.id, exc.code, exc.message))
-        return Outcome(session.id, "failed", "", exc)
+        index_status(ledger, sid, running=False)
+        session.emit(Failed(sid, exc.code, exc.message))
+        return Outcome(sid, "failed", "", exc)
     except asyncio.CancelledError:
-        session.ledger.set_status(session.id, "interrupted")
+        index_status(ledger, sid, running=False)
         raise
-    status = session.ledger.session(session.id).status
-    if status not in ("finished",):
-        status = "answered"
-        session.ledger.set_status(session.id, "active")
-    session.emit(TurnFinished(session.id, answer, _replies(session) - replies_before, status))
-    return Outcome(session.id, status, answer, None)
-
-
-def is_closed(ledger: Ledger, session_id: str) -> bool:
-    """Whether the session is finished, by its status or by a `session.finished` entry newer
-    than its last user message (a crash can fall between that entry and the status update).
-    Reads only: a resumed run that holds the lock repairs the status."""
-    if ledger.session(session_id).status == "finished":
-        return True
-    tail = ledger.entries(session_id, kinds=("message.user", "session.finished"))
-    return bool(tail) and tail[-1].kind == "session.finished"
-
-
-def _closed(session: Session) -> bool:
-    if not is_closed(session.ledger, session.id):
-        return False
-    if session.ledger.session(session.id).status != "finished":
-        session.ledger.set_status(session.id, "finished")
-    return True
+    status = "finished" if index_status(ledger, sid, running=False) == FINISHED else "answered"
+    session.emit(TurnFinished(sid, answer, _replies(session) - replies_before, status))
+    return Outcome(sid, status, answer, None)
 
 
 async def resume_session(session: Session, prompt: str | None) -> Outcome:
@@ -106,16 +102,14 @@ async def resume_session(session: Session, prompt: str | None) -> Outcome:
         session: a resumed, locked session.
         prompt: a new user message, or None.
     """
-    standing: str | None = None
-    if _closed(session):
+    if lifecycle(session.ledger, session.id).status(running=False) == FINISHED:
         if prompt is None:
             answer = final_answer(session.ledger.entries(session.id)) or ""
             session.emit(TextStreamed(answer + "\n"))
             session.emit(Notice("STATE", render_state(session_state(session.ledger, session.id))))
             session.emit(TurnFinished(session.id, answer, 0, "finished"))
             return Outcome(session.id, "finished", answer, None)
-        standing = "finished"
-        session.ledger.set_status(session.id, "active")
+        index_running(session.ledger, session.id)  # recovery settles a reopened session
     report = await recover(session, continue_plan=prompt is None)
     if prompt is None and not report.needs_model_call:
         answer = report.last_answer or ""
@@ -123,9 +117,70 @@ async def resume_session(session: Session, prompt: str | None) -> Outcome:
         session.emit(Notice("NOTHING_TO_CONTINUE", detail))
         session.emit(TurnFinished(session.id, answer, 0, "answered"))
         return Outcome(session.id, "answered", answer, None)
-    if standing is None and report.last_answer and prompt is not None:
-        standing = session.ledger.session(session.id).status
-    return await run_session(session, prompt, standing_status=standing)
+    return await run_session(session, prompt)
+
+
+def start_turn(
+    session: Session, prompt: str, *, recover_first: bool
+) -> Coroutine[Any, Any, Outcome]:
+    """The turn to run for a message typed in the TUI: recovery first on a resumed session and
+    after a cancel."""
+    return resume_session(session, prompt) if recover_first else run_session(session, prompt)
+
+
+def cancel_turn(session: Session) -> bool:
+    """The user cancels the running turn: a `/compact` waiting for the turn boundary is dropped
+    with it (recorded as `compact.cancelled`). True when one was."""
+    if session.engine.pending_compaction() != "user":
+        return False
+    session.record("compact.cancelled", {"by": "user"})
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """What a `/compact` did: queued for the turn boundary, derived, refused or failed."""
+
+    checkpoint: Checkpoint | None = None
+    refused: str | None = None
+    """COMPACT_NOT_SMALLER's message with its figures (the view stays as it was)."""
+    failed: ComalError | None = None
+
+    @property
+    def queued(self) -> bool:
+        """Recorded as `compact.requested`: the running turn derives it at its boundary."""
+        return self.checkpoint is None and self.refused is None and self.failed is None
+
+
+def request_compaction(ledger: Ledger, session_id: str) -> None:
+    """Ask the process running the session to derive a checkpoint at its next turn boundary."""
+    ledger.append(session_id, "compact.requested", {"by": "user"})
+
+
+def compact(session: Session, *, running: bool) -> Compaction:
+    """`/compact`: derive now, or, while a turn runs, at its boundary."""
+    if running:
+        request_compaction(session.ledger, session.id)
+        return Compaction()
+    try:
+        return Compaction(checkpoint=session.engine.compact(by="user"))
+    except CompactNotSmallerError as exc:
+        return Compaction(refused=exc.message)
+    except ComalError as exc:
+        return Compaction(failed=exc)
+
+
+def end_turn(session: Session, *, cancelled: bool) -> Compaction | None:
+    """After a turn: a cancelled one's unstarted calls get their `denied` receipts; then a
+    compaction still pending is derived (None: none was)."""
+    if cancelled:
+        for open_call in open_calls(session.ledger.entries(session.id)):
+            if open_call.started is None:
+                # The user stopped the turn: these must not run later as "never started".
+                session.runner.refuse(open_call.call, CANCELLED_BEFORE_START, mode="cancel")
+    if session.engine.pending_compaction() is None:
+        return None
+    return compact(session, running=False)
 
 
 async def run_headless(
