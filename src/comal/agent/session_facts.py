@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
+from comal.agent.session_status import FINISHED, session_status
+from comal.agent.session_status import RECEIPT_KIND as RECEIPT_KIND
 from comal.context.relief.recorded import checkpoints
 from comal.ledger.entry import Entry
 from comal.ledger.locks import LockInfo
@@ -93,10 +95,6 @@ class UsageTotals:
     """Sum of the reported usage (None fields: never reported)."""
     estimated_input_tokens: int
     """Comal's own estimate for requests with no measured input (killed, failed, unreported)."""
-
-
-RECEIPT_KIND = "child.receipt"
-"""The entry that closes a child session with its exact receipt (see `agent.children`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +271,7 @@ def _child_summary(ledger: Ledger, child_id: str) -> ChildSummary:
     origin = SessionStarted.from_entry(started).origin if started is not None else None
     return ChildSummary(
         child_id,
-        info.status,
+        session_status(ledger, child_id),
         ChildReceipt.from_entry(receipts[-1]).status if receipts else None,
         None if origin is None else f.text_or_none(origin, "parent_call"),
         info.title,
@@ -290,12 +288,13 @@ def session_state(
         UnknownSessionError: no such session.
     """
     info = ledger.session(session_id)
+    status = session_status(ledger, session_id)
     entries = ledger.entries(session_id)
     latest = checkpoints(entries)
     cp = latest[-1] if latest else None
     return SessionState(
         id=info.id,
-        status=info.status,
+        status=status,
         title=info.title,
         cwd=info.cwd,
         model=info.model,
@@ -307,7 +306,7 @@ def session_state(
         evidence_count=sum(1 for e in entries if e.kind == "tool.result"),
         usage=usage_totals(entries),
         cost=session_cost(entries, prices or {}),
-        final_answer=final_answer(entries) if info.status == "finished" else None,
+        final_answer=final_answer(entries) if status == FINISHED else None,
         last_answer=last_answer(entries),
         children=tuple(_child_summary(ledger, c) for c in ledger.children(session_id)),
     )

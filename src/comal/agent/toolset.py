@@ -7,6 +7,7 @@ which tools may not import; they receive small reader/recorder objects built her
 from __future__ import annotations
 
 from comal.agent.session_facts import board_of, recorded_calls
+from comal.agent.session_status import index_status
 from comal.evidence.read import LedgerEvidenceReader
 from comal.ledger.records import BoardUpdated, SessionFinished
 from comal.ledger.store import Ledger
@@ -52,16 +53,16 @@ class LedgerBook:
         return recorded_calls(self.ledger.entries(self.session_id, kinds=CALL_KINDS))
 
     def record_finish(self, answer: str, checks: tuple[CheckRun, ...]) -> None:
-        """Append `session.finished`, then mark the session finished.
+        """Append `session.finished`, then index the status it derives (`finished`).
 
-        The entry comes first: a crash between the two leaves the entry, from which resume
-        sees the session as finished (the status row follows the data, never the reverse).
+        The entry comes first: a crash between the two leaves the entry, from which the status
+        is derived anyway (the row is an index of the data, never the reverse).
         """
         runs: tuple[JSONObject, ...] = tuple(
             {"command": c.command, "exit_code": c.exit_code, "passed": c.passed} for c in checks
         )
         self.ledger.append_record(self.session_id, SessionFinished(answer, runs))
-        self.ledger.set_status(self.session_id, "finished")
+        index_status(self.ledger, self.session_id, running=False)
 
 
 def session_tools(
