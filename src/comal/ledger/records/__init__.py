@@ -35,11 +35,14 @@ from comal.ledger.records.conversation import (
     ToolStarted,
     UserMessage,
 )
-from comal.ledger.records.session import (
+from comal.ledger.records.process import (
     ChildReceipt,
     HookRun,
     LockAcquired,
     LockReclaimed,
+    WarningRecord,
+)
+from comal.ledger.records.session import (
     SessionConfigured,
     SessionFinished,
     SessionForked,
@@ -49,7 +52,6 @@ from comal.ledger.records.session import (
     SessionRewound,
     SessionStarted,
     SessionTools,
-    WarningRecord,
 )
 
 __all__ = [
