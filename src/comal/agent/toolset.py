@@ -7,6 +7,7 @@ which tools may not import; they receive small reader/recorder objects built her
 from __future__ import annotations
 
 from comal.agent.session_facts import board_of, recorded_calls
+from comal.context.view.pairing import PAIRING_KINDS
 from comal.evidence.read import LedgerEvidenceReader
 from comal.ledger.store import Ledger
 from comal.tools.base import Tool, default_tools
@@ -15,7 +16,8 @@ from comal.tools.evidence import EvidenceReadTool
 from comal.tools.finish import CheckRun, FinishTool
 from comal.tools.plugin import FinishCheck, RecordedCall
 
-CALL_KINDS = ("tool.started", "tool.result")
+CALL_KINDS = PAIRING_KINDS
+"""What `recorded_calls` reads: calls, their receipts and results (paired by `pairing`)."""
 
 
 def standard_tools() -> list[Tool]:
