@@ -105,7 +105,7 @@ class Pairing:
         """Per call id, the message call sites still waiting on it, oldest first."""
         self._bare: dict[str, list[int]]
         """Per call id, the bare starts still waiting on it, oldest first."""
-        self._by_result: dict[str, int]
+        self._by_entry: dict[str, int]
         self._superseded: set[str]
         self._taken: list[Entry]
         """Every entry taken (of `PAIRING_KINDS`), to pair again after a supersede."""
@@ -119,7 +119,7 @@ class Pairing:
         other._by_message = dict(self._by_message)
         other._waiting = {k: list(v) for k, v in self._waiting.items()}
         other._bare = {k: list(v) for k, v in self._bare.items()}
-        other._by_result = dict(self._by_result)
+        other._by_entry = dict(self._by_entry)
         other._superseded = set(self._superseded)
         other._taken = list(self._taken)
         return other
@@ -154,9 +154,9 @@ class Pairing:
         """The call sites of an assistant message, in call order (none when superseded)."""
         return [self.sites[i] for i in self._by_message.get(message.id, ())]
 
-    def site_of(self, result: Entry) -> CallSite | None:
-        """The call a `tool.result` answers; None when it is orphaned."""
-        index = self._by_result.get(result.id)
+    def site_of(self, entry: Entry) -> CallSite | None:
+        """The call a `tool.result` answers (None: orphaned) or a `tool.started` belongs to."""
+        index = self._by_entry.get(entry.id)
         return None if index is None else self.sites[index]
 
     def ran_arguments(self, result: Entry) -> JSONObject:
@@ -193,12 +193,14 @@ class Pairing:
             fresh = [i for i in candidates if self.sites[i].started is None]
             index = (fresh or candidates)[0]
             self.sites[index] = replace(self.sites[index], started=entry)
+            self._by_entry[entry.id] = index
             return
         name = entry.payload.get("name")
         raw = entry.payload.get("arguments")
         call = ToolCallPart(
             call_id, name if isinstance(name, str) else "tool", raw if isinstance(raw, dict) else {}
         )
+        self._by_entry[entry.id] = len(self.sites)
         self._bare.setdefault(call_id, []).append(len(self.sites))
         self.sites.append(CallSite(call, None, 0, started=entry))
 
@@ -214,7 +216,7 @@ class Pairing:
             self.orphans.append(entry)
             return
         self.sites[index] = replace(self.sites[index], result=entry)
-        self._by_result[entry.id] = index
+        self._by_entry[entry.id] = index
 
     def _discarded(self, entry: Entry) -> bool:
         target = entry.payload.get("entry")
@@ -242,7 +244,7 @@ class Pairing:
         self._by_message = {}
         self._waiting = {}
         self._bare = {}
-        self._by_result = {}
+        self._by_entry = {}
         self._superseded = set()
         self._taken = []
 
