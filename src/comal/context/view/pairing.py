@@ -1,8 +1,9 @@
 """Which call each `tool.started` and `tool.result` belongs to: the one pairing rule.
 
-The conversation view, the work state a checkpoint carries, `/state` and recovery all read
-calls and their results through this module, so a checkpoint names the pairing of the view it
-summarises and recovery settles exactly the calls `/state` lists as pending.
+The conversation view, the work state a checkpoint carries, `/state`, recovery, `/rewind`, the
+export, the TUI's past items and EvidenceRead all read calls and their results through this
+module, so a checkpoint names the pairing of the view it summarises and recovery settles
+exactly the calls `/state` lists as pending.
 
 A *call site* is one tool call of a recorded `message.assistant` (its position among the
 message's calls), or a call known only from its `tool.started` receipt (a *bare* start: a call
@@ -10,8 +11,9 @@ the runner made on its own behalf, such as a delegated `Write`). The rule:
 
 - A `tool.result` answers the most recent assistant message still waiting on its call id (in
   that message, its first call with that id still waiting). Providers reuse call ids across
-  turns (`call_0`, `toolu_1`…): "the latest call with that id" would pair a late result of an
-  earlier turn with a newer call, and "the first call with that id" would pair a new result
+  turns (`call_0` every turn): "the latest call with that id" pairs a result with a call of a
+  later turn (the work state read results that way once, so its checkpoint described a read
+  of one turn as the edit of the next), and "the first call with that id" pairs a new result
   with a call answered turns ago. A message waits only on the calls it has not had an answer
   for, so a result never answers a call twice, and never a call recorded after it.
 - A `tool.started` marks the call the next result for its id would answer (the first of those
@@ -23,9 +25,9 @@ the runner made on its own behalf, such as a delegated `Write`). The rule:
   orphans answer nothing, stay in the ledger (EvidenceRead reaches them) and never enter the
   conversation.
 - An assistant message a `response.discarded` names (its optional `entry`) is superseded: it
-  waits on nothing. When such an entry names a message that already had a start or a result,
-  everything is paired again from the start (`Pairing.take` says so), so an incremental
-  pairing always equals the pairing of all its entries read at once.
+  waits on nothing, even when the `response.discarded` comes after it: everything is then
+  paired again without it (`Pairing.take` says when an earlier pairing changed), so an
+  incremental pairing always equals the pairing of all its entries read at once.
 
 Pure: a function of the entries, in ledger order.
 """
