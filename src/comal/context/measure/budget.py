@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from comal.errors import ContextOverheadError
 from comal.ledger.entry import Entry
 from comal.messages import JSONValue
 
@@ -209,6 +210,36 @@ def overhead_message(asm: Assembly, budget: Budget, fixed: int) -> str:
         " conversation). Nothing was sent. Offer fewer tools or shorter instructions, or"
         " configure a window the backend really supports (--context-window)."
     )
+
+
+def max_output(budget: Budget, estimate: int, settings: EngineSettings) -> int:
+    """The output a request of `estimate` input tokens asks for: all the window leaves
+    beside it and the margin, at least the reserve, at most the model's and the
+    configured maximum.
+
+    The reserve is what the budget keeps free (it moves the threshold); the reply itself
+    may use every token the window has left. Asking for only the reserve would cut, by
+    `length`, every reply longer than the session's earlier ones, each cut paid for with
+    its thrown-away output and a re-ask, while the room to hold it was there.
+    """
+    cap = settings.max_output_tokens
+    if settings.output_reserve_tokens is not None:
+        cap = min(cap, settings.output_reserve_tokens)
+    room = budget.window - budget.margin - estimate
+    return max(1, min(cap, max(budget.output_reserve, room)))
+
+
+def check_overhead(asm: Assembly, budget: Budget, fixed: int, max_output_tokens: int) -> None:
+    """Refuse a window the fixed parts (`fixed`, calibrated) leave no room in.
+
+    Raises:
+        ContextOverheadError: the fixed parts, twice the reserve and the margin exceed it.
+    """
+    # The reserve shrinks to fit a small window, but not below a useful reply: the fixed
+    # parts must leave room for the floor and as much again for the conversation.
+    least = min(RESERVE_FLOOR, max_output_tokens)
+    if fixed + max(budget.output_reserve, least) * 2 + budget.margin > budget.window:
+        raise ContextOverheadError(overhead_message(asm, budget, fixed))
 
 
 def no_fit_message(tokens: int, budget: Budget, session_id: str) -> str:
