@@ -6,6 +6,13 @@ appends a `projection` (stage 1) or a `checkpoint` (stage 2) entry before return
 to send. Every decision is an entry, and the view is a pure function of the entries, so a
 resumed session rebuilds byte-identical requests.
 
+The engine is a façade: it holds the caches (entries read incrementally, the conversation
+index, the incremental view builder, memoized counts and scans) and wires the rooms together.
+What is measured is measured in `measure/` (budget, reserve, calibration, anchors), the view is
+built in `view/`, and every pressure decision is made in `relief/` from plain values
+(`ReliefInputs`) the engine gathers; the engine appends what the decision returns. `/context`
+renders from `snapshot()` (`report.py`).
+
 Invariants:
 - `prepare()` never returns a view that does not fit: it raises `ContextOverheadError` when the
   fixed parts alone cannot fit, and `ContextPressureLoopError` when derivations stop making
@@ -33,9 +40,9 @@ from comal.context.measure.anchors import (
 from comal.context.measure.budget import (
     Budget,
     EngineSettings,
+    check_grown_reserve,
     check_overhead,
     default_margin,
-    discarded_preview,
     max_output,
     no_fit_message,
     reserve_room,
@@ -46,10 +53,9 @@ from comal.context.measure.budget import (
 )
 from comal.context.measure.calibration import (
     PROVIDER_WINDOW_SOURCE,
-    RECALIBRATE_SHIFT,
-    calibration_payload,
+    context_length_payload,
     provider_window,
-    refused_size,
+    server_count_payload,
     usage_calibration,
 )
 from comal.context.measure.tokens import (
@@ -105,7 +111,6 @@ from comal.errors import (
     ContextLengthError,
     ContextPressureLoopError,
     InvariantError,
-    OutputLengthError,
 )
 from comal.ids import now_ms
 from comal.ledger.bulk import BULK_ENTRIES, paused_gc
@@ -356,21 +361,8 @@ class ContextEngine:
         asm = self.assemble(state)
         floor = deepest(self._inputs(self.budget(), state, asm))
         beside = window - self.margin(window) - floor
-        if new <= last or new > beside:
-            limits = [f"model max output {self.settings.max_output_tokens:,}"]
-            if self.settings.output_reserve_tokens is not None:
-                limits.append(
-                    f"configured output_reserve_tokens {self.settings.output_reserve_tokens:,}"
-                )
-            room = reserve_room(window, self.fixed_tokens(), self.margin(window))
-            limits.append(f"half of what the {window:,}-token window leaves: {room:,}")
-            limits.append(f"beside the smallest context a checkpoint leaves: {max(beside, 0):,}")
-            raise OutputLengthError(
-                f"the reply was cut at the output limit ({last:,} tokens) and no larger reserve"
-                f" fits ({'; '.join(limits)}). The partial reply is kept in the ledger as"
-                f" discarded{discarded_preview(self._entries)}. Ask for smaller steps, or use a"
-                " larger window or output limit."
-            )
+        room = reserve_room(window, self.fixed_tokens(), self.margin(window))
+        check_grown_reserve(new, last, beside, room, window, self.settings, self._entries)
         return new
 
     def on_unfinished(self, reply: ModelReply, reserve: int) -> Discarded | None:
@@ -527,6 +519,11 @@ class ContextEngine:
             deferred=deferred_since(self._of_kinds(DEFERRED_KIND), last_event),
         )
 
+    def relief_inputs(self) -> ReliefInputs:
+        """What a pressure decision on the recorded view would read now (appends nothing)."""
+        state = self.state()
+        return self._inputs(self.budget(), state, self.assemble(state))
+
     def _record(
         self,
         inputs: ReliefInputs,
@@ -586,8 +583,7 @@ class ContextEngine:
             CompactNotSmallerError: a person asked and the view would not get smaller.
             ContextPressureLoopError: an automatic derivation after two without progress.
         """
-        state = self.state()
-        return self._compact(self._inputs(self.budget(), state, self.assemble(state)), by)
+        return self._compact(self.relief_inputs(), by)
 
     def snapshot(self) -> EngineSnapshot:
         """The next request's figures as plain values (appends nothing)."""
@@ -651,12 +647,9 @@ class ContextEngine:
         Returns:
             Whether a `context.calibrated` entry (source `server_count`) was appended.
         """
-        if measured <= 0 or counted <= 0:
+        payload = server_count_payload(self.model, measured, counted, self.ratio())
+        if payload is None:
             return False
-        ratio = measured / counted
-        if abs(ratio / self.ratio() - 1) <= RECALIBRATE_SHIFT:
-            return False
-        payload = calibration_payload(self.model, ratio, measured, counted, "server_count")
         self.ledger.append(self.session_id, "context.calibrated", payload)
         return True
 
@@ -671,17 +664,7 @@ class ContextEngine:
         """
         counted = self._last_counted[1] if self._last_counted else self.assemble().total_tokens
         window = self.window()[0]
-        measured = refused_size(error, window)
-        # A count the provider reported is a measurement: the ratio follows it either way. A
-        # refusal without numbers only proves a lower bound, so the ratio can only grow.
-        ratio = measured / max(counted, 1)
-        if error.reported_tokens is None:
-            ratio = max(ratio, self.ratio())
-        limit = error.limit_tokens
-        stated = limit if limit is not None and 0 < limit < window else None
-        payload = calibration_payload(
-            self.model, ratio, measured, counted, "context_length", stated
-        )
+        payload = context_length_payload(self.model, error, counted, window, self.ratio())
         self.ledger.append(self.session_id, "context.calibrated", payload)
         if error.fixable_by_output_reserve:
             self._send_cap = self.output_reserve()

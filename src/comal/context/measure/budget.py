@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from comal.errors import ContextOverheadError
+from comal.errors import ContextOverheadError, OutputLengthError
 from comal.ledger.entry import Entry
 from comal.messages import JSONValue
 
@@ -240,6 +240,37 @@ def check_overhead(asm: Assembly, budget: Budget, fixed: int, max_output_tokens:
     least = min(RESERVE_FLOOR, max_output_tokens)
     if fixed + max(budget.output_reserve, least) * 2 + budget.margin > budget.window:
         raise ContextOverheadError(overhead_message(asm, budget, fixed))
+
+
+def check_grown_reserve(
+    new: int,
+    last: int,
+    beside: int,
+    room: int,
+    window: int,
+    settings: EngineSettings,
+    entries: Sequence[Entry],
+) -> None:
+    """Refuse a reserve grown after an OUTPUT_LENGTH that is no larger than the one cut at
+    (`last`), or does not fit `beside` the deepest cut a checkpoint could make.
+
+    Raises:
+        OutputLengthError: the reserve that overflowed was already the largest possible; it
+            names every limit (`room`: half of what the window leaves beside the fixed parts).
+    """
+    if last < new <= beside:
+        return
+    limits = [f"model max output {settings.max_output_tokens:,}"]
+    if settings.output_reserve_tokens is not None:
+        limits.append(f"configured output_reserve_tokens {settings.output_reserve_tokens:,}")
+    limits.append(f"half of what the {window:,}-token window leaves: {room:,}")
+    limits.append(f"beside the smallest context a checkpoint leaves: {max(beside, 0):,}")
+    raise OutputLengthError(
+        f"the reply was cut at the output limit ({last:,} tokens) and no larger reserve"
+        f" fits ({'; '.join(limits)}). The partial reply is kept in the ledger as"
+        f" discarded{discarded_preview(entries)}. Ask for smaller steps, or use a"
+        " larger window or output limit."
+    )
 
 
 def no_fit_message(tokens: int, budget: Budget, session_id: str) -> str:
