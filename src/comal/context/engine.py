@@ -460,6 +460,7 @@ class ContextEngine:
                 # The queued request is dropped (recorded); pressure is judged as usual.
                 refusal = exc.message
                 requested = None
+                inputs = self._inputs(budget, state, asm)
         if requested is None:
             media = relieve_media(inputs)
             if media is not None:
@@ -503,7 +504,7 @@ class ContextEngine:
             state=state,
             asm=asm,
             estimate=self.estimate(asm, state)[0] if estimate is None else estimate,
-            entries=self._entries,
+            entries=tuple(self._entries),
             blocks=self.conversation(),
             fixed=self.fixed,
             texts=self.texts(),
