@@ -229,7 +229,10 @@ class ContextEngine:
 
     def conversation(self) -> list[Block]:
         """The conversation blocks of the session, rebuilt only when the ledger grew."""
-        entries = self.entries()
+        return self._blocks_of(self.entries())
+
+    def _blocks_of(self, entries: list[Entry]) -> list[Block]:
+        """The blocks of `entries` (the engine's entries as just read)."""
         last = entries[-1].seq if entries else 0
         if last != self._blocks_seq:
             # A resumed session indexes all its entries at once: only live objects are made.
@@ -491,27 +494,28 @@ class ContextEngine:
         self._send_cap = None
         return view
 
-    def _inputs(
-        self, budget: Budget, state: ViewState, asm: Assembly, estimate: int | None = None
-    ) -> ReliefInputs:
-        """The plain values a pressure decision reads (`relief/inputs.py`)."""
-        self.entries()
+    def _inputs(self, budget: Budget, state: ViewState, asm: Assembly) -> ReliefInputs:
+        """The plain values a pressure decision reads (`relief/inputs.py`), gathered after
+        one read of the ledger (the scans below are of what it read)."""
+        entries = self.entries()
+        ratio = self.ratio()
         number = state.checkpoint.number if state.checkpoint else 0
+        anchor = self._anchors.find(self.fingerprint.with_checkpoint(number or None))
         events = self._of_kinds("projection", "checkpoint")
         last_event = events[-1].seq if events else 0
         return ReliefInputs(
             budget=budget,
             state=state,
             asm=asm,
-            estimate=self.estimate(asm, state)[0] if estimate is None else estimate,
-            entries=tuple(self._entries),
-            blocks=self.conversation(),
+            estimate=asm.estimate(anchor, ratio, exact=self.counter.exact)[0],
+            entries=tuple(entries),
+            blocks=self._blocks_of(entries),
             fixed=self.fixed,
             texts=self.texts(),
             counter=self.counter,
-            ratio=self.ratio(),
-            anchor=self._anchor(number or None),
-            next_anchor=self._anchor(number + 1),
+            ratio=ratio,
+            anchor=anchor,
+            next_anchor=self._anchors.find(self.fingerprint.with_checkpoint(number + 1)),
             vision=self.settings.vision,
             media_budget_tokens=media_budget(budget.window, self.settings.media_budget_tokens),
             cache_ttl_s=self.settings.cache_ttl_s,
