@@ -267,7 +267,9 @@ class ContextEngine:
 
     def texts(self) -> ResultTexts:
         """Memoized result renderings for this engine's settings."""
-        window = self.window()[0]
+        return self._texts_for(self.window()[0])
+
+    def _texts_for(self, window: int) -> ResultTexts:
         if self._texts is None or self._texts[0] != window:
             usable = window - 4_096 - default_margin(window)
             texts = ResultTexts(
@@ -496,9 +498,11 @@ class ContextEngine:
 
     def _inputs(self, budget: Budget, state: ViewState, asm: Assembly) -> ReliefInputs:
         """The plain values a pressure decision reads (`relief/inputs.py`), gathered after
-        one read of the ledger (the scans below are of what it read)."""
-        entries = self.entries()
-        ratio = self.ratio()
+        one read of the ledger (the scans below are of what it read; `budget` was just
+        computed, so its window is the one in force). They are used at once:
+        after the engine appends anything, it gathers them again."""
+        ratio = self.ratio()  # reads the ledger's new entries first
+        entries = self._entries
         number = state.checkpoint.number if state.checkpoint else 0
         anchor = self._anchors.find(self.fingerprint.with_checkpoint(number or None))
         events = self._of_kinds("projection", "checkpoint")
@@ -508,10 +512,10 @@ class ContextEngine:
             state=state,
             asm=asm,
             estimate=asm.estimate(anchor, ratio, exact=self.counter.exact)[0],
-            entries=tuple(entries),
+            entries=entries,
             blocks=self._blocks_of(entries),
             fixed=self.fixed,
-            texts=self.texts(),
+            texts=self._texts_for(budget.window),
             counter=self.counter,
             ratio=ratio,
             anchor=anchor,

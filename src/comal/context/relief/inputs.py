@@ -6,9 +6,10 @@ returns (`relieve.py`, `triggers.py`). Same inputs ⇒ same decision.
 
 `texts` and `counter` are the engine's memoized readers (result renderings, token counts):
 deterministic functions of the ledger's bytes, shared so that trial views of a decision cost
-no more than the recorded one. `entries` are the session's entries when gathered, `blocks` the
-engine's conversation blocks (a list it replaces when the ledger grows, never changes; the
-checkpoint text is memoized by that object). The clock is read once, by the engine (`now_ms`).
+no more than the recorded one. `entries` and `blocks` are the engine's lists as read when the
+inputs were gathered (not copied: a decision runs at once, and the engine gathers anew after it
+appends anything; the checkpoint text is memoized by the blocks object). The clock is read
+once, by the engine (`now_ms`).
 """
 
 from __future__ import annotations
