@@ -16,9 +16,9 @@ from typing import Any
 import httpx2
 import pytest
 
-from comal.agent.headless import run_headless
 from comal.agent.session import SessionOptions
 from comal.agent.toolset import standard_tools
+from comal.agent.turns import run_headless
 from comal.config import Config, ContextConfig, ProviderConfig
 from comal.context.view.build import IMAGE_TOKENS
 from comal.ledger.store import Ledger

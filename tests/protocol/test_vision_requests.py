@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from comal.agent.headless import run_headless
 from comal.agent.session import SessionOptions, engine_settings, open_session
 from comal.agent.toolset import standard_tools
+from comal.agent.turns import run_headless
 from comal.cli.cmd_context import recorded_engine
 from comal.config import Config, ProviderConfig
 from comal.ledger.store import Ledger
