@@ -39,6 +39,7 @@ from comal.agent.session import Session
 from comal.agent.session_facts import OpenCall, board_of, last_answer, open_calls, recorded_calls
 from comal.agent.tool_runner import call_summary, media_json
 from comal.agent.toolset import CALL_KINDS
+from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
 from comal.ledger.records import ToolResult, UserMessage
 from comal.ledger.records import ToolStarted as StartedRecord
@@ -254,20 +255,18 @@ async def _rebuild(s: Session, call: OpenCall, started: Entry) -> RecoveredCall 
 
 def _hold_uncertain(s: Session, entries: list[Entry]) -> int:
     """Hand every still-uncertain (tool, arguments) to the runner's insistence guard."""
-    args: dict[str, JSONObject] = {}
+    pairing = pair(entries)
     for entry in entries:
         if entry.kind == "tool.started":
             started = StartedRecord.from_entry(entry)
-            call_id = started.call_id or ""
-            args[call_id] = started.arguments
             if started.permission.get("decision") == "allow":
                 # A later allowed identical call (confirmed by the user) settles the doubt.
-                s.runner.release_uncertain(started.name or "", args[call_id])
+                s.runner.release_uncertain(started.name or "", started.arguments)
         elif entry.kind == "tool.result":
             result = ToolResult.from_entry(entry)
             if result.status == "uncertain":
-                name = result.name or ""
-                s.runner.hold_uncertain(name, args.get(result.call_id or "", {}), entry.id)
+                args = pairing.ran_arguments(entry)
+                s.runner.hold_uncertain(result.name or "", args, entry.id)
     return s.runner.held_uncertain
 
 

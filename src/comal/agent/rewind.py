@@ -18,6 +18,7 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from comal.context.view.pairing import CallSite, pair
 from comal.errors import LedgerError, RewindError, ToolError
 from comal.ledger.entry import Entry
 from comal.ledger.history import REWOUND_KIND
@@ -132,13 +133,13 @@ def _prepared(entry: Entry) -> tuple[str, str | None, str] | None:
 
 def file_events(entries: list[Entry]) -> list[FileEvent]:
     """Every change of a file in `entries` (in the order they happened)."""
-    statuses = _result_status(entries)
+    pairing = pair(entries)
     found = []
     for entry in entries:
         prepared = _prepared(entry)
         if prepared is not None:
             path, before, intended = prepared
-            status = statuses.get(ToolStarted.from_entry(entry).call_id)
+            status = _result_status(pairing.site_of(entry))
             after: frozenset[str | None] = frozenset({intended})
             if status is None or status == "uncertain":
                 after = frozenset({before, intended})
@@ -161,10 +162,11 @@ def file_events(entries: list[Entry]) -> list[FileEvent]:
     return found
 
 
-def _result_status(entries: list[Entry]) -> dict[str | None, str]:
-    """Each call's result status by call id (a missing id or status as its own value)."""
-    results = [ToolResult.from_entry(e) for e in entries if e.kind == "tool.result"]
-    return {r.call_id: str(r.status) for r in results}
+def _result_status(site: CallSite | None) -> str | None:
+    """The status of the result of a started call (None: no result recorded)."""
+    if site is None or site.result is None:
+        return None
+    return str(ToolResult.from_entry(site.result).status)
 
 
 def _unrestorable_call(entry: Entry) -> str | None:

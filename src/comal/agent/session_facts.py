@@ -4,9 +4,9 @@
 (dangling `tool.started` receipts, calls never started), never kept in a flag. Everything here
 is a pure function of the entries plus, for `session_state`, the session row and its lock.
 
-Calls are paired the way the conversation view pairs them: a `tool.result` (or `tool.started`)
-belongs to the most recent assistant message still waiting on its call id, so providers that
-reuse call ids across turns are handled.
+Calls are paired by `context.view.pairing`, the rule the conversation view and the work state
+use: a `tool.result` (or `tool.started`) belongs to the most recent assistant message still
+waiting on its call id, so providers that reuse call ids across turns are handled.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
 from comal.agent.session_status import FINISHED, session_status
 from comal.agent.session_status import RECEIPT_KIND as RECEIPT_KIND
 from comal.context.relief.recorded import checkpoints
+from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
 from comal.ledger.locks import LockInfo
 from comal.ledger.records import (
@@ -29,7 +30,6 @@ from comal.ledger.records import (
     SessionFinished,
     SessionStarted,
     ToolResult,
-    ToolStarted,
 )
 from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
@@ -41,26 +41,23 @@ from comal.usage import Price, Usage
 
 def recorded_calls(entries: Sequence[Entry]) -> tuple[RecordedCall, ...]:
     """Calls with a result, in result order: name, arguments, status and `observed`."""
-    arguments: dict[str, JSONObject] = {}
+    pairing = pair(entries)
     out: list[RecordedCall] = []
     for entry in entries:
-        if entry.kind == "tool.started":
-            started = ToolStarted.from_entry(entry)
-            if started.call_id is not None:
-                arguments[started.call_id] = started.arguments
-        elif entry.kind == "tool.result":
-            result = ToolResult.from_entry(entry)
-            if result.call_id is None:
-                continue
-            out.append(
-                RecordedCall(
-                    result.call_id,
-                    result.name or "",
-                    arguments.get(result.call_id, {}),
-                    result.status or "",
-                    result.observed or {},
-                )
+        if entry.kind != "tool.result":
+            continue
+        result = ToolResult.from_entry(entry)
+        if result.call_id is None:
+            continue
+        out.append(
+            RecordedCall(
+                result.call_id,
+                result.name or "",
+                pairing.ran_arguments(entry),
+                result.status or "",
+                result.observed or {},
             )
+        )
     return tuple(out)
 
 
@@ -141,16 +138,6 @@ class SessionState:
         return board_is_open(self.board)
 
 
-def _tool_calls(entry: Entry) -> tuple[ToolCallPart, ...]:
-    raw = AssistantMessage.from_entry(entry).message
-    if raw is None:
-        return ()
-    try:
-        return message_from_json(raw).tool_calls
-    except (ValueError, KeyError):
-        return ()
-
-
 def _assistant_text(entry: Entry) -> str | None:
     raw = AssistantMessage.from_entry(entry).message
     if raw is None:
@@ -168,31 +155,11 @@ def _superseded(entries: Sequence[Entry]) -> set[str]:
 
 def open_calls(entries: Sequence[Entry]) -> tuple[OpenCall, ...]:
     """Calls of recorded assistant messages without a result, in ledger order."""
-    superseded = _superseded(entries)
-    # Per call id, the open calls waiting on it (oldest first); the newest answers first.
-    waiting: dict[str, list[int]] = {}
-    calls: list[ToolCallPart] = []
-    started: list[Entry | None] = []
-    done: list[bool] = []
-    for entry in entries:
-        if entry.kind == "message.assistant" and entry.id not in superseded:
-            for call in _tool_calls(entry):
-                waiting.setdefault(call.call_id, []).append(len(calls))
-                calls.append(call)
-                started.append(None)
-                done.append(False)
-        elif entry.kind in ("tool.started", "tool.result"):
-            record = (ToolStarted if entry.kind == "tool.started" else ToolResult).from_entry(entry)
-            owners = waiting.get(record.call_id or "")
-            if not owners:
-                continue
-            index = owners[-1]
-            if entry.kind == "tool.started":
-                started[index] = entry
-            else:
-                done[index] = True
-                owners.pop()
-    return tuple(OpenCall(c, s) for c, s, d in zip(calls, started, done, strict=True) if not d)
+    return tuple(
+        OpenCall(site.call, site.started)
+        for site in pair(entries).sites
+        if site.message is not None and site.result is None
+    )
 
 
 def board_of(entries: Sequence[Entry]) -> tuple[Criterion, ...]:
@@ -205,20 +172,23 @@ def board_of(entries: Sequence[Entry]) -> tuple[Criterion, ...]:
 
 def uncertain_calls(entries: Sequence[Entry]) -> tuple[UncertainCall, ...]:
     """Every `uncertain` result, with the call's arguments from its `tool.started` receipt."""
-    args: dict[str, JSONObject] = {}
+    pairing = pair(entries)
     out: list[UncertainCall] = []
     for entry in entries:
-        if entry.kind == "tool.started":
-            started = ToolStarted.from_entry(entry)
-            args[started.call_id or ""] = started.arguments
-        elif entry.kind == "tool.result":
-            result = ToolResult.from_entry(entry)
-            if result.status != "uncertain":
-                continue
-            call_id = result.call_id or ""
+        if entry.kind != "tool.result":
+            continue
+        result = ToolResult.from_entry(entry)
+        if result.status == "uncertain":
             detail = f.text(result.observed or {}, "detail")
-            name = result.name or ""
-            out.append(UncertainCall(call_id, name, args.get(call_id, {}), entry.id, detail))
+            out.append(
+                UncertainCall(
+                    result.call_id or "",
+                    result.name or "",
+                    pairing.ran_arguments(entry),
+                    entry.id,
+                    detail,
+                )
+            )
     return tuple(out)
 
 

@@ -42,7 +42,7 @@ def index_text(ledger: Ledger, session_id: str) -> str:
         if entry.kind != "tool.result":
             continue
         result = ToolResult.from_entry(entry)
-        call = calls.get(result.call_id) if result.call_id is not None else None
+        call = calls.get(entry.id)
         what = (
             describe_call(call.name, call.arguments, 120)
             if call is not None

@@ -25,6 +25,7 @@ from typing import Final
 from comal.context.measure.units import Utf16Text, utf16_len
 from comal.context.relief.evidence_names import INDEX_REF, ORDINAL
 from comal.context.view.paged import MAX_NEEDLE_UNITS, MIN_BYTES, PagedText, paged_text, snippet_of
+from comal.context.view.pairing import PAIRING_KINDS, pair
 from comal.context.view.rendering import evidence_text
 from comal.errors import (
     DigestMismatchError,
@@ -140,14 +141,9 @@ def _call_arguments(ledger: Ledger, entry: Entry) -> JSONValue:
     if entry.kind == "tool.started":
         return ToolStarted.from_entry(entry).arguments
     if entry.kind == "tool.result":
-        call_id = ToolResult.from_entry(entry).call_id
-        started = [
-            other
-            for other in ledger.entries(entry.session_id, kinds=("tool.started",))
-            if other.seq < entry.seq and ToolStarted.from_entry(other).call_id == call_id
-        ]
-        if started:
-            return ToolStarted.from_entry(started[-1]).arguments
+        site = pair(ledger.entries(entry.session_id, kinds=PAIRING_KINDS)).site_of(entry)
+        if site is not None and site.started is not None:
+            return ToolStarted.from_entry(site.started).arguments
     raise EvidenceError(f"{entry.id} ({entry.kind}) has no recorded call arguments")
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from comal.agent.tool_runner import call_summary
+from comal.context.view.pairing import CallSite, pair
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
@@ -54,9 +55,20 @@ def tool_line(status: str, exit_code: int | None, size_bytes: int) -> str:
     return f"{status}{code} · {size_bytes:,} bytes"
 
 
+def _started_summary(site: CallSite | None) -> str | None:
+    """How the receipt of the call a result answers describes it (None: no receipt)."""
+    started = site.started if site is not None else None
+    if started is None:
+        return None
+    receipt = ToolStarted.from_entry(started)
+    if receipt.call_id is None or receipt.name is None:
+        return None
+    return call_summary(ToolCallPart(receipt.call_id, receipt.name, receipt.arguments))
+
+
 def past_items(entries: Sequence[Entry], limit: int = PAST_ITEMS_LIMIT) -> tuple[PastItem, ...]:
     """The last `limit` transcript items of a session's entries, oldest first."""
-    summaries: dict[str, str] = {}
+    pairing = pair(entries)
     items: list[PastItem] = []
     for entry in entries:
         if entry.kind == "message.user":
@@ -67,15 +79,9 @@ def past_items(entries: Sequence[Entry], limit: int = PAST_ITEMS_LIMIT) -> tuple
                 items.append(PastItem("refused", text))
             elif text.strip():
                 items.append(PastItem("assistant", text))
-        elif entry.kind == "tool.started":
-            started = ToolStarted.from_entry(entry)
-            if started.call_id is not None and started.name is not None:
-                call = ToolCallPart(started.call_id, started.name, started.arguments)
-                summaries[started.call_id] = call_summary(call)
         elif entry.kind == "tool.result":
             result = ToolResult.from_entry(entry)
-            name = str(result.name)
-            summary = name if result.call_id is None else summaries.get(result.call_id, name)
+            summary = _started_summary(pairing.site_of(entry)) or str(result.name)
             line = tool_line(str(result.status), result.exit_code, result.size_bytes or 0)
             items.append(PastItem("tool", f"{summary} — {line}", result.status != "ok"))
         elif entry.kind == "checkpoint":
