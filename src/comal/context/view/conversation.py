@@ -21,11 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from comal.context.view.pairing import Pairing
+from comal.context.view.pairing import Pairing, assistant_message
 from comal.context.view.rendering import ResultFacts
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
-    AssistantMessage,
     ResponseDiscarded,
     SummaryMessage,
     ToolResult,
@@ -175,7 +174,7 @@ class ConversationIndex:
             if message is not None:
                 self._blocks.append(Block("user", entry, message))
         elif entry.kind == "message.assistant":
-            message = _message(AssistantMessage.from_entry(entry).message)
+            message = assistant_message(entry)
             if message is None:
                 return
             index = len(self._blocks)

@@ -35,11 +35,11 @@ Pure: a function of the entries, in ledger order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from comal.ledger.entry import Entry
 from comal.ledger.records import AssistantMessage, ResponseDiscarded, ToolResult, ToolStarted
-from comal.messages import JSONObject, ToolCallPart, message_from_json
+from comal.messages import JSONObject, Message, ToolCallPart, message_from_json
 
 PAIRING_KINDS = ("message.assistant", "tool.started", "tool.result", "response.discarded")
 """The entry kinds pairing reads (others are ignored)."""
@@ -78,15 +78,33 @@ def _call_id(entry: Entry) -> str:
     return record.from_entry(entry).call_id or ""
 
 
-def tool_calls(entry: Entry) -> tuple[ToolCallPart, ...]:
-    """The tool calls of a `message.assistant` entry (none when its message does not parse)."""
+_PARSED: dict[str, tuple[JSONObject, Message | None]] = {}
+"""Assistant messages already parsed, by entry id, with the raw object they came from (the
+pairing and the conversation view read the same messages)."""
+
+
+def assistant_message(entry: Entry) -> Message | None:
+    """The message of a `message.assistant` entry (None when it does not parse)."""
     raw = AssistantMessage.from_entry(entry).message
     if raw is None:
-        return ()
+        return None
+    hit = _PARSED.get(entry.id)
+    if hit is not None and hit[0] is raw:
+        return hit[1]
     try:
-        return message_from_json(raw).tool_calls
+        message: Message | None = message_from_json(raw)
     except (ValueError, KeyError):
-        return ()
+        message = None
+    if len(_PARSED) >= 100_000:
+        _PARSED.clear()
+    _PARSED[entry.id] = (raw, message)
+    return message
+
+
+def tool_calls(entry: Entry) -> tuple[ToolCallPart, ...]:
+    """The tool calls of a `message.assistant` entry (none when its message does not parse)."""
+    message = assistant_message(entry)
+    return () if message is None else message.tool_calls
 
 
 class Pairing:
@@ -194,7 +212,9 @@ class Pairing:
         if candidates:
             fresh = [i for i in candidates if self.sites[i].started is None]
             index = (fresh or candidates)[0]
-            self.sites[index] = replace(self.sites[index], started=entry)
+            site = self.sites[index]
+            # Built directly: `dataclasses.replace` costs several times the constructor here.
+            self.sites[index] = CallSite(site.call, site.message, site.position, entry, site.result)
             self._by_entry[entry.id] = index
             return
         started = ToolStarted.from_entry(entry)
@@ -216,7 +236,8 @@ class Pairing:
         else:
             self.orphans.append(entry)
             return
-        self.sites[index] = replace(self.sites[index], result=entry)
+        site = self.sites[index]
+        self.sites[index] = CallSite(site.call, site.message, site.position, site.started, entry)
         self._by_entry[entry.id] = index
 
     def _discarded(self, entry: Entry) -> bool:

@@ -9,10 +9,15 @@ field's type (`int | None` beside a docstring saying "null").
 
 from __future__ import annotations
 
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self, cast
 
 from comal.ledger.entry import Entry
 from comal.messages import JSONObject
+
+_READ: dict[tuple[type, str], tuple[JSONObject, Any]] = {}
+"""Records already read, by class and entry id, with the payload object they were read from:
+a session's entries are read by the view, the pairing, the work state and the budget alike,
+and one payload object always reads as the same record."""
 
 
 class Record:
@@ -36,5 +41,15 @@ class Record:
 
     @classmethod
     def from_entry(cls, entry: Entry) -> Self:
-        """The record an entry holds (its kind is not checked: callers select by kind)."""
-        return cls.from_payload(entry.payload)
+        """The record an entry holds (its kind is not checked: callers select by kind).
+
+        Memoized per payload object (records are frozen; the payload is never modified)."""
+        key = (cls, entry.id)
+        hit = _READ.get(key)
+        if hit is not None and hit[0] is entry.payload:
+            return cast(Self, hit[1])
+        record = cls.from_payload(entry.payload)
+        if len(_READ) >= 200_000:
+            _READ.clear()
+        _READ[key] = (entry.payload, record)
+        return record
