@@ -1,5 +1,6 @@
 """Shared fixtures. The only autouse fixture isolates the environment: every test gets its own
-COMAL_HOME and XDG directories, and no provider keys leak in from the machine."""
+COMAL_HOME and XDG directories, and no provider keys leak in from the machine. `workspace` is a
+fresh directory under the test's tmp_path (a folder's conftest may give its own)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,10 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("XDG_DATA_HOME", str(root / "data"))
     monkeypatch.setenv("HOME", str(root))
     return root
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws

@@ -23,18 +23,6 @@ pytestmark = pytest.mark.e2e
 WRITING_TOOLS = {"Write", "Edit", "Bash"}
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 def task(call_id: str, marker: str, **extra: Any) -> dict[str, Any]:
     arguments = {"description": f"look {marker}", "prompt": f"{marker} do the task"}
     return {"id": call_id, "name": "Task", "arguments": arguments | extra}

@@ -17,24 +17,13 @@ from typing import Any
 
 import pytest
 
-from comal.cli.failures import UnexpectedError, explain
+from comal.cli.failures import explain
+from comal.errors import UnexpectedError
 from comal.ledger import Ledger
 from comal.testing.fake_server import FakeServer
 from tests.e2e.headless_support import Run, comal, configure, ledger_at
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
 
 
 def no_traceback(run: Run) -> None:

@@ -22,18 +22,6 @@ def entry_kinds(home: Path, session_id: str) -> list[str]:
         return [e.kind for e in ledger.entries(session_id)]
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 # A detailed task: a checkpoint must re-send it, a projection keeps it in the cached prefix, so
 # with big outputs late in the prompt the cost model prefers a projection first.
 TASK = "Inspect the numbers.\n" + "\n".join(

@@ -197,18 +197,6 @@ def _snapshot(ledger: Ledger, session_id: str) -> list[tuple[str, str]]:
     return [(e.id, e.content_hash) for e in ledger.entries(session_id)]
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 def _assert_imported_open(home: Path, rec: Recording, parent_id: str, child_id: str) -> None:
     """The import leaves the Task call open with its receipt, linked to the child."""
     with ledger_at(home) as ledger:

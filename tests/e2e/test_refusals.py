@@ -22,18 +22,6 @@ REFUSAL = "I can't help with that."
 POLICY = "cyber: This request was refused due to policy."
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 def refusal_payload(home: Path, session_id: str) -> JSONObject:
     with ledger_at(home) as ledger:
         (entry,) = ledger.entries(session_id, kinds=("message.assistant",))

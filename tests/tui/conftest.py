@@ -24,13 +24,6 @@ AppFactory = Callable[..., ComalApp]
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
 def ledger(workspace: Path) -> Iterator[Ledger]:
     with Ledger.open(load_config(cwd=workspace).ledger_path) as opened:
         yield opened
