@@ -12,9 +12,8 @@ import hashlib
 import json
 import shutil
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from comal.config import Config, ProviderConfig
 from comal.ledger.store import Ledger
 from comal.providers.factory import make_provider
 from comal.testing.fake_server import FakeServer
+from comal.testing.loopback import LoopbackService
 from tests.e2e.chrome_support import (
     Gate,
     by_call,
@@ -123,7 +123,7 @@ async def test_publish_recover_and_finish(tmp_path: Path, workspace: Path) -> No
     assert server.stats().unexpected_requests == 0
 
 
-class UploadServer:
+class UploadServer(LoopbackService):
     """A "remote" host played on loopback: files are uploaded, then a receipt is returned."""
 
     def __init__(self, with_identity: bool) -> None:
@@ -162,13 +162,12 @@ class UploadServer:
             def log_message(self, format: str, *args: object) -> None:
                 return None
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__(Handler)
+        self.start()
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        """Stop answering."""
+        self.stop()
 
 
 PUBLISH_SCRIPT = """
