@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from perf.crash_injection import (
+from perf.crash_harness import (
     FakeServerProcess,
     make_workspace,
     session_entries,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from perf.crash_injection import (
+from perf.crash_harness import (
     COMAL,
     FakeServerProcess,
     comal_env,

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from perf.crash_injection import (
+from perf.crash_harness import (
     FakeServerProcess,
     make_workspace,
     session_entries,
