@@ -15,9 +15,16 @@ from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
 from comal.testing.sessions import SessionBuilder
 from comal.tui.app import CANCELLED_BEFORE_START
-from comal.tui.widgets.confirm import ConfirmScreen
 from comal.tui.widgets.transcript import AssistantItem, NoticeItem, ToolItem
-from tests.tui.conftest import AppFactory, running_tools, send, settle, until
+from tests.tui.conftest import (
+    AppFactory,
+    permission_prompt,
+    running_tools,
+    send,
+    session_id,
+    settle,
+    until,
+)
 
 pytestmark = pytest.mark.tui
 
@@ -49,8 +56,7 @@ async def test_escape_cancels_a_slow_turn_and_the_ledger_verifies(
         notices = [n.text for n in app.query(NoticeItem)]
         provider = app.start.provider
         assert isinstance(provider, ScriptedProvider)
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
         status_after_cancel = ledger.session(sid).status
         left_after_cancel = provider.remaining
 
@@ -119,15 +125,11 @@ async def test_a_declined_permission_prompt_records_a_denied_receipt(
     read = ToolCallPart("call_1", "Read", {"path": str(outside)})
     app = make_app([ScriptedTurn(tool_calls=(read,)), "I could not read it."])
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, app, "read the file outside")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        asked = app.screen
-        assert isinstance(asked, ConfirmScreen)
+        asked = await permission_prompt(pilot, app, "read the file outside")
         await pilot.press("n")
         await settle(pilot, app)
         tools = list(app.query(ToolItem))
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
     assert asked.tool == "Read"
     assert "outside the workspace" in asked.reason
     assert [t.status for t in tools] == ["denied"]
@@ -149,12 +151,10 @@ async def test_an_accepted_permission_prompt_runs_the_call(
     read = ToolCallPart("call_1", "Read", {"path": str(outside)})
     app = make_app([ScriptedTurn(tool_calls=(read,)), "Read it."])
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, app, "read the file outside")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await permission_prompt(pilot, app, "read the file outside")
         await pilot.press("y")
         await settle(pilot, app)
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
     result = ledger.entries(sid, kinds=("tool.result",))[-1]
     assert result.payload["status"] == "ok"
     assert b"visible" in (ledger.body(result) or b"")
@@ -173,14 +173,10 @@ async def test_always_allow_writes_the_rule_and_stops_asking(
     turns = [ScriptedTurn(tool_calls=(first,)), ScriptedTurn(tool_calls=(again,)), "Read twice."]
     app = make_app(turns)
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, app, "read the file outside twice")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        asked = app.screen
-        assert isinstance(asked, ConfirmScreen)
+        asked = await permission_prompt(pilot, app, "read the file outside twice")
         await pilot.press("a")
         await settle(pilot, app)
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
     assert asked.always == (str(outside),)
     results = ledger.entries(sid, kinds=("tool.result",))
     assert [r.payload["status"] for r in results] == ["ok", "ok"]
@@ -205,10 +201,7 @@ async def test_always_is_not_offered_when_a_rule_would_not_change_the_verdict(
     call = ToolCallPart("call_1", "Bash", {"command": "echo hi"})
     app = make_app([ScriptedTurn(tool_calls=(call,)), "Done."])
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, app, "say hi")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        asked = app.screen
-        assert isinstance(asked, ConfirmScreen)
+        asked = await permission_prompt(pilot, app, "say hi")
         offered = asked.always
         await pilot.press("a")  # not offered: ignored
         await pilot.pause()
@@ -229,10 +222,7 @@ async def test_a_command_that_could_match_a_deny_rule_is_asked(
     dynamic = ToolCallPart("call_1", "Bash", {"command": "p=rm; $p -rf keep"})
     app = make_app([ScriptedTurn(tool_calls=(dynamic,)), "Left it."])
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, app, "clean up")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        asked = app.screen
-        assert isinstance(asked, ConfirmScreen)
+        asked = await permission_prompt(pilot, app, "clean up")
         reason, offered = asked.reason, asked.always
         await pilot.press("n")
         await settle(pilot, app)

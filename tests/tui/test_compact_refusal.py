@@ -9,11 +9,17 @@ from pathlib import Path
 import pytest
 
 from comal.ledger.store import Ledger
-from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.reports import CheckpointList, HelpView
 from comal.tui.widgets.transcript import NoticeItem
-from tests.tui.conftest import GATE_COMMAND, AppFactory, running_tools, send, settle, until
+from tests.tui.conftest import (
+    AppFactory,
+    gated_call,
+    send,
+    send_while_running,
+    session_id,
+    settle,
+)
 
 pytestmark = pytest.mark.tui
 
@@ -33,8 +39,7 @@ async def test_idle_compact_on_a_short_session_is_refused_and_the_next_turn_work
     async with app.run_test(size=(100, 40)) as pilot:
         await send(pilot, app, "remember the number 7")
         await settle(pilot, app)
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
         recorded = [(e.id, e.kind, e.payload) for e in ledger.entries(sid)]
         await send(pilot, app, "/compact")
         await send(pilot, app, "/session checkpoints")
@@ -68,12 +73,9 @@ async def test_idle_compact_on_a_short_session_is_refused_and_the_next_turn_work
 async def test_queued_compact_that_would_not_shrink_is_dropped_at_the_boundary(
     make_app: AppFactory, ledger: Ledger, workspace: Path
 ) -> None:
-    gated = ToolCallPart("call_1", "Bash", {"command": GATE_COMMAND})
-    app = make_app([ScriptedTurn(text="Working.", tool_calls=(gated,)), "Finished."])
+    app = make_app([ScriptedTurn(text="Working.", tool_calls=(gated_call(),)), "Finished."])
     async with app.run_test(size=(100, 40)) as pilot:
-        await send(pilot, app, "do the slow thing")
-        await until(pilot, lambda: bool(running_tools(app)))
-        await send(pilot, app, "/compact")
+        await send_while_running(pilot, app, "do the slow thing", "/compact")
         assert app.session is not None
         sid = app.session.id
         (workspace / "gate").touch()

@@ -8,11 +8,16 @@ from pathlib import Path
 import pytest
 
 from comal.ledger.store import Ledger
-from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.reports import HelpView
 from comal.tui.widgets.transcript import NoticeItem
-from tests.tui.conftest import GATE_COMMAND, AppFactory, running_tools, send, settle, until
+from tests.tui.conftest import (
+    AppFactory,
+    gated_call,
+    send,
+    send_while_running,
+    settle,
+)
 
 pytestmark = pytest.mark.tui
 
@@ -33,12 +38,9 @@ async def test_help_renders_on_first_open(make_app: AppFactory) -> None:
 async def test_escape_cancels_a_queued_compaction(
     make_app: AppFactory, ledger: Ledger, workspace: Path
 ) -> None:
-    gated = ToolCallPart("call_1", "Bash", {"command": GATE_COMMAND})
-    app = make_app([ScriptedTurn(text="Working.", tool_calls=(gated,)), "Finished."])
+    app = make_app([ScriptedTurn(text="Working.", tool_calls=(gated_call(),)), "Finished."])
     async with app.run_test(size=(100, 40)) as pilot:
-        await send(pilot, app, "do the slow thing")
-        await until(pilot, lambda: bool(running_tools(app)))
-        await send(pilot, app, "/compact")
+        await send_while_running(pilot, app, "do the slow thing", "/compact")
         assert app.session is not None
         sid = app.session.id
         assert app.session.engine.pending_compaction() == "user"

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from comal.ledger.store import Ledger
-from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.reports import (
     CheckpointList,
@@ -19,13 +18,13 @@ from comal.tui.widgets.reports import (
 )
 from comal.tui.widgets.transcript import NoticeItem
 from tests.tui.conftest import (
-    GATE_COMMAND,
     AppFactory,
+    gated_call,
     reading_turns,
-    running_tools,
     send,
+    send_while_running,
+    session_id,
     settle,
-    until,
 )
 
 pytestmark = pytest.mark.tui
@@ -91,8 +90,7 @@ async def test_compact_appends_a_checkpoint_and_lists_it(
         listing = app.query_one(CheckpointList)
         shown = [r for r in app.query(TextReport) if r.body]
         notices = [n.text for n in app.query(NoticeItem)]
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
     checkpoints = ledger.entries(sid, kinds=("checkpoint",))
     assert [(c.payload["number"], c.payload["by"]) for c in checkpoints] == [(1, "user")]
     assert [c.number for c in listing.found] == [1]
@@ -105,12 +103,11 @@ async def test_compact_appends_a_checkpoint_and_lists_it(
 async def test_compact_during_a_turn_waits_for_the_boundary(
     make_app: AppFactory, ledger: Ledger, workspace: Path
 ) -> None:
-    gated = ToolCallPart("call_1", "Bash", {"command": GATE_COMMAND})
     app = make_app(
         [
             *reading_turns(workspace),
             "Read them.",
-            ScriptedTurn(text="Working.", tool_calls=(gated,)),
+            ScriptedTurn(text="Working.", tool_calls=(gated_call(),)),
             "Finished.",
         ]
     )
@@ -118,11 +115,8 @@ async def test_compact_during_a_turn_waits_for_the_boundary(
         # Earlier work a checkpoint replaces, so the compaction makes the view smaller.
         await send(pilot, app, "read the parts")
         await settle(pilot, app)
-        await send(pilot, app, "do the slow thing")
-        await until(pilot, lambda: bool(running_tools(app)))
-        await send(pilot, app, "/compact")
-        assert app.session is not None
-        sid = app.session.id
+        await send_while_running(pilot, app, "do the slow thing", "/compact")
+        sid = session_id(app)
         assert ledger.entries(sid, kinds=("checkpoint",)) == []
         (workspace / "gate").touch()
         await settle(pilot, app)
@@ -142,8 +136,7 @@ async def test_state_shows_the_session_view(make_app: AppFactory) -> None:
         await send(pilot, app, "/state")
         await pilot.pause()
         report = app.query_one(TextReport)
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
     assert report.body.startswith(f"session {sid} · active")
     assert "pending calls: 0" in report.body
     assert "evidence: 0 stored outputs" in report.body
