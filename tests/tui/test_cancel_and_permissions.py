@@ -16,15 +16,7 @@ from comal.providers.scripted import ScriptedProvider, ScriptedTurn
 from comal.testing.sessions import SessionBuilder
 from comal.tui.app import CANCELLED_BEFORE_START
 from comal.tui.widgets.transcript import AssistantItem, NoticeItem, ToolItem
-from tests.tui.conftest import (
-    AppFactory,
-    permission_prompt,
-    running_tools,
-    send,
-    session_id,
-    settle,
-    until,
-)
+from tests.tui.conftest import AppFactory, permission_prompt, running_tools, send, settle, until
 
 pytestmark = pytest.mark.tui
 
@@ -56,7 +48,8 @@ async def test_escape_cancels_a_slow_turn_and_the_ledger_verifies(
         notices = [n.text for n in app.query(NoticeItem)]
         provider = app.start.provider
         assert isinstance(provider, ScriptedProvider)
-        sid = session_id(app)
+        assert app.session is not None
+        sid = app.session.id
         status_after_cancel = ledger.session(sid).status
         left_after_cancel = provider.remaining
 
@@ -129,7 +122,8 @@ async def test_a_declined_permission_prompt_records_a_denied_receipt(
         await pilot.press("n")
         await settle(pilot, app)
         tools = list(app.query(ToolItem))
-        sid = session_id(app)
+        assert app.session is not None
+        sid = app.session.id
     assert asked.tool == "Read"
     assert "outside the workspace" in asked.reason
     assert [t.status for t in tools] == ["denied"]
@@ -154,7 +148,8 @@ async def test_an_accepted_permission_prompt_runs_the_call(
         await permission_prompt(pilot, app, "read the file outside")
         await pilot.press("y")
         await settle(pilot, app)
-        sid = session_id(app)
+        assert app.session is not None
+        sid = app.session.id
     result = ledger.entries(sid, kinds=("tool.result",))[-1]
     assert result.payload["status"] == "ok"
     assert b"visible" in (ledger.body(result) or b"")
@@ -176,7 +171,8 @@ async def test_always_allow_writes_the_rule_and_stops_asking(
         asked = await permission_prompt(pilot, app, "read the file outside twice")
         await pilot.press("a")
         await settle(pilot, app)
-        sid = session_id(app)
+        assert app.session is not None
+        sid = app.session.id
     assert asked.always == (str(outside),)
     results = ledger.entries(sid, kinds=("tool.result",))
     assert [r.payload["status"] for r in results] == ["ok", "ok"]

@@ -12,14 +12,7 @@ from comal.ledger.store import Ledger
 from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.reports import CheckpointList, HelpView
 from comal.tui.widgets.transcript import NoticeItem
-from tests.tui.conftest import (
-    AppFactory,
-    gated_call,
-    send,
-    send_while_running,
-    session_id,
-    settle,
-)
+from tests.tui.conftest import AppFactory, gated_call, send, send_while_running, settle
 
 pytestmark = pytest.mark.tui
 
@@ -39,7 +32,8 @@ async def test_idle_compact_on_a_short_session_is_refused_and_the_next_turn_work
     async with app.run_test(size=(100, 40)) as pilot:
         await send(pilot, app, "remember the number 7")
         await settle(pilot, app)
-        sid = session_id(app)
+        assert app.session is not None
+        sid = app.session.id
         recorded = [(e.id, e.kind, e.payload) for e in ledger.entries(sid)]
         await send(pilot, app, "/compact")
         await send(pilot, app, "/session checkpoints")

@@ -11,13 +11,7 @@ from comal.ledger.store import Ledger
 from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.reports import HelpView
 from comal.tui.widgets.transcript import NoticeItem
-from tests.tui.conftest import (
-    AppFactory,
-    gated_call,
-    send,
-    send_while_running,
-    settle,
-)
+from tests.tui.conftest import AppFactory, gated_call, send, send_while_running, settle
 
 pytestmark = pytest.mark.tui
 
