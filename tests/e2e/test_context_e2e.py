@@ -50,6 +50,24 @@ def run_within_window(
     return run
 
 
+def go_natively(workspace: Path, home: Path, window: int, config: str) -> Run:
+    """`comal -p go` with `config` added to the workspace's settings and sub-agents off, so the
+    window is sized for the native tools' schemas alone."""
+    with (workspace / ".comal" / "config.toml").open("a") as settings:
+        settings.write(f"\n{config}[agents]\nenabled = false\n")
+    return comal(
+        "-p",
+        "go",
+        "--context-window",
+        str(window),
+        "--max-output-tokens",
+        "1024",
+        cwd=workspace,
+        env_home=home,
+        timeout=120,
+    )
+
+
 # A detailed task: a checkpoint must re-send it, a projection keeps it in the cached prefix, so
 # with big outputs late in the prompt the cost model prefers a projection first.
 TASK = "Inspect the numbers.\n" + "\n".join(
@@ -101,20 +119,7 @@ def test_provider_context_length_is_recovered_once(workspace: Path, home: Path) 
     turns.append("Done.")
     with FakeServer(turns, window=4_500, advertised_window=131_072) as server:
         configure(workspace, server, "openai-chat")
-        with (workspace / ".comal" / "config.toml").open("a") as config:
-            # The server's window is sized for the native tools' schemas alone.
-            config.write("\n[agents]\nenabled = false\n")
-        run = comal(
-            "-p",
-            "go",
-            "--context-window",
-            "12000",
-            "--max-output-tokens",
-            "1024",
-            cwd=workspace,
-            env_home=home,
-            timeout=120,
-        )
+        run = go_natively(workspace, home, 12_000, "")
         assert run.code == 0, run.stderr
         assert server.stats().overflows >= 1
         assert server.stats().orphan_violations == 0
@@ -136,20 +141,7 @@ def test_pressure_loop_stops_with_a_clear_error(workspace: Path, home: Path) -> 
     turns.append("unreachable")
     with FakeServer(turns) as server:
         configure(workspace, server, "openai-chat")
-        with (workspace / ".comal" / "config.toml").open("a") as config:
-            # The window is sized for the native tools' schemas alone.
-            config.write("\n[context]\nthreshold_ratio = 0.5\n\n[agents]\nenabled = false\n")
-        run = comal(
-            "-p",
-            "go",
-            "--context-window",
-            "9000",
-            "--max-output-tokens",
-            "1024",
-            cwd=workspace,
-            env_home=home,
-            timeout=120,
-        )
+        run = go_natively(workspace, home, 9_000, "[context]\nthreshold_ratio = 0.5\n\n")
     assert run.code == 5, run.stderr
     assert "CONTEXT_PRESSURE_LOOP" in run.stderr
     with ledger_at(home) as ledger:
