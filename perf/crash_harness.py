@@ -7,8 +7,10 @@
 - `KillPlan` and `run_once`: one run of Comal, SIGKILLed after a delay or shortly after an
   awaited ledger entry appears (`kill_on_entry` polls for it), its output kept in files so a
   full pipe never stalls it;
-- `session_entries`, `stream_events`: what a (possibly killed) run left in the ledger and on
-  stdout; `figures` and `bench_main`: the Markdown table and the command line of a benchmark.
+- `session_entries`, `wait_for_entries`, `stream_events`: what a (possibly killed) run left in
+  the ledger (or waiting until it holds something) and on stdout; `ServedWorkspace` holds
+  the three for a test;
+- `figures` and `bench_main`: the Markdown table and the command line of a benchmark.
 
 No test hook exists in Comal: kills land by timing.
 """
@@ -148,6 +150,61 @@ def session_entries(home: Path, workspace: Path) -> tuple[str | None, list[Entry
     with Ledger.open(path) as ledger:
         sid = ledger.latest_session(str(workspace))
         return sid, ([] if sid is None else ledger.entries(sid))
+
+
+def wait_for_entries(
+    proc: subprocess.Popen[bytes],
+    home: Path,
+    workspace: Path,
+    test: Callable[[list[Entry]], bool],
+    timeout_s: float,
+) -> None:
+    """Poll the workspace's latest session until `test(entries)` holds, while `proc` runs.
+
+    Raises:
+        AssertionError: `proc` ended first (with its output), or `timeout_s` passed.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(proc.communicate())
+        _, entries = session_entries(home, workspace)
+        if entries and test(entries):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the awaited entries never appeared within {timeout_s:g} s")
+
+
+@dataclass
+class ServedWorkspace:
+    """A workspace configured for a fake server process, where Comal processes are started."""
+
+    server: FakeServerProcess
+    workspace: Path
+    home: Path
+    flags: tuple[str, ...] = ()
+    """Put before every start's own arguments (`--plugin chrome`, …)."""
+    wait_s: float = 30.0
+    """How long `wait_for` waits."""
+
+    def start(self, *args: str) -> subprocess.Popen[bytes]:
+        """Start `python -m comal FLAGS ARGS` (see `start_comal`)."""
+        return start_comal(self.workspace, self.home, *self.flags, *args)
+
+    def session(self) -> tuple[str, list[Entry]]:
+        """The workspace's latest session and its entries.
+
+        Raises:
+            AssertionError: no session was recorded.
+        """
+        sid, entries = session_entries(self.home, self.workspace)
+        if sid is None:
+            raise AssertionError("no session was recorded")
+        return sid, entries
+
+    def wait_for(self, proc: subprocess.Popen[bytes], test: Callable[[list[Entry]], bool]) -> None:
+        """Wait until the session's entries pass `test` (see `wait_for_entries`)."""
+        wait_for_entries(proc, self.home, self.workspace, test, self.wait_s)
 
 
 def stream_events(stdout: bytes) -> list[dict[str, object]]:

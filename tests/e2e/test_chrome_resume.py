@@ -20,9 +20,8 @@ from typing import Any
 import pytest
 from perf.crash_harness import (
     FakeServerProcess,
+    ServedWorkspace,
     make_workspace,
-    session_entries,
-    start_comal,
 )
 
 from comal.ledger import Entry
@@ -51,30 +50,11 @@ def call(call_id: str, name: str, arguments: dict[str, Any], **extra: object) ->
     return {"tool_calls": [{"id": call_id, "name": name, "arguments": arguments}], **extra}
 
 
-@dataclass
-class Task:
-    workspace: Path
-    home: Path
-    server: FakeServerProcess
+@dataclass(kw_only=True)
+class Task(ServedWorkspace):
     gate: Gate
-
-    def start(self, *args: str) -> subprocess.Popen[bytes]:
-        return start_comal(self.workspace, self.home, "--plugin", "chrome", *args)
-
-    def entries(self) -> tuple[str, list[Entry]]:
-        sid, entries = session_entries(self.home, self.workspace)
-        assert sid is not None
-        return sid, entries
-
-    def wait(self, proc: subprocess.Popen[bytes], test: Callable[[list[Entry]], bool]) -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            _, entries = session_entries(self.home, self.workspace)
-            if entries and test(entries):
-                return
-            time.sleep(0.05)
-        raise AssertionError("the awaited state never came")
+    flags: tuple[str, ...] = ("--plugin", "chrome")
+    wait_s: float = 60.0
 
 
 @pytest.fixture
@@ -86,7 +66,7 @@ def make_task(tmp_path: Path) -> Iterator[Callable[[list[Any]], Task]]:
         server = FakeServerProcess(tmp_path / "server", turns)
         workspace, home = make_workspace(tmp_path, server.base_url, ["test -f site/index.html"])
         make_site(workspace, gated_html(gate.port))
-        task = Task(workspace, home, server, gate)
+        task = Task(server, workspace, home, gate=gate)
         made.append(task)
         return task
 
@@ -136,9 +116,9 @@ def test_killed_during_publish_resumes_reconciled_by_observation(make_task: Any)
         ]
     )
     proc = task.start("-p", "publish the site")
-    task.wait(proc, tab_open("p1"))
+    task.wait_for(proc, tab_open("p1"))
     kill(proc)
-    sid, entries = task.entries()
+    sid, entries = task.session()
     assert "p1" not in by_call(entries, "tool.result")  # killed mid-publish: an orphan
     assert len(deploys(task.home)) == 1
     task.gate.state = "open"
@@ -146,7 +126,7 @@ def test_killed_during_publish_resumes_reconciled_by_observation(make_task: Any)
     code, output = run(task, "--resume", sid, "-p")
 
     assert code == 0, output
-    _, entries = task.entries()
+    _, entries = task.session()
     results = by_call(entries, "tool.result")
     publish = results["p1"]
     assert publish["status"] == "postcondition_observed"
@@ -180,9 +160,9 @@ def test_a_page_changed_behind_the_tasks_back_stays_blocked(make_task: Any) -> N
         ]
     )
     proc = task.start("-p", "publish the site")
-    task.wait(proc, tab_open("p1"))
+    task.wait_for(proc, tab_open("p1"))
     kill(proc)
-    sid, _ = task.entries()
+    sid, _ = task.session()
     page = task.workspace / "site" / "index.html"
     page.write_text(page.read_text().replace("Hello", "Changed"))
     task.gate.state = "open"
@@ -190,7 +170,7 @@ def test_a_page_changed_behind_the_tasks_back_stays_blocked(make_task: Any) -> N
     code, output = run(task, "--resume", sid, "-p")
 
     assert code == 0, output
-    _, entries = task.entries()
+    _, entries = task.session()
     publish = by_call(entries, "tool.result")["p1"]
     assert publish["status"] == "uncertain"
     assert publish["observed"]["blocked"] is True
@@ -216,19 +196,19 @@ def test_killed_during_recover_repeats_only_the_known_reads(make_task: Any) -> N
     )
     task.gate.state = "open"
     proc = task.start("-p", "publish and look")
-    task.wait(proc, lambda entries: "p1" in by_call(entries, "tool.result"))
+    task.wait_for(proc, lambda entries: "p1" in by_call(entries, "tool.result"))
     task.gate.state = "hold"  # the page's main thread now blocks every read
-    task.wait(proc, lambda entries: "r1" in by_call(entries, "tool.started"))
+    task.wait_for(proc, lambda entries: "r1" in by_call(entries, "tool.started"))
     time.sleep(0.5)
     kill(proc)
-    sid, entries = task.entries()
+    sid, entries = task.session()
     assert "r1" not in by_call(entries, "tool.result")
     task.gate.state = "open"
 
     code, output = run(task, "--resume", sid, "-p")
 
     assert code == 0, output
-    _, entries = task.entries()
+    _, entries = task.session()
     recovered = by_call(entries, "tool.result")["r1"]
     assert recovered["status"] == "repeated"
     assert recovered["observed"]["repeated_reads"] == reads
@@ -247,9 +227,9 @@ def test_the_new_processs_permissions_apply_to_the_observation(make_task: Any) -
         ]
     )
     proc = task.start("-p", "publish the site")
-    task.wait(proc, tab_open("p1"))
+    task.wait_for(proc, tab_open("p1"))
     kill(proc)
-    sid, _ = task.entries()
+    sid, _ = task.session()
     task.gate.state = "open"
     config = task.workspace / ".comal" / "config.toml"
     config.write_text(config.read_text() + '\n[permissions]\ndeny = [{ tool = "ChromeRecover" }]\n')
@@ -257,7 +237,7 @@ def test_the_new_processs_permissions_apply_to_the_observation(make_task: Any) -
     code, output = run(task, "--resume", sid, "-p")
 
     assert code == 0, output
-    _, entries = task.entries()
+    _, entries = task.session()
     publish = by_call(entries, "tool.result")["p1"]
     assert publish["status"] == "uncertain"
     assert "permissions do not allow observing" in publish["observed"]["detail"]
