@@ -2,15 +2,56 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import random
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class _Seeded:
+    rng: random.Random
+    ms: int
+
+
+_SEEDED: ContextVar[_Seeded | None] = ContextVar("comal_seeded_ids", default=None)
+
+REPRODUCIBLE_EPOCH_MS = 1_767_225_600_000
+"""2026-01-01T00:00:00Z: the clock of reproducible ids starts there and ticks once per id."""
+
+
+@contextmanager
+def reproducible_ids(seed: str) -> Iterator[None]:
+    """Within the block, new ids come from a generator seeded by `seed`, with a clock that
+    ticks one millisecond per id: the same work mints the same ids, in creation order.
+
+    For the replay benchmark only: an id is printed in references and checkpoints, so its
+    characters change token counts, and fresh random ids made two runs of the same code
+    differ. A live session never uses this (its ids must be unique across machines).
+    """
+    digest = hashlib.sha256(seed.encode("utf-8")).digest()
+    token = _SEEDED.set(_Seeded(random.Random(digest), REPRODUCIBLE_EPOCH_MS))
+    try:
+        yield
+    finally:
+        _SEEDED.reset(token)
 
 
 def uuid7(now_ms: int | None = None) -> uuid.UUID:
     """A version-7 UUID: 48-bit Unix milliseconds, then random bits (RFC 9562)."""
-    ms = int(time.time() * 1000) if now_ms is None else now_ms
-    rand = int.from_bytes(os.urandom(10), "big")
+    seeded = _SEEDED.get()
+    if seeded is not None:
+        seeded.ms += 1
+        ms = seeded.ms if now_ms is None else now_ms
+        rand = seeded.rng.getrandbits(80)
+    else:
+        ms = int(time.time() * 1000) if now_ms is None else now_ms
+        rand = int.from_bytes(os.urandom(10), "big")
     value = (ms & ((1 << 48) - 1)) << 80
     value |= 0x7 << 76
     value |= ((rand >> 62) & 0xFFF) << 64

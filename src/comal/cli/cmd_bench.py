@@ -48,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 async def run(args: argparse.Namespace) -> int:
     """Run the replay and write the reports."""
     from comal.replay import parse_policies, parse_windows, run_replay
+    from comal.replay.metrics import aggregate_by_source
     from comal.replay.report import markdown_report, write_json, write_png
 
     try:
@@ -69,7 +70,7 @@ async def run(args: argparse.Namespace) -> int:
     read = result.files - len(result.skipped)
     if read == 0:
         raise ImportFormatError(f"no recorded session could be read ({result.files} file(s))")
-    table = markdown_report(result.aggregate)
+    table = markdown_report(result.aggregate, aggregate_by_source(result.rows))
     sys.stdout.write(table)
     if args.json_path:
         write_json(args.json_path, result.rows, result.aggregate)

@@ -180,8 +180,17 @@ class WireProvider:
         raise NotImplementedError
 
     def encode(self, request: ModelRequest) -> bytes:
-        """The request body bytes: the wire JSON plus the `extra_body` that applies to it."""
+        """The request body bytes: the wire JSON plus the `extra_body` that applies to it,
+        unstreamed once the server has been seen to answer only that way (`send`)."""
+        if self._streams_fail:
+            return self._unstreamed_body(request)
         return encode_body(self.request_json(request))
+
+    def _unstreamed_body(self, request: ModelRequest) -> bytes:
+        body = self.request_json(request)
+        body["stream"] = False
+        body.pop("stream_options", None)
+        return encode_body(body)
 
     def request_json(self, request: ModelRequest) -> JSONObject:
         """The wire JSON of a request with the `extra_body` that applies to it merged in."""
@@ -216,7 +225,11 @@ class WireProvider:
         """
         request = encoded.request
         if self._streams_fail:
-            async for event in self._unstreamed(request):
+            # `encode` makes unstreamed bytes now: those recorded are POSTed as they are (a
+            # request encoded before the server was seen failing streams is encoded again).
+            fresh = self._unstreamed_body(request)
+            body = encoded.body if encoded.body == fresh else fresh
+            async for event in self._unstreamed(request, body):
                 yield event
             return
         secrets = (self._api_key,) if self._api_key else ()
@@ -239,20 +252,16 @@ class WireProvider:
         if not (isinstance(failure, _AnsweredUnstreamed) and self.whole_reply_decodes):
             raise failure
         self._streams_fail = True
-        async for event in self._unstreamed(request):
+        async for event in self._unstreamed(request, self._unstreamed_body(request)):
             yield event
 
-    async def _post_unstreamed(self, request: ModelRequest) -> httpx2.Response:
-        """POST `request` without streaming.
+    async def _post_unstreamed(self, content: bytes) -> httpx2.Response:
+        """POST an unstreamed body.
 
         A server that failed a stream may close that connection right after it (llama-cpp-python
         does) while the pool still holds it: a request that finds it closed (before any
         answer) is sent once more, on a new connection.
         """
-        body = self.request_json(request)
-        body["stream"] = False
-        body.pop("stream_options", None)
-        content = encode_body(body)
         headers = {**self.headers(), "accept": "application/json"}
         timeout = httpx2.Timeout(self._cfg.timeout_s, connect=min(self._cfg.timeout_s, 30.0))
         try:
@@ -264,12 +273,14 @@ class WireProvider:
                 self.url(), content=content, headers=headers, timeout=timeout
             )
 
-    async def _unstreamed(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        """Send `request` without streaming and decode the whole reply as one event."""
+    async def _unstreamed(
+        self, request: ModelRequest, content: bytes
+    ) -> AsyncIterator[ProviderEvent]:
+        """POST `content` (`request` unstreamed) and decode the whole reply as one event."""
         secrets = (self._api_key,) if self._api_key else ()
         url = self.url()
         try:
-            response = await self._post_unstreamed(request)
+            response = await self._post_unstreamed(content)
         except httpx2.TimeoutException as exc:
             raise NetworkError(f"timed out talking to {url}: {type(exc).__name__}") from None
         except httpx2.HTTPError as exc:
@@ -299,7 +310,8 @@ class WireProvider:
         secrets = (self._api_key,) if self._api_key else ()
         url = self.url()
         try:
-            response = await self._post_unstreamed(replace(request, max_output_tokens=1))
+            probe = replace(request, max_output_tokens=1)
+            response = await self._post_unstreamed(self._unstreamed_body(probe))
         except httpx2.HTTPError as exc:
             found = f"asking again without streaming failed too ({type(exc).__name__})"
         else:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from comal.context.measure.budget import default_margin, size_output_reserve
 from comal.errors import InvariantError
+from comal.ids import reproducible_ids
 from comal.importers import parse_sessions
 from comal.importers.claude_code import is_subagent_file
 from comal.messages import JSONObject, Message
@@ -279,13 +280,16 @@ def replay_transcript(
         budget = call_budgets(transcript, window)
         raw_cost = 0.0
         for policy_name in names:
-            policy = make_policy(policy_name, transcript, budget, cache)
-            try:
-                totals = replay_policy(transcript, policy, budget, cache, uses)
-            finally:
-                close = getattr(policy, "close", None)
-                if close is not None:
-                    close()
+            # The same transcript, window and policy mint the same ids on every run.
+            seed = f"{name or transcript.label}\0{window}\0{policy_name}"
+            with reproducible_ids(seed):
+                policy = make_policy(policy_name, transcript, budget, cache)
+                try:
+                    totals = replay_policy(transcript, policy, budget, cache, uses)
+                finally:
+                    close = getattr(policy, "close", None)
+                    if close is not None:
+                        close()
             if policy_name == "raw":
                 raw_cost = totals.cost()
                 if "raw" not in policies:

@@ -130,10 +130,46 @@ def verdict_lines(aggregate: Sequence[JSONObject]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def markdown_report(aggregate: Sequence[JSONObject]) -> str:
-    """The Markdown table, then the per-window verdict lines."""
+def source_table(by_source: Sequence[JSONObject]) -> str:
+    """One row per (window, source): each policy's cost/raw, facts in view and overflows.
+
+    The set's totals can hide a source where Comal trails: this is where it shows."""
+    if not by_source:
+        return ""
+    policies = list(dict.fromkeys(str(a["policy"]) for a in by_source))
+    keys = sorted({(_window(a), str(a["source"])) for a in by_source})
+    cells = {(_window(a), str(a["source"]), str(a["policy"])): a for a in by_source}
+    head = "| window | source | sessions | " + " | ".join(policies) + " |"
+    lines = [head, "|" + "|".join("---" for _ in range(3 + len(policies))) + "|"]
+    for window, source in keys:
+        row = [_cell("window", window), source]
+        first = next(cells[(window, source, p)] for p in policies if (window, source, p) in cells)
+        row.append(_cell("sessions", first.get("sessions")))
+        for policy in policies:
+            item = cells.get((window, source, policy))
+            if item is None:
+                row.append("–")
+                continue
+            overflows = int(_float(item, "overflows"))
+            in_view = _cell("facts_in_view", item.get("facts_in_view"))
+            row.append(
+                f"{_float(item, 'ratio_raw'):.3f} · {in_view}"
+                + (f" · {overflows:,} overflow{'s' if overflows > 1 else ''}" if overflows else "")
+            )
+        lines.append("| " + " | ".join(row) + " |")
+    title = "By source (cost/raw · facts in view · overflows, if any):"
+    return "\n".join([title, "", *lines]) + "\n"
+
+
+def markdown_report(aggregate: Sequence[JSONObject], by_source: Sequence[JSONObject] = ()) -> str:
+    """The Markdown table, the per-window verdict lines, then the per-source table."""
     lines = verdict_lines(aggregate)
-    return markdown_table(aggregate) + ("\n" + lines if lines else "")
+    sources = source_table(by_source)
+    return (
+        markdown_table(aggregate)
+        + ("\n" + lines if lines else "")
+        + ("\n" + sources if sources else "")
+    )
 
 
 def _window(item: JSONObject) -> int:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from comal.messages import JSONObject, JSONValue
+from comal.messages import JSONObject, JSONValue, digest_bytes
 from comal.testing.fake_checks import requested_output_tokens
 from comal.testing.fake_errors import stream_error_event
 from comal.testing.fake_script import FakeTurn
@@ -54,6 +54,8 @@ class FakeHTTPServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: FakeHTTPServer
+    body_digest: str = ""
+    """`sha256:…` of the last request body read."""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence per-request logging."""
@@ -73,6 +75,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _body(self) -> JSONValue:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        self.body_digest = digest_bytes(raw)
         try:
             value: JSONValue = json.loads(raw or b"null")
         except ValueError:
@@ -152,7 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
-        wire, answer, ctx = fake.answer(path, body, headers)
+        wire, answer, ctx = fake.answer(path, body, headers, self.body_digest)
         if isinstance(answer, ErrorAnswer):
             self._json(answer.status, answer.body, answer.headers)
             return

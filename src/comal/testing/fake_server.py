@@ -87,6 +87,8 @@ class ReceivedRequest:
     wire: str
     body: JSONObject
     headers: dict[str, str]
+    digest: str = ""
+    """`sha256:…` of the body's bytes as they arrived (what `provider.request` must record)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +256,7 @@ class FakeServer:
         return self.options.advertised_window or self.options.window or 131_072
 
     def answer(
-        self, path: str, body: JSONObject, headers: dict[str, str]
+        self, path: str, body: JSONObject, headers: dict[str, str], digest: str = ""
     ) -> tuple[str, FakeTurn | ErrorAnswer, RenderContext]:
         """Decide the answer to a model request: a turn to render or an error."""
         wire = wire_of(path) or ""
@@ -270,7 +272,7 @@ class FakeServer:
         with self._lock:
             s = self._state
             s.requests += 1
-            s.received.append(ReceivedRequest(path, wire, body, headers))
+            s.received.append(ReceivedRequest(path, wire, body, headers, digest))
             ctx = replace(ctx, serial=s.requests)
             problems = CHECKS[wire](body)
             if problems:

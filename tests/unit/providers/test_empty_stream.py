@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socketserver
 import threading
+from dataclasses import replace
 from typing import Any
 
 import httpx2
@@ -12,8 +13,8 @@ import pytest
 
 from comal.config import ProviderConfig
 from comal.errors import ContextLengthError, EmptyStreamError
-from comal.messages import user_text
-from comal.providers.base import Capabilities, ModelRequest
+from comal.messages import digest_bytes, user_text
+from comal.providers.base import Capabilities, ModelRequest, encode_request
 from comal.providers.factory import make_provider
 from comal.providers.reply import Reply, collect
 from comal.testing.fake_server import FakeServer
@@ -168,3 +169,33 @@ async def test_the_connection_a_failed_stream_leaves_closed_is_not_reused() -> N
     assert reply.message.text == "hello"
     # The stream, the probe lost with the closed connection, the probe again, the request.
     assert server.requests == [True, True, False, False]
+
+
+async def test_once_a_server_answers_only_unstreamed_the_recorded_bytes_are_those_posted() -> None:
+    turns: list[str | dict[str, Any]] = [
+        {"text": "never sent", "cut_after_events": 0},
+        "probe",
+        "the first answer",
+        "the next answer",
+        "and the last",
+    ]
+    cfg_base = ProviderConfig(name="local", wire="openai-chat", base_url="", model="fake-model")
+    with FakeServer(turns) as server:
+        cfg = replace(cfg_base, base_url=server.openai_base_url)
+        async with httpx2.AsyncClient() as client:
+            provider = make_provider(
+                cfg, client=client, api_key=None, context_window_override=None, capabilities=CAPS
+            )
+            await collect(provider.stream(REQUEST))
+            recorded = []
+            for text in ("again", "once more"):
+                encoded = encode_request(provider, replace(REQUEST, messages=(user_text(text),)))
+                recorded.append(digest_bytes(encoded.body))
+                reply = await collect(provider.send(encoded))
+                assert reply.message.text in ("the next answer", "and the last")
+        received = server.received
+    # The stream, the probe and the first unstreamed answer, then one POST per later request:
+    # each of those is the very bytes the caller encoded (and would record).
+    assert len(received) == 5
+    assert [r.digest for r in received[3:]] == recorded
+    assert all(r.body["stream"] is False for r in received[3:])

@@ -9,12 +9,14 @@ import pytest
 
 from comal.context.measure.budget import RESERVE_FLOOR, default_margin
 from comal.importers import parse_file
+from comal.messages import JSONObject
 from comal.replay import POLICIES, run_replay
 from comal.replay.comal_policy import ComalPolicy
+from comal.replay.metrics import aggregate_by_source
 from comal.replay.policies import Budget, RawPolicy
 from comal.replay.rendering import SegmentCache
 from comal.replay.replayer import call_budgets, replay_policy, replay_transcript
-from comal.replay.report import markdown_report, write_json, write_png
+from comal.replay.report import markdown_report, source_table, write_json, write_png
 from comal.replay.transcript import transcripts_from
 from tests.unit.replay.test_metrics import session
 
@@ -80,6 +82,23 @@ def test_a_real_session_through_every_policy(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "r.json").read_text())["rows"][2]["policy"] == "comal"
 
 
+def test_the_report_shows_each_source_apart() -> None:
+    pydicom = _trajectories() / "swe-agent_demos/pydicom__pydicom-1458.traj"
+    (first,) = transcripts_from(parse_file(pydicom))
+    second = session(["x" * 40_000] * 3, ["look", "again", "more", "done"])
+    rows = [
+        *replay_transcript(first, [32_000], ["raw", "comal"]),
+        *replay_transcript(second, [32_000], ["raw", "comal"]),
+    ]
+
+    table = source_table(aggregate_by_source(rows))
+
+    body = [line for line in table.splitlines() if line.startswith("| 32k")]
+    assert [line.split(" | ")[1] for line in body] == sorted({first.source, second.source})
+    assert table.splitlines()[2] == "| window | source | sessions | raw | comal |"
+    assert all(line.count(" · ") >= 2 for line in body)
+
+
 @pytest.mark.slow
 @pytest.mark.replay
 async def test_full_replay_of_the_shared_trajectories(tmp_path: Path) -> None:
@@ -118,3 +137,24 @@ async def test_full_replay_of_the_shared_trajectories(tmp_path: Path) -> None:
     print(table)
     write_png(tmp_path / "plot.png", result.aggregate)
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _no_timings(rows: list[JSONObject]) -> list[JSONObject]:
+    return [{k: v for k, v in r.items() if not k.startswith("decision_ms")} for r in rows]
+
+
+def test_two_replays_of_a_session_under_pressure_give_the_same_figures() -> None:
+    """References and checkpoints print entry ids, whose characters change token counts: the
+    replay mints them reproducibly, so the same code gives the same figures on every run."""
+    outputs = [
+        "\n".join(f"src/pkg/mod_{n}_{i}.py:{i}: error E{i} in handler_{i}" for i in range(220))
+        for n in range(24)
+    ]
+    transcript = session(outputs, [f"Looking at step {n}." for n in range(25)])
+
+    first = replay_transcript(transcript, [32_000], ["comal"])
+    second = replay_transcript(transcript, [32_000], ["comal"])
+
+    (row,) = first
+    assert row["derivations"] != 0 or row["projections"] != 0
+    assert _no_timings(first) == _no_timings(second)

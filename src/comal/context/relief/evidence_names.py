@@ -19,7 +19,7 @@ Pure: same inputs ⇒ same lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,6 +31,8 @@ from comal.context.relief.workstate import (
     clip,
     describe_call,
     first_arg,
+    is_prefix,
+    prefix_key,
 )
 from comal.context.view.conversation import ResultEntry
 from comal.context.view.rendering import evidence_call
@@ -44,12 +46,26 @@ ORDINAL = re.compile(r"^E([1-9][0-9]*)$")
 """A per-session ordinal reference, as `EvidenceRead` accepts it."""
 
 
-def result_ordinals(entries: Iterable[Entry]) -> dict[str, int]:
-    """Ordinal (1-based) of every `tool.result` entry id, in ledger order."""
-    out: dict[str, int] = {}
-    for entry in entries:
+_ORDINALS: list[tuple[tuple[str, str, int], dict[str, int]]] = []
+"""The last `result_ordinals` answer, by the entries it was made from (`prefix_key`)."""
+
+
+def result_ordinals(entries: Sequence[Entry]) -> dict[str, int]:
+    """Ordinal (1-based) of every `tool.result` entry id, in ledger order.
+
+    Memoized for the last entries seen and extended when the session grew (a derivation asks
+    for every draft it weighs; the ledger only grows, so earlier ordinals never change). The
+    result is shared: callers must not modify it."""
+    key = prefix_key(entries)
+    if _ORDINALS and _ORDINALS[0][0] == key:
+        return _ORDINALS[0][1]
+    start, out = 0, {}
+    if _ORDINALS and is_prefix(_ORDINALS[0][0], entries):
+        start, out = _ORDINALS[0][0][2], dict(_ORDINALS[0][1])
+    for entry in entries[start:]:
         if entry.kind == "tool.result":
             out[entry.id] = len(out) + 1
+    _ORDINALS[:] = [(key, out)]
     return out
 
 
@@ -72,14 +88,6 @@ def ordinal_ref(ordinal: int) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Named:
-    ordinal: int
-    item: ResultEntry
-    group: str
-    what: str
-
-
-@dataclass(frozen=True, slots=True)
 class _Forms:
     """The ways one output may be written in its group's line, made once per listing."""
 
@@ -90,28 +98,30 @@ class _Forms:
     """Level 1: `E17 (exit 1)`."""
 
 
-_GROUPS: dict[str, tuple[Call | None, tuple[str, str]]] = {}
-"""`_group` answers by result entry id, with the call they were made from (a derivation lists
-the same outputs for every draft it weighs; an id stands for the same result forever)."""
+_GROUPS: dict[str, tuple[Call | None, str, _Forms]] = {}
+"""`_listed` answers by result entry id, with the call they were made from (a derivation lists
+the same outputs for every draft it weighs; an id stands for the same result, and its ordinal
+for the same place, forever)."""
 
 
-def _group(call: Call | None, item: ResultEntry) -> tuple[str, str]:
-    """(group label, short description within the group)."""
+def _listed(call: Call | None, item: ResultEntry, ordinal: int) -> tuple[str, _Forms]:
+    """(group label, the ways to write the output within its group)."""
     hit = _GROUPS.get(item.entry.id)
-    if hit is not None and hit[0] is call:
-        return hit[1]
+    if hit is not None and hit[0] is call and hit[2].ordinal == ordinal:
+        return hit[1], hit[2]
     if call is None:
-        found = (item.facts.name, "")
+        label, what = item.facts.name, ""
     else:
         path = first_arg(call.arguments, PATH_KEYS)
         if path is not None and first_arg(call.arguments, COMMAND_KEYS) is None:
-            found = (f"{call.name} {clip(path, 80)}", "")
+            label, what = f"{call.name} {clip(path, 80)}", ""
         else:
-            found = (call.name, describe_call("", call.arguments, 48).strip())
+            label, what = call.name, describe_call("", call.arguments, 48).strip()
+    forms = _forms(ordinal, item, what)
     if len(_GROUPS) >= 100_000:
         _GROUPS.clear()
-    _GROUPS[item.entry.id] = (call, found)
-    return found
+    _GROUPS[item.entry.id] = (call, label, forms)
+    return label, forms
 
 
 def _status(item: ResultEntry) -> str:
@@ -135,20 +145,19 @@ def _ranges(ordinals: Sequence[int]) -> str:
     return " ".join(out)
 
 
-def _forms(n: _Named) -> _Forms:
-    ref, status = ordinal_ref(n.ordinal), _status(n.item)
-    what = f" {n.what}" if n.what else ""
-    return _Forms(n.ordinal, f"{ref}{what}{status}", ref + status)
+def _forms(ordinal: int, item: ResultEntry, what: str) -> _Forms:
+    ref, status = ordinal_ref(ordinal), _status(item)
+    spaced = f" {what}" if what else ""
+    return _Forms(ordinal, f"{ref}{spaced}{status}", ref + status)
 
 
-def _groups(named: Sequence[_Named]) -> list[tuple[str, list[_Forms]]]:
-    """The groups of `named`, newest group first, each member's forms made once."""
-    groups: dict[str, list[_Named]] = {}
-    for n in named:
-        groups.setdefault(n.group, []).append(n)
+def _groups(named: Sequence[tuple[str, _Forms]]) -> list[tuple[str, list[_Forms]]]:
+    """The groups of `named` (label, forms), newest group first."""
+    groups: dict[str, list[_Forms]] = {}
+    for label, forms in named:
+        groups.setdefault(label, []).append(forms)
     # Newest group first: the most recent work is the likeliest to be looked up again.
-    ordered = sorted(groups.items(), key=lambda kv: -kv[1][-1].ordinal)
-    return [(label, [_forms(m) for m in members]) for label, members in ordered]
+    return sorted(groups.items(), key=lambda kv: -kv[1][-1].ordinal)
 
 
 def _grouped(groups: Sequence[tuple[str, list[_Forms]]], level: int) -> list[str]:
@@ -210,8 +219,7 @@ def evidence_names(
         n = ordinals.get(item.entry.id)
         if item.entry.id in first or n is None or item.facts.ref in already:
             continue
-        label, what = _group(calls.get(item.call_id), item)
-        named.append(_Named(n, item, label, what))
+        named.append(_listed(calls.get(item.call_id), item, n))
     if not named:
         return lines
     room = budget_tokens - (counter.count("\n".join(lines)) if lines else 0)

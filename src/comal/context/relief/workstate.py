@@ -83,7 +83,7 @@ def prefix_key(entries: Sequence[Entry]) -> tuple[str, str, int]:
 _STATES: dict[tuple[tuple[str, str, int], int], WorkState] = {}
 
 
-def _is_prefix(key: tuple[str, str, int], entries: Sequence[Entry]) -> bool:
+def is_prefix(key: tuple[str, str, int], entries: Sequence[Entry]) -> bool:
     """Whether `key` (`prefix_key`) names the first entries of `entries`."""
     first, last, count = key
     return 0 < count <= len(entries) and entries[0].id == first and entries[count - 1].id == last
@@ -199,7 +199,7 @@ def _fold(entries: Sequence[Entry]) -> _Fold:
     if last is not None and last.key == key:
         return last
     fold: _Fold | None = None
-    if last is not None and _is_prefix(last.key, entries):
+    if last is not None and is_prefix(last.key, entries):
         newer = entries[last.key[2] :]
         fold = last.copy(key)
         if _add_calls(fold.calls, newer) & last.answered:
