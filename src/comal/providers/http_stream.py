@@ -14,6 +14,7 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import replace
+from typing import ClassVar
 
 import httpx2
 
@@ -29,7 +30,7 @@ from comal.providers.base import (
     encode_request,
 )
 from comal.providers.error_mapping import classify_error_object, classify_http_error, redact
-from comal.providers.sse import StreamDecoder, adrive
+from comal.providers.sse import StreamDecoder, WireDecoder, adrive
 
 
 def merge_extra_body(body: JSONObject, extra: JSONObject) -> JSONObject:
@@ -136,6 +137,8 @@ class WireProvider:
     """Shared state and `stream()` of the HTTP adapters."""
 
     wire: WireApi = WireApi.OPENAI_CHAT
+    decoder_type: ClassVar[type[WireDecoder]]
+    """The wire's stream decoder class, built for one model."""
     whole_reply_decodes: bool = False
     """Whether `decoder()` also decodes a whole non-streamed reply given as one event (Chat
     Completions: a choice's `message` in place of `delta`). Such an adapter asks a server that
@@ -176,8 +179,8 @@ class WireProvider:
         raise NotImplementedError
 
     def decoder(self, request: ModelRequest) -> StreamDecoder:
-        """A fresh stream decoder for one response."""
-        raise NotImplementedError
+        """A fresh stream decoder for one response: the wire's, for the request's model."""
+        return self.decoder_type(request.model)
 
     def encode(self, request: ModelRequest) -> bytes:
         """The request body bytes: the wire JSON plus the `extra_body` that applies to it,

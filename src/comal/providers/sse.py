@@ -84,6 +84,12 @@ class StreamDecoder(Protocol):
         ...
 
 
+class WireDecoder(StreamDecoder, Protocol):
+    """A wire's stream decoder class: built for the model that answers."""
+
+    def __init__(self, model: str) -> None: ...
+
+
 def parse_json_object(data: str, what: str) -> JSONObject:
     """Decode an event's data as a JSON object.
 
@@ -145,6 +151,25 @@ def drive(lines: Iterable[str], decoder: StreamDecoder) -> Iterator[ProviderEven
         if run.done:
             return
     yield from run.end()
+
+
+class BodyDecoder(Protocol):
+    """Decode a whole SSE body of one wire (pure), for `model` (see `decoding`)."""
+
+    def __call__(self, lines: Iterable[str], *, model: str = "") -> Iterator[ProviderEvent]: ...
+
+
+def decoding(decoder_type: type[WireDecoder]) -> BodyDecoder:
+    """A wire's `decode_stream`: `drive` over a whole body with a fresh decoder of the model.
+
+    The function it returns raises ProviderError for error events, malformed data, or a stream
+    cut before it finished.
+    """
+
+    def decode_stream(lines: Iterable[str], *, model: str = "") -> Iterator[ProviderEvent]:
+        return drive(lines, decoder_type(model))
+
+    return decode_stream
 
 
 async def adrive(
