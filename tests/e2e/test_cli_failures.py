@@ -139,29 +139,19 @@ def _stream_failed(run: Run) -> dict[str, Any]:
     return failed
 
 
+def in_json_formats(workspace: Path, home: Path, *args: str) -> tuple[Run, Run]:
+    """`comal ARGS` run twice: with `--output-format json`, then `stream-json`."""
+    as_json, as_stream = (
+        comal(*args, "--output-format", form, cwd=workspace, env_home=home)
+        for form in ("json", "stream-json")
+    )
+    return as_json, as_stream
+
+
 def test_unknown_session_is_an_error_object(workspace: Path, home: Path) -> None:
     with FakeServer([]) as server:
         configure(workspace, server, "openai-chat")
-        as_json = comal(
-            "--resume",
-            "ffffffff",
-            "-p",
-            "x",
-            "--output-format",
-            "json",
-            cwd=workspace,
-            env_home=home,
-        )
-        as_stream = comal(
-            "--resume",
-            "ffffffff",
-            "-p",
-            "x",
-            "--output-format",
-            "stream-json",
-            cwd=workspace,
-            env_home=home,
-        )
+        as_json, as_stream = in_json_formats(workspace, home, "--resume", "ffffffff", "-p", "x")
     assert as_json.code == 3
     assert _json_error(as_json)["code"] == "UNKNOWN_SESSION"
     assert as_stream.code == 3
@@ -174,19 +164,7 @@ def test_locked_session_is_an_error_object(workspace: Path, home: Path) -> None:
         ledger.acquire_lock(sid)  # this live test process holds it
         with FakeServer([]) as server:
             configure(workspace, server, "openai-chat")
-            run = comal(
-                "--resume", sid, "-p", "x", "--output-format", "json", cwd=workspace, env_home=home
-            )
-            streamed = comal(
-                "--resume",
-                sid,
-                "-p",
-                "x",
-                "--output-format",
-                "stream-json",
-                cwd=workspace,
-                env_home=home,
-            )
+            run, streamed = in_json_formats(workspace, home, "--resume", sid, "-p", "x")
     assert run.code == 3
     assert _json_error(run)["code"] == "SESSION_LOCKED"
     assert _stream_failed(streamed)["code"] == "SESSION_LOCKED"
@@ -195,8 +173,7 @@ def test_locked_session_is_an_error_object(workspace: Path, home: Path) -> None:
 def test_bad_config_is_an_error_object(workspace: Path, home: Path) -> None:
     (workspace / ".comal").mkdir()
     (workspace / ".comal" / "config.toml").write_text("default_provider = [broken\n")
-    run = comal("-p", "x", "--output-format", "json", cwd=workspace, env_home=home)
-    streamed = comal("-p", "x", "--output-format", "stream-json", cwd=workspace, env_home=home)
+    run, streamed = in_json_formats(workspace, home, "-p", "x")
     no_traceback(run)
     assert run.code == 2
     assert _json_error(run)["code"] == "CONFIG"

@@ -8,31 +8,15 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from comal.testing.fake_server import FakeServer
-from comal.tools.sandbox import probe
 from tests.e2e.headless_support import configure, ledger_at
+from tests.sandbox_support import NEEDS_BUBBLEWRAP
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        probe() is not None and os.environ.get("CI") != "true",
-        reason=f"bubblewrap unusable here: {probe()}",
-    ),
-]
-
-
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    """A directory outside the workspace and outside /tmp (which the sandbox replaces)."""
-    path = Path(tempfile.mkdtemp(prefix="comal-outside-", dir="/var/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+pytestmark = [pytest.mark.e2e, NEEDS_BUBBLEWRAP]
 
 
 def run_bash(
