@@ -69,6 +69,11 @@ def gated_call() -> ToolCallPart:
     return ToolCallPart("call_1", "Bash", {"command": GATE_COMMAND})
 
 
+def gated_turns() -> list[ScriptedTurn | str]:
+    """A turn held in `gated_call` until the test creates `gate`, then its answer."""
+    return [ScriptedTurn(text="Working.", tool_calls=(gated_call(),)), "Finished."]
+
+
 async def until(pilot: Pilot[int], predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
     """Wait until `predicate()` holds."""
     waited = 0.0
@@ -95,6 +100,12 @@ async def send_while_running(pilot: Pilot[int], app: ComalApp, prompt: str, then
     await send(pilot, app, prompt)
     await until(pilot, lambda: bool(running_tools(app)))
     await send(pilot, app, then)
+
+
+async def compact_during_call(pilot: Pilot[int], app: ComalApp) -> str:
+    """Start the `gated_turns` work and ask `/compact` while its call runs; the session id."""
+    await send_while_running(pilot, app, "do the slow thing", "/compact")
+    return session_id(app)
 
 
 async def permission_prompt(pilot: Pilot[int], app: ComalApp, prompt: str) -> ConfirmScreen:

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from comal.ledger.store import Ledger
-from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.reports import CheckpointList, HelpView
 from comal.tui.widgets.transcript import NoticeItem
-from tests.tui.conftest import AppFactory, gated_call, send, send_while_running, settle
+from tests.tui.conftest import AppFactory, compact_during_call, gated_turns, send, settle
 
 pytestmark = pytest.mark.tui
 
@@ -67,11 +66,9 @@ async def test_idle_compact_on_a_short_session_is_refused_and_the_next_turn_work
 async def test_queued_compact_that_would_not_shrink_is_dropped_at_the_boundary(
     make_app: AppFactory, ledger: Ledger, workspace: Path
 ) -> None:
-    app = make_app([ScriptedTurn(text="Working.", tool_calls=(gated_call(),)), "Finished."])
+    app = make_app(gated_turns())
     async with app.run_test(size=(100, 40)) as pilot:
-        await send_while_running(pilot, app, "do the slow thing", "/compact")
-        assert app.session is not None
-        sid = app.session.id
+        sid = await compact_during_call(pilot, app)
         (workspace / "gate").touch()
         await settle(pilot, app)
         notices = [n.text for n in app.query(NoticeItem)]
@@ -90,6 +87,7 @@ async def test_queued_compact_that_would_not_shrink_is_dropped_at_the_boundary(
     )
     answers = ledger.entries(sid, kinds=("message.assistant",))
     assert "Finished." in str(answers[-1].payload["message"])
+    assert app.session is not None
     assert app.session.engine.pending_compaction() is None
 
 

@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 from comal.ledger.store import Ledger
-from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.reports import HelpView
 from comal.tui.widgets.transcript import NoticeItem
-from tests.tui.conftest import AppFactory, gated_call, send, send_while_running, settle
+from tests.tui.conftest import AppFactory, compact_during_call, gated_turns, send, settle
 
 pytestmark = pytest.mark.tui
 
@@ -32,11 +31,10 @@ async def test_help_renders_on_first_open(make_app: AppFactory) -> None:
 async def test_escape_cancels_a_queued_compaction(
     make_app: AppFactory, ledger: Ledger, workspace: Path
 ) -> None:
-    app = make_app([ScriptedTurn(text="Working.", tool_calls=(gated_call(),)), "Finished."])
+    app = make_app(gated_turns())
     async with app.run_test(size=(100, 40)) as pilot:
-        await send_while_running(pilot, app, "do the slow thing", "/compact")
+        sid = await compact_during_call(pilot, app)
         assert app.session is not None
-        sid = app.session.id
         assert app.session.engine.pending_compaction() == "user"
         await pilot.press("escape")
         await settle(pilot, app)

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from comal.ledger.store import Ledger
-from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.reports import (
     CheckpointList,
     ContextView,
@@ -19,10 +18,10 @@ from comal.tui.widgets.reports import (
 from comal.tui.widgets.transcript import NoticeItem
 from tests.tui.conftest import (
     AppFactory,
-    gated_call,
+    compact_during_call,
+    gated_turns,
     reading_turns,
     send,
-    send_while_running,
     session_id,
     settle,
 )
@@ -103,20 +102,12 @@ async def test_compact_appends_a_checkpoint_and_lists_it(
 async def test_compact_during_a_turn_waits_for_the_boundary(
     make_app: AppFactory, ledger: Ledger, workspace: Path
 ) -> None:
-    app = make_app(
-        [
-            *reading_turns(workspace),
-            "Read them.",
-            ScriptedTurn(text="Working.", tool_calls=(gated_call(),)),
-            "Finished.",
-        ]
-    )
+    app = make_app([*reading_turns(workspace), "Read them.", *gated_turns()])
     async with app.run_test(size=(100, 40)) as pilot:
         # Earlier work a checkpoint replaces, so the compaction makes the view smaller.
         await send(pilot, app, "read the parts")
         await settle(pilot, app)
-        await send_while_running(pilot, app, "do the slow thing", "/compact")
-        sid = session_id(app)
+        sid = await compact_during_call(pilot, app)
         assert ledger.entries(sid, kinds=("checkpoint",)) == []
         (workspace / "gate").touch()
         await settle(pilot, app)
