@@ -69,6 +69,28 @@ def encode_body(body: JSONObject) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+def transport_failure(exc: Exception, url: str, secrets: tuple[str, ...]) -> NetworkError:
+    """A failure to talk to `url` as the NetworkError reported (secrets redacted)."""
+    if isinstance(exc, httpx2.TimeoutException):
+        return NetworkError(f"timed out talking to {url}: {type(exc).__name__}")
+    message = redact(str(exc), secrets) or type(exc).__name__
+    return NetworkError(f"connection to {url} failed: {message}")
+
+
+def http_failure(
+    response: httpx2.Response, text: str, url: str, secrets: tuple[str, ...], provider: str
+) -> ProviderError:
+    """An HTTP error status (400 and up) with its body `text`, classified."""
+    return classify_http_error(
+        response.status_code,
+        text,
+        dict(response.headers),
+        secrets=secrets,
+        url=url,
+        provider=provider,
+    )
+
+
 async def post_sse(
     client: httpx2.AsyncClient,
     url: str,
@@ -91,14 +113,7 @@ async def post_sse(
         ) as response:
             if response.status_code >= 400:
                 text = (await response.aread()).decode("utf-8", "replace")
-                raise classify_http_error(
-                    response.status_code,
-                    text,
-                    dict(response.headers),
-                    secrets=secrets,
-                    url=url,
-                    provider=provider,
-                )
+                raise http_failure(response, text, url, secrets, provider)
             ctype = response.headers.get("content-type", "")
             if "event-stream" not in ctype:
                 text = redact((await response.aread()).decode("utf-8", "replace"), secrets)
@@ -116,11 +131,8 @@ async def post_sse(
                 )
             async for line in response.aiter_lines():
                 yield line
-    except httpx2.TimeoutException as exc:
-        raise NetworkError(f"timed out talking to {url}: {type(exc).__name__}") from None
     except (httpx2.TransportError, httpx2.DecodingError, httpx2.StreamError) as exc:
-        message = redact(str(exc), secrets) or type(exc).__name__
-        raise NetworkError(f"connection to {url} failed: {message}") from None
+        raise transport_failure(exc, url, secrets) from None
 
 
 class _AnsweredUnstreamed(EmptyStreamError):
@@ -284,21 +296,11 @@ class WireProvider:
         url = self.url()
         try:
             response = await self._post_unstreamed(content)
-        except httpx2.TimeoutException as exc:
-            raise NetworkError(f"timed out talking to {url}: {type(exc).__name__}") from None
         except httpx2.HTTPError as exc:
-            message = redact(str(exc), secrets) or type(exc).__name__
-            raise NetworkError(f"connection to {url} failed: {message}") from None
+            raise transport_failure(exc, url, secrets) from None
         text = redact(response.text, secrets)
         if response.status_code >= 400:
-            raise classify_http_error(
-                response.status_code,
-                text,
-                dict(response.headers),
-                secrets=secrets,
-                url=url,
-                provider=self.name,
-            )
+            raise http_failure(response, text, url, secrets, self.name)
         async with aclosing(adrive(_lines_of(text), self.decoder(request))) as events:
             async for event in events:
                 yield event
