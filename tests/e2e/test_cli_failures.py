@@ -8,7 +8,6 @@ real tmpfs (the suite runs as root in CI, where `.ci/run` runs it).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -33,22 +32,13 @@ def no_traceback(run: Run) -> None:
 
 def shell(command: str, *, cwd: Path, env_home: Path) -> Run:
     """Run a shell line (for redirections such as `<&-`) with the test's ledger home."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "COMAL_"))
-    }
-    env["COMAL_HOME"] = str(env_home)
-    env["XDG_CONFIG_HOME"] = str(env_home / "xdg-config")
-    env["COMAL_PY"] = sys.executable
-    proc = subprocess.run(
-        ["bash", "-c", command],
+    return comal(
+        command,
         cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+        env_home=env_home,
+        program=("bash", "-c"),
+        extra_env={"COMAL_PY": sys.executable},
     )
-    return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
 @pytest.fixture
