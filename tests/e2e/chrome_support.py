@@ -120,10 +120,6 @@ class Gate(LoopbackService):
         super().__init__(Handler)
         self.start()
 
-    def close(self) -> None:
-        """Stop answering."""
-        self.stop()
-
 
 def gated_html(gate_port: int) -> str:
     """A page that becomes ready (`window.__ready`) once the gate opens, and blocks on hold."""

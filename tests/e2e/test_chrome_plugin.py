@@ -165,10 +165,6 @@ class UploadServer(LoopbackService):
         super().__init__(Handler)
         self.start()
 
-    def close(self) -> None:
-        """Stop answering."""
-        self.stop()
-
 
 PUBLISH_SCRIPT = """
 import os, sys, urllib.request
@@ -197,7 +193,7 @@ async def test_a_remote_publication_needs_a_complete_receipt(
             outcome, _ = await run(config, turns, ledger)
             results = by_call(ledger.entries(outcome.session_id), "tool.result")
     finally:
-        remote.close()
+        remote.stop()
     publish = results["c1"]
     assert set(remote.files) == {"index.html", "style.css"}  # the upload itself happened
     if with_identity:
@@ -267,7 +263,7 @@ async def test_an_interrupted_click_stays_uncertain_and_is_never_replayed(
                 if e.kind == "tool.result"
             }
     finally:
-        gate.close()
+        gate.stop()
     results = [e.payload for e in entries if e.kind == "tool.result"]
     statuses = [(r["name"], r["status"]) for r in results]
     assert statuses == [

@@ -73,7 +73,7 @@ def make_task(tmp_path: Path) -> Iterator[Callable[[list[Any]], Task]]:
     yield make
     for task in made:
         task.server.stop()
-        task.gate.close()
+        task.gate.stop()
         stop_all(task.home)
 
 
@@ -100,10 +100,20 @@ def kill(proc: subprocess.Popen[bytes]) -> None:
     proc.communicate(timeout=30)
 
 
-def run(task: Task, *args: str) -> tuple[int, str]:
-    proc = task.start(*args)
+def killed_publishing(task: Task) -> tuple[str, list[Entry]]:
+    """`-p publish the site`, SIGKILLed once the governed tab is open (before any result)."""
+    proc = task.start("-p", "publish the site")
+    task.wait_for(proc, tab_open("p1"))
+    kill(proc)
+    return task.session()
+
+
+def resumed(task: Task, sid: str) -> list[Entry]:
+    """`--resume SID -p` run to a clean end; the session's entries after it."""
+    proc = task.start("--resume", sid, "-p")
     out, err = proc.communicate(timeout=180)
-    return proc.returncode, out.decode() + err.decode()
+    assert proc.returncode == 0, out.decode() + err.decode()
+    return task.session()[1]
 
 
 def test_killed_during_publish_resumes_reconciled_by_observation(make_task: Any) -> None:
@@ -115,18 +125,13 @@ def test_killed_during_publish_resumes_reconciled_by_observation(make_task: Any)
             "done",
         ]
     )
-    proc = task.start("-p", "publish the site")
-    task.wait_for(proc, tab_open("p1"))
-    kill(proc)
-    sid, entries = task.session()
+    sid, entries = killed_publishing(task)
     assert "p1" not in by_call(entries, "tool.result")  # killed mid-publish: an orphan
     assert len(deploys(task.home)) == 1
     task.gate.state = "open"
 
-    code, output = run(task, "--resume", sid, "-p")
+    entries = resumed(task, sid)
 
-    assert code == 0, output
-    _, entries = task.session()
     results = by_call(entries, "tool.result")
     publish = results["p1"]
     assert publish["status"] == "postcondition_observed"
@@ -159,18 +164,13 @@ def test_a_page_changed_behind_the_tasks_back_stays_blocked(make_task: Any) -> N
             "The publication is blocked; I will not republish without permission.",
         ]
     )
-    proc = task.start("-p", "publish the site")
-    task.wait_for(proc, tab_open("p1"))
-    kill(proc)
-    sid, _ = task.session()
+    sid, _ = killed_publishing(task)
     page = task.workspace / "site" / "index.html"
     page.write_text(page.read_text().replace("Hello", "Changed"))
     task.gate.state = "open"
 
-    code, output = run(task, "--resume", sid, "-p")
+    entries = resumed(task, sid)
 
-    assert code == 0, output
-    _, entries = task.session()
     publish = by_call(entries, "tool.result")["p1"]
     assert publish["status"] == "uncertain"
     assert publish["observed"]["blocked"] is True
@@ -205,10 +205,8 @@ def test_killed_during_recover_repeats_only_the_known_reads(make_task: Any) -> N
     assert "r1" not in by_call(entries, "tool.result")
     task.gate.state = "open"
 
-    code, output = run(task, "--resume", sid, "-p")
+    entries = resumed(task, sid)
 
-    assert code == 0, output
-    _, entries = task.session()
     recovered = by_call(entries, "tool.result")["r1"]
     assert recovered["status"] == "repeated"
     assert recovered["observed"]["repeated_reads"] == reads
@@ -226,18 +224,13 @@ def test_the_new_processs_permissions_apply_to_the_observation(make_task: Any) -
             "Observation is not allowed here; leaving the publication as it is.",
         ]
     )
-    proc = task.start("-p", "publish the site")
-    task.wait_for(proc, tab_open("p1"))
-    kill(proc)
-    sid, _ = task.session()
+    sid, _ = killed_publishing(task)
     task.gate.state = "open"
     config = task.workspace / ".comal" / "config.toml"
     config.write_text(config.read_text() + '\n[permissions]\ndeny = [{ tool = "ChromeRecover" }]\n')
 
-    code, output = run(task, "--resume", sid, "-p")
+    entries = resumed(task, sid)
 
-    assert code == 0, output
-    _, entries = task.session()
     publish = by_call(entries, "tool.result")["p1"]
     assert publish["status"] == "uncertain"
     assert "permissions do not allow observing" in publish["observed"]["detail"]
