@@ -7,7 +7,7 @@ import sys
 
 PROBE = """
 import argparse, sys
-import comal.agent.headless
+import comal.agent.turns
 from comal.cli import cmd_run
 parser = argparse.ArgumentParser()
 cmd_run.register_top_level(parser)

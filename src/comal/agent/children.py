@@ -39,6 +39,7 @@ from comal.agent.receipts import (
 from comal.agent.recovery import recover
 from comal.agent.session import Session, SessionOptions, open_session
 from comal.agent.session_facts import RECEIPT_KIND, last_answer, usage_totals
+from comal.agent.session_status import index_status
 from comal.config import Config
 from comal.errors import BudgetError, ComalError, StepLimitError, ToolError
 from comal.ledger.store import Ledger
@@ -278,7 +279,7 @@ class Delegation:
         try:
             status, reason, answer = await _drive(child, task)
         except asyncio.CancelledError:
-            self.ledger.set_status(child_id, "interrupted")
+            index_status(self.ledger, child_id, running=False)
             raise
         finally:
             self.ledger.release_lock(child_id)
@@ -301,11 +302,9 @@ class Delegation:
         return receipt
 
     def _settle_status(self, receipt: ChildReceipt) -> None:
-        """Set the child's status row from its receipt; a read-back receipt repairs a row a
-        crash left behind (killed between the receipt and the row)."""
-        status = "finished" if receipt.finished else "failed"
-        if self.ledger.session(receipt.session_id).status != status:
-            self.ledger.set_status(receipt.session_id, status)
+        """Index the child's status, which its receipt settles (also a receipt read back after
+        a crash that came between the receipt and the row)."""
+        index_status(self.ledger, receipt.session_id, running=False)
 
     def _finished(self, receipt: ChildReceipt) -> None:
         self.session.emit(

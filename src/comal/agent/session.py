@@ -21,6 +21,7 @@ from comal.agent.instructions import load_instructions
 from comal.agent.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.session_facts import usage_totals
+from comal.agent.session_status import index_status
 from comal.agent.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
 from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
 from comal.agent.toolset import session_tools
@@ -230,6 +231,9 @@ def open_session(
     else:
         ledger.session(session_id)
         ledger.acquire_lock(session_id)
+        # The new holder indexes the status the entries derive: no turn of it runs yet, and
+        # the row may be what a crashed holder left behind.
+        index_status(ledger, session_id, running=False)
         # What the session runs on from now on: reports of the recorded session (`comal
         # context`) use this window and model, not the ones it started (or was imported) with.
         ledger.append(

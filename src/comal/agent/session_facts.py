@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
+from comal.agent.session_status import FINISHED, session_status
+from comal.agent.session_status import RECEIPT_KIND as RECEIPT_KIND
 from comal.context.relief.recorded import checkpoints
 from comal.ledger.entry import Entry
 from comal.ledger.locks import LockInfo
@@ -82,10 +84,6 @@ class UsageTotals:
     """Sum of the reported usage (None fields: never reported)."""
     estimated_input_tokens: int
     """Comal's own estimate for requests with no measured input (killed, failed, unreported)."""
-
-
-RECEIPT_KIND = "child.receipt"
-"""The entry that closes a child session with its exact receipt (see `agent.children`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +261,7 @@ def _child_summary(ledger: Ledger, child_id: str) -> ChildSummary:
     call = origin.get("parent_call") if isinstance(origin, dict) else None
     return ChildSummary(
         child_id,
-        info.status,
+        session_status(ledger, child_id),
         _str(receipts[-1].payload.get("status")) if receipts else None,
         call if isinstance(call, str) else None,
         info.title,
@@ -280,12 +278,13 @@ def session_state(
         UnknownSessionError: no such session.
     """
     info = ledger.session(session_id)
+    status = session_status(ledger, session_id)
     entries = ledger.entries(session_id)
     latest = checkpoints(entries)
     cp = latest[-1] if latest else None
     return SessionState(
         id=info.id,
-        status=info.status,
+        status=status,
         title=info.title,
         cwd=info.cwd,
         model=info.model,
@@ -297,7 +296,7 @@ def session_state(
         evidence_count=sum(1 for e in entries if e.kind == "tool.result"),
         usage=usage_totals(entries),
         cost=session_cost(entries, prices or {}),
-        final_answer=final_answer(entries) if info.status == "finished" else None,
+        final_answer=final_answer(entries) if status == FINISHED else None,
         last_answer=last_answer(entries),
         children=tuple(_child_summary(ledger, c) for c in ledger.children(session_id)),
     )

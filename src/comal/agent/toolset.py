@@ -7,6 +7,7 @@ which tools may not import; they receive small reader/recorder objects built her
 from __future__ import annotations
 
 from comal.agent.session_facts import board_of, recorded_calls
+from comal.agent.session_status import index_status
 from comal.evidence.read import LedgerEvidenceReader
 from comal.ledger.store import Ledger
 from comal.tools.base import Tool, default_tools
@@ -51,10 +52,10 @@ class LedgerBook:
         return recorded_calls(self.ledger.entries(self.session_id, kinds=CALL_KINDS))
 
     def record_finish(self, answer: str, checks: tuple[CheckRun, ...]) -> None:
-        """Append `session.finished`, then mark the session finished.
+        """Append `session.finished`, then index the status it derives (`finished`).
 
-        The entry comes first: a crash between the two leaves the entry, from which resume
-        sees the session as finished (the status row follows the data, never the reverse).
+        The entry comes first: a crash between the two leaves the entry, from which the status
+        is derived anyway (the row is an index of the data, never the reverse).
         """
         self.ledger.append(
             self.session_id,
@@ -67,7 +68,7 @@ class LedgerBook:
                 ],
             },
         )
-        self.ledger.set_status(self.session_id, "finished")
+        index_status(self.ledger, self.session_id, running=False)
 
 
 def session_tools(

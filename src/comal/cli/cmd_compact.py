@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from comal.agent.turns import request_compaction
 from comal.cli.cmd_context import emit, emit_json, recorded_engine
 from comal.cli.configuring import run_config
 from comal.ledger.store import Ledger
@@ -22,7 +23,7 @@ async def _run(args: argparse.Namespace) -> int:
         session_id = ledger.resolve(args.session)
         holder = ledger.lock_holder(session_id)
         if holder is not None:
-            ledger.append(session_id, "compact.requested", {"by": "user"})
+            request_compaction(ledger, session_id)
             print(
                 f"comal: session {session_id} is running (pid {holder.pid}); the checkpoint"
                 " will be derived at its next turn boundary (or refused there if it would not"

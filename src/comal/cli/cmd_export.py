@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from comal.agent.cost import render_cost, session_cost
+from comal.agent.session_status import with_status
 from comal.cli.cmd_context import emit, recorded_engine
 from comal.cli.cmd_sessions import session_json
 from comal.cli.configuring import read_only_config
@@ -24,7 +25,7 @@ async def _run(args: argparse.Namespace) -> int:
     config = read_only_config()
     with Ledger.open(config.ledger_path) as ledger:
         session_id = ledger.resolve(args.session)
-        info = ledger.session(session_id)
+        info = with_status(ledger, ledger.session(session_id))
         entries = ledger.entries(session_id)
         bodies = {e.id: ledger.body(e) for e in entries if e.body_hash is not None}
         cost_line = render_cost(session_cost(entries, config.prices))

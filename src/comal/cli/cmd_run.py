@@ -24,19 +24,20 @@ import httpx2
 from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
 from comal.agent.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.events import Notice, TextStreamed, TurnFinished
-from comal.agent.headless import Outcome, is_closed, run_headless
 from comal.agent.plugins import load_plugins
 from comal.agent.session import SessionOptions
 from comal.agent.session_facts import final_answer, render_state, session_state
+from comal.agent.session_status import FINISHED, reindex, session_status
 from comal.agent.tool_catalog import configured_mcp_tools
 from comal.agent.toolset import standard_tools
+from comal.agent.turns import Outcome, run_headless
 from comal.cli.configuring import run_config
 from comal.cli.failures import explain
 from comal.cli.provider_choice import choose_provider
 from comal.cli.render import Renderer
 from comal.cli.window_check import refuse_overhead
 from comal.config import EFFORTS, Config, ProviderConfig
-from comal.errors import ComalError, ConfigError, UnknownSessionError
+from comal.errors import ConfigError, UnknownSessionError
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.providers.factory import make_provider, resolve_capabilities
@@ -233,7 +234,8 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
             workspace = _place(args, ledger, session_id)
             if workspace != config.workspace:
                 config = _load(args, workspace)  # the session's workspace config applies
-            if prompt is None and not interactive and is_closed(ledger, session_id):
+            finished = session_status(ledger, session_id) == FINISHED
+            if prompt is None and not interactive and finished:
                 return _show_finished(renderer, ledger, session_id)
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=10.0)) as client:
             cfg = await choose_provider(config, args.provider, args.model)
@@ -308,18 +310,7 @@ def _place(args: argparse.Namespace, ledger: Ledger, session_id: str) -> Path:
 
 def _show_finished(renderer: Renderer, ledger: Ledger, session_id: str) -> int:
     """A finished session resumed with no new message: its answer and state, no provider."""
-    if ledger.session(session_id).status != "finished":
-        # A crash fell between `session.finished` and the status update: repair it under the
-        # lock, as a resumed run would (a live holder of the lock is left to do it itself).
-        try:
-            ledger.acquire_lock(session_id)
-        except ComalError:
-            pass
-        else:
-            try:
-                ledger.set_status(session_id, "finished")
-            finally:
-                ledger.release_lock(session_id)
+    reindex(ledger, session_id)
     answer = final_answer(ledger.entries(session_id)) or ""
     renderer.session_id = session_id
     renderer(TextStreamed(answer + "\n"))

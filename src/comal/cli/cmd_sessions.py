@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from comal.agent.session_status import with_status
 from comal.cli.configuring import read_only_config
 from comal.errors import LedgerError
 from comal.ids import now_ms
@@ -144,7 +145,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
     """List every session, newest first (children under their coordinator): short id, age,
     status, cwd and title (first ask)."""
     with _open() as ledger:
-        infos = ledger.sessions()
+        infos = [with_status(ledger, info) for info in ledger.sessions()]
         shorts = ledger.short_ids()
         asks = ledger.first_entries("message.user")
         path = ledger.path
@@ -310,7 +311,7 @@ async def run_show(args: argparse.Namespace) -> int:
     """Print one session's transcript (asks, answers, tool calls, context events)."""
     with _open() as ledger:
         session_id = ledger.resolve(args.session)
-        info = ledger.session(session_id)
+        info = with_status(ledger, ledger.session(session_id))
         short = ledger.short_id(session_id)
         children = ledger.children(session_id)
         entries = ledger.entries(session_id)

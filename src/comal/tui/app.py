@@ -1,11 +1,13 @@
 """`ComalApp`: the interactive front end over the same engine and `AgentEvent` stream as `-p`.
 
 Invariants:
-- Each user turn runs as a Textual worker (`run_session`), so the screen stays responsive; at
-  most one turn runs at a time and messages sent meanwhile wait in order.
+- Each user turn runs as a Textual worker (`agent.turns.start_turn`), so the screen stays
+  responsive; at most one turn runs at a time and messages sent meanwhile wait in order. The
+  turn lifecycle (its end, its cancel, `/compact`) and every ledger entry it writes belong to
+  `agent.turns`; this module only shows them.
 - A new session is created on the first message (quitting an empty screen records nothing); a
   resumed one is opened, and locked, when the app mounts, and its first turn starts with
-  recovery (`resume_session`), as does the first turn after a cancel.
+  recovery, as does the first turn after a cancel.
 - Esc cancels the running turn: the tool context's cancel event stops a running Bash (its
   process group is killed and its receipt recorded), then the turn stops at its next
   cancellation point (the next await, or before the next model call or tool call starts); the
@@ -37,13 +39,20 @@ from comal.agent.children import Delegation, offers_delegation
 from comal.agent.cost import render_cost, session_cost
 from comal.agent.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.events import AgentEvent, ChildActivity, ToolFinished, ToolStarted, TurnStarted
-from comal.agent.headless import Outcome, resume_session, run_session
 from comal.agent.init_file import write_agents_md
 from comal.agent.rewind import apply_rewind, plan_rewind, turns
 from comal.agent.session import Session, SessionOptions, open_session, reconfigure
-from comal.agent.session_facts import open_calls, render_state, session_state
+from comal.agent.session_facts import render_state, session_state
+from comal.agent.turns import (
+    Compaction,
+    Outcome,
+    cancel_turn,
+    compact,
+    end_turn,
+    start_turn,
+)
 from comal.config import Config, PermissionRule, add_workspace_rule
-from comal.errors import ComalError, CompactNotSmallerError, ConfigError
+from comal.errors import ComalError, ConfigError
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
 from comal.providers.base import Provider
@@ -63,9 +72,6 @@ ModelSwitch = Callable[[str], Awaitable[Provider]]
 
 CANCEL_GRACE_S = 3.0
 """How long Esc waits for a running tool to stop on its own before cancelling the task."""
-
-CANCELLED_BEFORE_START = "cancelled by the user (Esc) before it started; it did not run"
-"""The receipt of a call the cancelled turn never started."""
 
 
 @dataclass(slots=True)
@@ -312,7 +318,7 @@ class ComalApp(App[int]):
         self._cancelling = False
         self._tool_running = False
         self._set_status(activity="thinking")
-        work = resume_session(session, text) if self._recover else run_session(session, text)
+        work = start_turn(session, text, recover_first=self._recover)
         self._recover = False
         self.turn = self.run_worker(work, name="turn", group="turn", exit_on_error=False)
 
@@ -325,16 +331,23 @@ class ComalApp(App[int]):
             return
         self.turn = None
         self._tool_running = False
-        self.transcript.close_reply(cancelled=event.state == WorkerState.CANCELLED)
-        if event.state == WorkerState.CANCELLED:
-            self._after_cancel()
+        cancelled = event.state == WorkerState.CANCELLED
+        self.transcript.close_reply(cancelled=cancelled)
+        compaction = None
+        if self.session is not None:
+            compaction = end_turn(self.session, cancelled=cancelled)
+        if cancelled and self.session is not None:
+            self._recover = True
+            self.transcript.add_notice(
+                f"■ turn cancelled · session {self.session.id} is resumable", "warning"
+            )
         elif event.state == WorkerState.ERROR:
             self.transcript.add_notice(f"✗ unexpected error: {event.worker.error!r}", "error")
         self._cancelling = False
         self.cancel_event.clear()
         self._set_status(activity="idle")
-        if self.session is not None and self.session.engine.pending_compaction() is not None:
-            self._compact_now()
+        if compaction is not None:
+            self._show_compaction(compaction)
         self._refresh_context()
         if self.queued:
             self._start_turn(self.queued.pop(0), shown=True)
@@ -348,7 +361,9 @@ class ComalApp(App[int]):
             return
         self._cancelling = True
         self.queued.clear()
-        self._cancel_queued_compaction()
+        # Esc drops a `/compact` waiting for the turn boundary, as it drops queued messages.
+        if self.session is not None and cancel_turn(self.session):
+            self.transcript.add_notice("◆ queued compaction cancelled", "context")
         self.cancel_event.set()
         self._set_status(activity="cancelling")
         if not self._tool_running:
@@ -360,14 +375,6 @@ class ComalApp(App[int]):
                 turn.cancel()
 
         self.set_timer(CANCEL_GRACE_S, force)
-
-    def _cancel_queued_compaction(self) -> None:
-        """Esc drops a `/compact` waiting for the turn boundary, as it drops queued messages."""
-        session = self.session
-        if session is None or session.engine.pending_compaction() != "user":
-            return
-        session.record("compact.cancelled", {"by": "user"})
-        self.transcript.add_notice("◆ queued compaction cancelled", "context")
 
     async def action_quit(self) -> None:
         """Leave; a running turn is cancelled first and the lock released by the launcher."""
@@ -433,14 +440,9 @@ class ComalApp(App[int]):
         elif command.name == "rewind":
             self._rewind(session, command)
         elif command.name == "compact":
-            if self.turn is not None:
-                session.record("compact.requested", {"by": "user"})
-                self.transcript.add_notice(
-                    "◆ compaction requested: it runs at the turn boundary", "context"
-                )
-                return
-            self._compact_now()
-            self._refresh_context()
+            self._show_compaction(compact(session, running=self.turn is not None))
+            if self.turn is None:
+                self._refresh_context()
 
     def _workspace(self) -> Path:
         return self.start.workspace or self.start.config.workspace
@@ -567,31 +569,18 @@ class ComalApp(App[int]):
             self.query_one(PromptArea).insert(listed[number - 1].text)
         self._refresh_context()
 
-    def _after_cancel(self) -> None:
-        """Record why the calls the cancel kept from starting never ran; recover the rest."""
-        if self.session is None:
-            return
-        s = self.session
-        for open_call in open_calls(s.ledger.entries(s.id)):
-            if open_call.started is None:
-                # The user stopped the turn: these must not run later as "never started".
-                s.runner.refuse(open_call.call, CANCELLED_BEFORE_START, mode="cancel")
-        self._recover = True
-        self.transcript.add_notice(f"■ turn cancelled · session {s.id} is resumable", "warning")
-
-    def _compact_now(self) -> None:
-        if self.session is None:
-            return
-        try:
-            cp = self.session.engine.compact(by="user")
-        except CompactNotSmallerError as exc:
-            self.transcript.add_notice(f"◆ {exc.message}", "warning")
-            return
-        except ComalError as exc:
-            self.transcript.add_notice(f"✗ compaction failed: {exc}", "error")
-            return
-        self.transcript.add_notice(
-            f"◆ checkpoint #{cp.number} · {cp.title} · ~{cp.before_tokens:,} →"
-            f" ~{cp.after_tokens:,} tokens",
-            "context",
-        )
+    def _show_compaction(self, done: Compaction) -> None:
+        if done.queued:
+            self.transcript.add_notice(
+                "◆ compaction requested: it runs at the turn boundary", "context"
+            )
+        elif done.refused is not None:
+            self.transcript.add_notice(f"◆ {done.refused}", "warning")
+        elif done.failed is not None:
+            self.transcript.add_notice(f"✗ compaction failed: {done.failed}", "error")
+        elif (cp := done.checkpoint) is not None:
+            self.transcript.add_notice(
+                f"◆ checkpoint #{cp.number} · {cp.title} · ~{cp.before_tokens:,} →"
+                f" ~{cp.after_tokens:,} tokens",
+                "context",
+            )
