@@ -110,13 +110,17 @@ async def test_escape_while_idle_does_nothing(make_app: AppFactory, ledger: Ledg
     assert ledger.sessions() == []
 
 
+def read_outside(tmp_path: Path, text: str) -> ScriptedTurn:
+    """A turn that Reads `outside.txt` (holding `text`), beside the workspace: it asks."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text(text)
+    return ScriptedTurn(tool_calls=(ToolCallPart("call_1", "Read", {"path": str(outside)}),))
+
+
 async def test_a_declined_permission_prompt_records_a_denied_receipt(
     make_app: AppFactory, ledger: Ledger, tmp_path: Path
 ) -> None:
-    outside = tmp_path / "outside.txt"
-    outside.write_text("secret\n")
-    read = ToolCallPart("call_1", "Read", {"path": str(outside)})
-    app = make_app([ScriptedTurn(tool_calls=(read,)), "I could not read it."])
+    app = make_app([read_outside(tmp_path, "secret\n"), "I could not read it."])
     async with app.run_test(size=(100, 30)) as pilot:
         asked = await permission_prompt(pilot, app, "read the file outside")
         await pilot.press("n")
@@ -140,10 +144,7 @@ async def test_a_declined_permission_prompt_records_a_denied_receipt(
 async def test_an_accepted_permission_prompt_runs_the_call(
     make_app: AppFactory, ledger: Ledger, tmp_path: Path
 ) -> None:
-    outside = tmp_path / "outside.txt"
-    outside.write_text("visible\n")
-    read = ToolCallPart("call_1", "Read", {"path": str(outside)})
-    app = make_app([ScriptedTurn(tool_calls=(read,)), "Read it."])
+    app = make_app([read_outside(tmp_path, "visible\n"), "Read it."])
     async with app.run_test(size=(100, 30)) as pilot:
         await permission_prompt(pilot, app, "read the file outside")
         await pilot.press("y")
