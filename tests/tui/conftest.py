@@ -102,6 +102,14 @@ async def send_while_running(pilot: Pilot[int], app: ComalApp, prompt: str, then
     await send(pilot, app, then)
 
 
+async def command_after_a_turn(pilot: Pilot[int], app: ComalApp, command: str) -> None:
+    """Say `hello`, wait for the answer, then give the slash `command`."""
+    await send(pilot, app, "hello")
+    await settle(pilot, app)
+    await send(pilot, app, command)
+    await pilot.pause()
+
+
 async def compact_during_call(pilot: Pilot[int], app: ComalApp) -> str:
     """Start the `gated_turns` work and ask `/compact` while its call runs; the session id."""
     await send_while_running(pilot, app, "do the slow thing", "/compact")

@@ -18,6 +18,7 @@ from comal.tui.widgets.reports import (
 from comal.tui.widgets.transcript import NoticeItem
 from tests.tui.conftest import (
     AppFactory,
+    command_after_a_turn,
     compact_during_call,
     gated_turns,
     reading_turns,
@@ -45,10 +46,7 @@ ROW_NAMES = [
 async def test_context_shows_the_report_rows(make_app: AppFactory) -> None:
     app = make_app(["ok"])
     async with app.run_test(size=(100, 40)) as pilot:
-        await send(pilot, app, "hello")
-        await settle(pilot, app)
-        await send(pilot, app, "/context")
-        await pilot.pause()
+        await command_after_a_turn(pilot, app, "/context")
         view = app.query_one(ContextView)
         table = view.query_one("#context-table", ReportTable)
         names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
@@ -122,10 +120,7 @@ async def test_compact_during_a_turn_waits_for_the_boundary(
 async def test_state_shows_the_session_view(make_app: AppFactory) -> None:
     app = make_app(["ok"])
     async with app.run_test(size=(100, 40)) as pilot:
-        await send(pilot, app, "hello")
-        await settle(pilot, app)
-        await send(pilot, app, "/state")
-        await pilot.pause()
+        await command_after_a_turn(pilot, app, "/state")
         report = app.query_one(TextReport)
         sid = session_id(app)
     assert report.body.startswith(f"session {sid} · active")
