@@ -72,6 +72,17 @@ def stable(value: Any) -> Any:
     return json.loads(text)
 
 
+async def golden_tail(
+    tmp_path: Path, wire: str, *, vision: bool, golden: str
+) -> tuple[str, list[Any]]:
+    """Run the session; the last request's tail (checked against the golden file `GOLDEN_WIRE`)
+    as text, and the projections recorded."""
+    body, projections = await run(tmp_path, wire, vision=vision)
+    request_tail = tail(wire, body)
+    check_golden(f"{golden}_{wire.replace('-', '_')}.json", stable(request_tail))
+    return str(request_tail), projections
+
+
 def b64(png: bytes) -> str:
     return base64.b64encode(png).decode()
 
@@ -80,10 +91,7 @@ def b64(png: bytes) -> str:
 async def test_a_vision_model_sees_the_newest_images_within_the_reserve(
     tmp_path: Path, wire: str
 ) -> None:
-    body, projections = await run(tmp_path, wire, vision=True)
-    request_tail = tail(wire, body)
-    check_golden(f"media_reserve_{wire.replace('-', '_')}.json", stable(request_tail))
-    text = str(request_tail)
+    text, projections = await golden_tail(tmp_path, wire, vision=True, golden="media_reserve")
     assert b64(PNGS[0]) not in text  # the oldest: a reference
     assert b64(PNGS[1]) in text
     assert b64(PNGS[2]) in text
@@ -96,10 +104,7 @@ async def test_a_vision_model_sees_the_newest_images_within_the_reserve(
 async def test_a_model_without_vision_gets_references_and_the_sentence(
     tmp_path: Path, wire: str
 ) -> None:
-    body, projections = await run(tmp_path, wire, vision=False)
-    request_tail = tail(wire, body)
-    check_golden(f"media_no_vision_{wire.replace('-', '_')}.json", stable(request_tail))
-    text = str(request_tail)
+    text, projections = await golden_tail(tmp_path, wire, vision=False, golden="media_no_vision")
     assert not any(b64(png) in text for png in PNGS)
     assert text.count(NO_VISION_SENTENCE) == 3
     assert projections == []  # no pixels in view: the reserve has nothing to do
