@@ -39,6 +39,7 @@ from comal.agent.session import Session
 from comal.agent.session_facts import OpenCall, board_of, last_answer, open_calls, recorded_calls
 from comal.agent.tool_runner import call_summary, media_json
 from comal.agent.toolset import CALL_KINDS
+from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
 from comal.messages import (
     JSONObject,
@@ -267,19 +268,20 @@ async def _rebuild(s: Session, call: OpenCall, started: Entry) -> RecoveredCall 
 
 def _hold_uncertain(s: Session, entries: list[Entry]) -> int:
     """Hand every still-uncertain (tool, arguments) to the runner's insistence guard."""
-    args: dict[str, JSONObject] = {}
+    pairing = pair(entries)
     for entry in entries:
         p = entry.payload
-        call_id = _str(p.get("call_id"))
         if entry.kind == "tool.started":
             raw = p.get("arguments")
-            args[call_id] = raw if isinstance(raw, dict) else {}
             permission = p.get("permission")
             if isinstance(permission, dict) and permission.get("decision") == "allow":
                 # A later allowed identical call (confirmed by the user) settles the doubt.
-                s.runner.release_uncertain(_str(p.get("name")), args[call_id])
+                s.runner.release_uncertain(
+                    _str(p.get("name")), raw if isinstance(raw, dict) else {}
+                )
         elif entry.kind == "tool.result" and p.get("status") == "uncertain":
-            s.runner.hold_uncertain(_str(p.get("name")), args.get(call_id, {}), entry.id)
+            args = pairing.ran_arguments(entry)
+            s.runner.hold_uncertain(_str(p.get("name")), args, entry.id)
     return s.runner.held_uncertain
 
 

@@ -18,6 +18,7 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from comal.context.view.pairing import CallSite, pair
 from comal.errors import LedgerError, RewindError, ToolError
 from comal.ledger.entry import Entry
 from comal.ledger.history import REWOUND_KIND
@@ -126,13 +127,13 @@ def _prepared(entry: Entry) -> tuple[str, str | None, str] | None:
 
 def file_events(entries: list[Entry]) -> list[FileEvent]:
     """Every change of a file in `entries` (in the order they happened)."""
-    statuses = _result_status(entries)
+    pairing = pair(entries)
     found = []
     for entry in entries:
         prepared = _prepared(entry)
         if prepared is not None:
             path, before, intended = prepared
-            status = statuses.get(str(entry.payload.get("call_id")))
+            status = _result_status(pairing.site_of(entry))
             after: frozenset[str | None] = frozenset({intended})
             if status is None or status == "uncertain":
                 after = frozenset({before, intended})
@@ -156,12 +157,11 @@ def file_events(entries: list[Entry]) -> list[FileEvent]:
     return found
 
 
-def _result_status(entries: list[Entry]) -> dict[str, str]:
-    return {
-        str(e.payload.get("call_id")): str(e.payload.get("status"))
-        for e in entries
-        if e.kind == "tool.result"
-    }
+def _result_status(site: CallSite | None) -> str | None:
+    """The status of the result of a started call (None: no result recorded)."""
+    if site is None or site.result is None:
+        return None
+    return str(site.result.payload.get("status"))
 
 
 def _unrestorable_call(entry: Entry) -> str | None:

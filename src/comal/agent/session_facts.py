@@ -4,9 +4,9 @@
 (dangling `tool.started` receipts, calls never started), never kept in a flag. Everything here
 is a pure function of the entries plus, for `session_state`, the session row and its lock.
 
-Calls are paired the way the conversation view pairs them: a `tool.result` (or `tool.started`)
-belongs to the most recent assistant message still waiting on its call id, so providers that
-reuse call ids across turns are handled.
+Calls are paired by `context.view.pairing`, the rule the conversation view and the work state
+use: a `tool.result` (or `tool.started`) belongs to the most recent assistant message still
+waiting on its call id, so providers that reuse call ids across turns are handled.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
 from comal.agent.session_status import FINISHED, session_status
 from comal.agent.session_status import RECEIPT_KIND as RECEIPT_KIND
 from comal.context.relief.recorded import checkpoints
+from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
 from comal.ledger.locks import LockInfo
 from comal.ledger.store import Ledger
@@ -29,27 +30,23 @@ from comal.usage import Price, Usage
 
 def recorded_calls(entries: Sequence[Entry]) -> tuple[RecordedCall, ...]:
     """Calls with a result, in result order: name, arguments, status and `observed`."""
-    arguments: dict[str, JSONObject] = {}
+    pairing = pair(entries)
     out: list[RecordedCall] = []
     for entry in entries:
         p = entry.payload
         call_id = p.get("call_id")
-        if not isinstance(call_id, str):
+        if entry.kind != "tool.result" or not isinstance(call_id, str):
             continue
-        if entry.kind == "tool.started":
-            raw = p.get("arguments")
-            arguments[call_id] = raw if isinstance(raw, dict) else {}
-        elif entry.kind == "tool.result":
-            name, status, observed = p.get("name"), p.get("status"), p.get("observed")
-            out.append(
-                RecordedCall(
-                    call_id,
-                    name if isinstance(name, str) else "",
-                    arguments.get(call_id, {}),
-                    status if isinstance(status, str) else "",
-                    observed if isinstance(observed, dict) else {},
-                )
+        name, status, observed = p.get("name"), p.get("status"), p.get("observed")
+        out.append(
+            RecordedCall(
+                call_id,
+                name if isinstance(name, str) else "",
+                pairing.ran_arguments(entry),
+                status if isinstance(status, str) else "",
+                observed if isinstance(observed, dict) else {},
             )
+        )
     return tuple(out)
 
 
@@ -134,16 +131,6 @@ def _str(value: JSONValue) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _tool_calls(entry: Entry) -> tuple[ToolCallPart, ...]:
-    raw = entry.payload.get("message")
-    if not isinstance(raw, dict):
-        return ()
-    try:
-        return message_from_json(raw).tool_calls
-    except (ValueError, KeyError):
-        return ()
-
-
 def _assistant_text(entry: Entry) -> str | None:
     raw = entry.payload.get("message")
     if not isinstance(raw, dict):
@@ -160,30 +147,11 @@ def _superseded(entries: Sequence[Entry]) -> set[str]:
 
 def open_calls(entries: Sequence[Entry]) -> tuple[OpenCall, ...]:
     """Calls of recorded assistant messages without a result, in ledger order."""
-    superseded = _superseded(entries)
-    # Per call id, the open calls waiting on it (oldest first); the newest answers first.
-    waiting: dict[str, list[int]] = {}
-    calls: list[ToolCallPart] = []
-    started: list[Entry | None] = []
-    done: list[bool] = []
-    for entry in entries:
-        if entry.kind == "message.assistant" and entry.id not in superseded:
-            for call in _tool_calls(entry):
-                waiting.setdefault(call.call_id, []).append(len(calls))
-                calls.append(call)
-                started.append(None)
-                done.append(False)
-        elif entry.kind in ("tool.started", "tool.result"):
-            owners = waiting.get(_str(entry.payload.get("call_id")))
-            if not owners:
-                continue
-            index = owners[-1]
-            if entry.kind == "tool.started":
-                started[index] = entry
-            else:
-                done[index] = True
-                owners.pop()
-    return tuple(OpenCall(c, s) for c, s, d in zip(calls, started, done, strict=True) if not d)
+    return tuple(
+        OpenCall(site.call, site.started)
+        for site in pair(entries).sites
+        if site.message is not None and site.result is None
+    )
 
 
 def board_of(entries: Sequence[Entry]) -> tuple[Criterion, ...]:
@@ -196,19 +164,21 @@ def board_of(entries: Sequence[Entry]) -> tuple[Criterion, ...]:
 
 def uncertain_calls(entries: Sequence[Entry]) -> tuple[UncertainCall, ...]:
     """Every `uncertain` result, with the call's arguments from its `tool.started` receipt."""
-    args: dict[str, JSONObject] = {}
+    pairing = pair(entries)
     out: list[UncertainCall] = []
     for entry in entries:
         p = entry.payload
-        if entry.kind == "tool.started":
-            raw = p.get("arguments")
-            args[_str(p.get("call_id"))] = raw if isinstance(raw, dict) else {}
-        elif entry.kind == "tool.result" and p.get("status") == "uncertain":
-            call_id = _str(p.get("call_id"))
+        if entry.kind == "tool.result" and p.get("status") == "uncertain":
             observed = p.get("observed")
             detail = _str(observed.get("detail")) if isinstance(observed, dict) else ""
             out.append(
-                UncertainCall(call_id, _str(p.get("name")), args.get(call_id, {}), entry.id, detail)
+                UncertainCall(
+                    _str(p.get("call_id")),
+                    _str(p.get("name")),
+                    pairing.ran_arguments(entry),
+                    entry.id,
+                    detail,
+                )
             )
     return tuple(out)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from comal.agent.session_facts import board_of, recorded_calls
 from comal.agent.session_status import index_status
+from comal.context.view.pairing import PAIRING_KINDS
 from comal.evidence.read import LedgerEvidenceReader
 from comal.ledger.store import Ledger
 from comal.tools.base import Tool, default_tools
@@ -16,7 +17,8 @@ from comal.tools.evidence import EvidenceReadTool
 from comal.tools.finish import CheckRun, FinishTool
 from comal.tools.plugin import FinishCheck, RecordedCall
 
-CALL_KINDS = ("tool.started", "tool.result")
+CALL_KINDS = PAIRING_KINDS
+"""What `recorded_calls` reads: calls, their receipts and results (paired by `pairing`)."""
 
 
 def standard_tools() -> list[Tool]:

@@ -14,12 +14,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry, SessionInfo
 from comal.messages import (
     JSONValue,
     ReasoningPart,
     TextPart,
-    ToolCallPart,
     message_from_json,
     render_output_text,
 )
@@ -75,7 +75,9 @@ def _event(entry: Entry) -> str:
 def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) -> list[Item]:
     """The rows of a transcript, in order."""
     items: list[Item] = []
-    calls: dict[str, int] = {}
+    pairing = pair(entries)
+    calls: dict[tuple[str, int], int] = {}
+    """Item index of each call, by (message entry id, position among its calls)."""
     for entry in entries:
         p = entry.payload
         if entry.kind in ("message.user", "message.assistant"):
@@ -96,11 +98,10 @@ def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) 
                 title += f" · {reasoning} reasoning block(s)"
             if texts:
                 items.append(Item(entry.kind.split(".")[1], title, "\n".join(texts)))
-            for part in message.parts:
-                if isinstance(part, ToolCallPart):
-                    arguments = json.dumps(part.arguments, ensure_ascii=False, indent=1)
-                    calls[part.call_id] = len(items)
-                    items.append(Item("call", f"{part.name} · {part.call_id}", arguments))
+            for position, part in enumerate(message.tool_calls):
+                arguments = json.dumps(part.arguments, ensure_ascii=False, indent=1)
+                calls[entry.id, position] = len(items)
+                items.append(Item("call", f"{part.name} · {part.call_id}", arguments))
         elif entry.kind == "tool.result":
             body = bodies.get(entry.id)
             text = _short(render_output_text(body)) if body is not None else ""
@@ -108,7 +109,9 @@ def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) 
             exit_code = p.get("exit_code")
             head = status + ("" if exit_code is None else f" · exit {exit_code}")
             detail = f"[{head} · {entry.id}]\n{text}"
-            index = calls.get(str(p.get("call_id")))
+            site = pairing.site_of(entry)
+            where = (site.message.id, site.position) if site and site.message else None
+            index = calls.get(where) if where is not None else None
             if index is not None:
                 call = items[index]
                 items[index] = Item(

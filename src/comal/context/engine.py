@@ -6,6 +6,13 @@ appends a `projection` (stage 1) or a `checkpoint` (stage 2) entry before return
 to send. Every decision is an entry, and the view is a pure function of the entries, so a
 resumed session rebuilds byte-identical requests.
 
+The engine is a façade: it holds the caches (entries read incrementally, the conversation
+index, the incremental view builder, memoized counts and scans) and wires the rooms together.
+What is measured is measured in `measure/` (budget, reserve, calibration, anchors), the view is
+built in `view/`, and every pressure decision is made in `relief/` from plain values
+(`ReliefInputs`) the engine gathers; the engine appends what the decision returns. `/context`
+renders from `snapshot()` (`report.py`).
+
 Invariants:
 - `prepare()` never returns a view that does not fit: it raises `ContextOverheadError` when the
   fixed parts alone cannot fit, and `ContextPressureLoopError` when derivations stop making
@@ -23,15 +30,21 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TypeVar, assert_never, cast
 
-from comal.context.measure.anchors import AnchorIndex, Fingerprint, calibration_ratio, tools_digest
+from comal.context.measure.anchors import (
+    Anchor,
+    AnchorIndex,
+    Fingerprint,
+    calibration_ratio,
+    tools_digest,
+)
 from comal.context.measure.budget import (
-    RESERVE_FLOOR,
     Budget,
     EngineSettings,
+    check_grown_reserve,
+    check_overhead,
     default_margin,
-    discarded_preview,
+    max_output,
     no_fit_message,
-    overhead_message,
     reserve_room,
     session_outputs,
     size_output_reserve,
@@ -40,10 +53,9 @@ from comal.context.measure.budget import (
 )
 from comal.context.measure.calibration import (
     PROVIDER_WINDOW_SOURCE,
-    RECALIBRATE_SHIFT,
-    calibration_payload,
+    context_length_payload,
     provider_window,
-    refused_size,
+    server_count_payload,
     usage_calibration,
 )
 from comal.context.measure.tokens import (
@@ -59,37 +71,27 @@ from comal.context.measure.unfinished import (
     ModelReply,
     append_discarded,
 )
-from comal.context.relief.checkpoint import Draft
-from comal.context.relief.decisions import append_checkpoint, refuse_compaction
-from comal.context.relief.deferral import (
-    DEFERRED_KIND,
-    TURN_TRIGGER,
-    deferral,
-    deferred_since,
-    loop_growth,
-    record_deferral,
-    relieve_now_option,
-)
+from comal.context.relief.decisions import append_checkpoint, append_projection, refuse_compaction
+from comal.context.relief.deferral import DEFERRED_KIND, deferred_since, record_deferral
+from comal.context.relief.inputs import ReliefInputs
 from comal.context.relief.recorded import (
-    USER_TRIGGERS,
     Checkpoint,
     checkpoints,
     pending_compaction,
-    pressure_guard,
     view_state,
 )
 from comal.context.relief.relieve import (
-    COLD_TRIGGER,
+    CheckpointChoice,
+    CompactionRefusal,
+    ProjectionChoice,
+    compaction,
     deepest,
-    draft_checkpoint,
-    landing_for,
-    relieve,
     relieve_media,
-    session_growth,
 )
+from comal.context.relief.triggers import Deferred, pressure_step
 from comal.context.report import ContextReport, context_report
+from comal.context.snapshot import EngineSnapshot
 from comal.context.view.build import (
-    MESSAGE_OVERHEAD,
     Assembly,
     FixedParts,
     PreparedView,
@@ -97,18 +99,18 @@ from comal.context.view.build import (
     ViewBuilder,
     ViewState,
     build_view,
+    plugin_schema_tokens,
     schema_tokens,
 )
 from comal.context.view.conversation import Block, ConversationIndex
 from comal.context.view.invariants import PairChecker, check
+from comal.context.view.media import append_media_projection, media_budget
 from comal.context.view.rendering import preview_chars
 from comal.errors import (
     CompactNotSmallerError,
     ContextLengthError,
-    ContextOverheadError,
     ContextPressureLoopError,
     InvariantError,
-    OutputLengthError,
 )
 from comal.ids import now_ms
 from comal.ledger.bulk import BULK_ENTRIES, paused_gc
@@ -227,7 +229,10 @@ class ContextEngine:
 
     def conversation(self) -> list[Block]:
         """The conversation blocks of the session, rebuilt only when the ledger grew."""
-        entries = self.entries()
+        return self._blocks_of(self.entries())
+
+    def _blocks_of(self, entries: list[Entry]) -> list[Block]:
+        """The blocks of `entries` (the engine's entries as just read)."""
         last = entries[-1].seq if entries else 0
         if last != self._blocks_seq:
             # A resumed session indexes all its entries at once: only live objects are made.
@@ -262,7 +267,9 @@ class ContextEngine:
 
     def texts(self) -> ResultTexts:
         """Memoized result renderings for this engine's settings."""
-        window = self.window()[0]
+        return self._texts_for(self.window()[0])
+
+    def _texts_for(self, window: int) -> ResultTexts:
         if self._texts is None or self._texts[0] != window:
             usable = window - 4_096 - default_margin(window)
             texts = ResultTexts(
@@ -301,14 +308,13 @@ class ContextEngine:
     def estimate(self, asm: Assembly, state: ViewState) -> tuple[int, bool]:
         """(estimated input tokens, whether the base is measured) for an assembled view."""
         ratio = self.ratio()
-        number = state.checkpoint.number if state.checkpoint else None
+        anchor = self._anchor(state.checkpoint.number if state.checkpoint else None)
+        return asm.estimate(anchor, ratio, exact=self.counter.exact)
+
+    def _anchor(self, checkpoint: int | None) -> Anchor | None:
+        """The anchor for a request under checkpoint number `checkpoint` (None: no checkpoint)."""
         self.entries()
-        anchor = self._anchors.find(self.fingerprint.with_checkpoint(number))
-        if anchor is None:
-            return calibrated(asm.total_tokens, ratio, exact=self.counter.exact), False
-        newer = [p for p in asm.parts if p.seq > anchor.request_seq]
-        delta = sum(p.tokens for p in newer) + MESSAGE_OVERHEAD * 2 * bool(newer)
-        return anchor.measured_tokens + calibrated(delta, ratio, exact=self.counter.exact), True
+        return self._anchors.find(self.fingerprint.with_checkpoint(checkpoint))
 
     def output_reserve(self) -> int:
         """The output reserve for the next request: sized from the session's recorded outputs,
@@ -358,22 +364,10 @@ class ContextEngine:
         # cut reply would only turn into a pressure loop.
         state = self.state()
         asm = self.assemble(state)
-        beside = window - self.margin(window) - deepest(self, state, self.budget(), asm)
-        if new <= last or new > beside:
-            limits = [f"model max output {self.settings.max_output_tokens:,}"]
-            if self.settings.output_reserve_tokens is not None:
-                limits.append(
-                    f"configured output_reserve_tokens {self.settings.output_reserve_tokens:,}"
-                )
-            room = reserve_room(window, self.fixed_tokens(), self.margin(window))
-            limits.append(f"half of what the {window:,}-token window leaves: {room:,}")
-            limits.append(f"beside the smallest context a checkpoint leaves: {max(beside, 0):,}")
-            raise OutputLengthError(
-                f"the reply was cut at the output limit ({last:,} tokens) and no larger reserve"
-                f" fits ({'; '.join(limits)}). The partial reply is kept in the ledger as"
-                f" discarded{discarded_preview(self._entries)}. Ask for smaller steps, or use a"
-                " larger window or output limit."
-            )
+        floor = deepest(self._inputs(self.budget(), state, asm))
+        beside = window - self.margin(window) - floor
+        room = reserve_room(window, self.fixed_tokens(), self.margin(window))
+        check_grown_reserve(new, last, beside, room, window, self.settings, self._entries)
         return new
 
     def on_unfinished(self, reply: ModelReply, reserve: int) -> Discarded | None:
@@ -427,7 +421,7 @@ class ContextEngine:
         refusal: str | None = None,
     ) -> PreparedView:
         estimate, measured = self.estimate(asm, state)
-        send = self.max_output(budget, estimate)
+        send = max_output(budget, estimate, self.settings)
         if self._send_cap is not None:
             send = min(send, self._send_cap)
         return PreparedView(
@@ -445,30 +439,6 @@ class ContextEngine:
             compact_refused=refusal,
         )
 
-    def max_output(self, budget: Budget, estimate: int) -> int:
-        """The output a request of `estimate` input tokens asks for: all the window leaves
-        beside it and the margin, at least the reserve, at most the model's and the
-        configured maximum.
-
-        The reserve is what the budget keeps free (it moves the threshold); the reply itself
-        may use every token the window has left. Asking for only the reserve would cut, by
-        `length`, every reply longer than the session's earlier ones, each cut paid for with
-        its thrown-away output and a re-ask, while the room to hold it was there.
-        """
-        cap = self.settings.max_output_tokens
-        if self.settings.output_reserve_tokens is not None:
-            cap = min(cap, self.settings.output_reserve_tokens)
-        room = budget.window - budget.margin - estimate
-        return max(1, min(cap, max(budget.output_reserve, room)))
-
-    def _check_overhead(self, asm: Assembly, budget: Budget) -> None:
-        fixed = calibrated(asm.fixed_tokens, self.ratio(), exact=self.counter.exact)
-        # The reserve shrinks to fit a small window, but not below a useful reply: the fixed
-        # parts must leave room for the floor and as much again for the conversation.
-        least = min(RESERVE_FLOOR, self.settings.max_output_tokens)
-        if fixed + max(budget.output_reserve, least) * 2 + budget.margin > budget.window:
-            raise ContextOverheadError(overhead_message(asm, budget, fixed))
-
     def prepare(self) -> PreparedView:
         """The view to send next, after relieving pressure if needed.
 
@@ -481,38 +451,33 @@ class ContextEngine:
         budget = self.budget()
         state = self.state()
         asm = self.assemble(state)
-        self._check_overhead(asm, budget)
-        estimate, _ = self.estimate(asm, state)
+        fixed = calibrated(asm.fixed_tokens, self.ratio(), exact=self.counter.exact)
+        check_overhead(asm, budget, fixed, self.settings.max_output_tokens)
+        inputs = self._inputs(budget, state, asm)
         actions: list[str] = []
         refusal: str | None = None
         requested = self.pending_compaction()
         if requested is not None:
             try:
-                self._derive(requested, estimate, budget)
+                self._compact(inputs, requested, queued=True)
                 actions.append("checkpoint")
             except CompactNotSmallerError as exc:
                 # The queued request is dropped (recorded); pressure is judged as usual.
                 refusal = exc.message
                 requested = None
+                inputs = self._inputs(budget, state, asm)
         if requested is None:
-            media = relieve_media(self, asm, state, budget, estimate)
+            media = relieve_media(inputs)
             if media is not None:
-                actions.append(media)
+                append_media_projection(
+                    self.ledger, self.session_id, media.ids, media.reason, media.before, media.after
+                )
+                actions.append(media.reason)
                 state = self.state()
-                asm = self.assemble(state)
-                estimate, _ = self.estimate(asm, state)
-            if estimate > budget.threshold:
-                if not self._defer(asm, budget, estimate):
-                    # The boundary a deferral waited for; mid loop, the room ran out first.
-                    blocks = self.conversation()
-                    at_boundary = bool(blocks) and blocks[-1].role == "user"
-                    deferred = at_boundary and self._was_deferred()
-                    trigger = TURN_TRIGGER if deferred else "threshold"
-                    actions.append(self._relieve(asm, state, budget, estimate, trigger))
-            else:
-                early = self._early_trigger(asm, state, budget, estimate)
-                if early is not None:
-                    actions.append(self._relieve(asm, state, budget, estimate, early))
+                inputs = self._inputs(budget, state, self.assemble(state))
+            action = self._record(inputs, pressure_step(inputs))
+            if action is not None:
+                actions.append(action)
         if actions:
             state = self.state()
             asm = self.assemble(state)
@@ -531,85 +496,90 @@ class ContextEngine:
         self._send_cap = None
         return view
 
-    def _relieve(
-        self, asm: Assembly, state: ViewState, budget: Budget, estimate: int, trigger: str
-    ) -> str:
-        """Project if that is enough, else derive (`relief.py`); returns the action."""
-        return relieve(self, asm, state, budget, estimate, trigger)
-
-    def _defer(self, asm: Assembly, budget: Budget, estimate: int) -> bool:
-        """Whether an over-threshold request mid tool loop waits for the turn boundary
-        (`deferral.py`); the first deferral of a turn is recorded with its options."""
-        growth = loop_growth(asm.parts, estimate / max(asm.total_tokens, 1))
-        found = deferral(self.conversation(), budget, estimate, growth)
-        if found is None:
-            return False
-        if not self._was_deferred():
-            fixed = calibrated(asm.fixed_tokens, self.ratio(), exact=self.counter.exact)
-            now = relieve_now_option(
-                landing_for(self, asm, budget, estimate), fixed, budget, growth
-            )
-            record_deferral(self.ledger, self.session_id, budget, estimate, growth, found, now)
-        return True
-
-    def _was_deferred(self) -> bool:
-        """Whether an event was deferred since the last event (and this turn's user message
-        is not older than that deferral: one record per turn)."""
-        since = self._last_event_seq()
-        return deferred_since(self._of_kinds(DEFERRED_KIND), since)
-
-    def _early_trigger(
-        self, asm: Assembly, state: ViewState, budget: Budget, estimate: int
-    ) -> str | None:
-        """Why pressure should be relieved before the threshold, or None.
-
-        - `cache_cold`: idle longer than the prompt cache's time-to-live with the view already
-          past where events land (the target): the whole request is re-billed anyway, so an
-          event now costs nothing extra and spares a later one that would.
-        - `turn_boundary`: a new turn starts (the last block is a user message) and one call
-          of the session's largest growth would cross the threshold inside the tool loop.
-        """
-        if estimate <= budget.target:
-            return None
-        blocks = self.conversation()
-        if not blocks:
-            return None
-        last_call = next((b for b in reversed(blocks) if b.role == "assistant"), None)
-        if last_call is None or self._last_event_seq() > last_call.seq:
-            # One early event per model call: a retried request must not relieve again.
-            return None
-        idle_s = (self._clock() - last_call.entry.created_at) / 1000
-        if idle_s > self.settings.cache_ttl_s:
-            return COLD_TRIGGER
-        if blocks[-1].role == "user":
-            growth = session_growth(asm, state, estimate)
-            if estimate + growth.stretch_room > budget.threshold:
-                return "turn_boundary"
-        return None
-
-    def _last_event_seq(self) -> int:
-        """Seq of the newest projection or checkpoint entry (0 when none)."""
-
-        self.entries()
+    def _inputs(self, budget: Budget, state: ViewState, asm: Assembly) -> ReliefInputs:
+        """The plain values a pressure decision reads (`relief/inputs.py`), gathered after
+        one read of the ledger (the scans below are of what it read; `budget` was just
+        computed, so its window is the one in force). They are used at once:
+        after the engine appends anything, it gathers them again."""
+        ratio = self.ratio()  # reads the ledger's new entries first
+        entries = self._entries
+        number = state.checkpoint.number if state.checkpoint else 0
+        anchor = self._anchors.find(self.fingerprint.with_checkpoint(number or None))
         events = self._of_kinds("projection", "checkpoint")
-        return events[-1].seq if events else 0
+        last_event = events[-1].seq if events else 0
+        return ReliefInputs(
+            budget=budget,
+            state=state,
+            asm=asm,
+            estimate=asm.estimate(anchor, ratio, exact=self.counter.exact)[0],
+            entries=entries,
+            blocks=self._blocks_of(entries),
+            fixed=self.fixed,
+            texts=self._texts_for(budget.window),
+            counter=self.counter,
+            ratio=ratio,
+            anchor=anchor,
+            next_anchor=self._anchors.find(self.fingerprint.with_checkpoint(number + 1)),
+            vision=self.settings.vision,
+            media_budget_tokens=media_budget(budget.window, self.settings.media_budget_tokens),
+            cache_ttl_s=self.settings.cache_ttl_s,
+            now_ms=self._clock(),
+            last_event_seq=last_event,
+            deferred=deferred_since(self._of_kinds(DEFERRED_KIND), last_event),
+        )
 
-    def _draft(self, state: ViewState, budget: Budget, before: int) -> tuple[Draft, int]:
-        """A checkpoint draft for `state` and the estimated request size it leads to."""
-        asm = self.assemble(state)
-        return draft_checkpoint(self, state, budget, landing_for(self, asm, budget, before))
+    def relief_inputs(self) -> ReliefInputs:
+        """What a pressure decision on the recorded view would read now (appends nothing)."""
+        state = self.state()
+        return self._inputs(self.budget(), state, self.assemble(state))
 
-    def _derive(self, by: str, before: int, budget: Budget) -> Checkpoint:
-        """Derive and record a checkpoint; a person's request must make the view smaller.
+    def _record(
+        self,
+        inputs: ReliefInputs,
+        outcome: ProjectionChoice | CheckpointChoice | Deferred | None,
+    ) -> str | None:
+        """Append what the decision on `inputs` chose; returns the action (None: no event)."""
+        budget = inputs.budget
+        match outcome:
+            case None:
+                return None
+            case Deferred(found, growth, now):
+                if now is not None:
+                    args = (budget, inputs.estimate, growth, found, now)
+                    record_deferral(self.ledger, self.session_id, *args)
+                return None
+            case ProjectionChoice(plan, trigger, options):
+                append_projection(self.ledger, self.session_id, plan, trigger, options)
+                return "projection"
+            case CheckpointChoice():
+                self._append_checkpoint(outcome, budget)
+                return "checkpoint"
+            case _:
+                assert_never(outcome)
+
+    def _append_checkpoint(self, choice: CheckpointChoice, budget: Budget) -> Checkpoint:
+        return append_checkpoint(
+            self.ledger,
+            self.session_id,
+            choice.draft,
+            choice.trigger,
+            choice.before,
+            choice.after,
+            budget,
+            options=choice.options,
+        )
+
+    def _compact(self, inputs: ReliefInputs, by: str, *, queued: bool = False) -> Checkpoint:
+        """Derive and record a checkpoint asked for by `by` (`relieve.compaction`).
 
         Raises:
-            CompactNotSmallerError: `by` is a person and the checkpoint would not shrink the
+            CompactNotSmallerError: a person asked and the checkpoint would not shrink the
                 view (the refusal is recorded as `compact.cancelled` with its figures).
         """
-        draft, after = self._draft(self.state(), budget, before)
-        if by in USER_TRIGGERS and after >= before:
-            raise refuse_compaction(self.ledger, self.session_id, by, before, after)
-        return append_checkpoint(self.ledger, self.session_id, draft, by, before, after, budget)
+        choice = compaction(inputs, by, queued=queued)
+        if isinstance(choice, CompactionRefusal):
+            raise refuse_compaction(self.ledger, self.session_id, by, choice.before, choice.after)
+        return self._append_checkpoint(choice, inputs.budget)
 
     def compact(self, *, by: str) -> Checkpoint:
         """Derive a checkpoint now (no model call), whatever the pressure.
@@ -622,16 +592,36 @@ class ContextEngine:
             CompactNotSmallerError: a person asked and the view would not get smaller.
             ContextPressureLoopError: an automatic derivation after two without progress.
         """
+        return self._compact(self.relief_inputs(), by)
+
+    def snapshot(self) -> EngineSnapshot:
+        """The next request's figures as plain values (appends nothing)."""
         budget = self.budget()
         state = self.state()
-        estimate, _ = self.estimate(self.assemble(state), state)
-        if by not in USER_TRIGGERS:
-            pressure_guard(self.entries(), budget)
-        return self._derive(by, estimate, budget)
+        asm = self.assemble(state)
+        used, measured = self.estimate(asm, state)
+        return EngineSnapshot(
+            session_id=self.session_id,
+            model=self.model,
+            counter_name=self.counter.name,
+            counter_exact=self.counter.exact,
+            budget=budget,
+            window_source=self.window()[1],
+            state=state,
+            asm=asm,
+            used_tokens=used,
+            used_measured=measured,
+            ratio=self.ratio(),
+            anchor=self._anchor(state.checkpoint.number if state.checkpoint else None),
+            checkpoints=tuple(self.checkpoints()),
+            pending_compaction=self.pending_compaction() is not None,
+            media_budget_tokens=media_budget(budget.window, self.settings.media_budget_tokens),
+            plugin_schema_tokens=plugin_schema_tokens(self.fixed, self.counter),
+        )
 
     def report(self) -> ContextReport:
         """The `/context` rows for the next request (appends nothing)."""
-        return context_report(self)
+        return context_report(self.snapshot())
 
     def checkpoints(self) -> list[Checkpoint]:
         """Every checkpoint of the session, oldest first."""
@@ -666,12 +656,9 @@ class ContextEngine:
         Returns:
             Whether a `context.calibrated` entry (source `server_count`) was appended.
         """
-        if measured <= 0 or counted <= 0:
+        payload = server_count_payload(self.model, measured, counted, self.ratio())
+        if payload is None:
             return False
-        ratio = measured / counted
-        if abs(ratio / self.ratio() - 1) <= RECALIBRATE_SHIFT:
-            return False
-        payload = calibration_payload(self.model, ratio, measured, counted, "server_count")
         self.ledger.append(self.session_id, "context.calibrated", payload)
         return True
 
@@ -686,17 +673,7 @@ class ContextEngine:
         """
         counted = self._last_counted[1] if self._last_counted else self.assemble().total_tokens
         window = self.window()[0]
-        measured = refused_size(error, window)
-        # A count the provider reported is a measurement: the ratio follows it either way. A
-        # refusal without numbers only proves a lower bound, so the ratio can only grow.
-        ratio = measured / max(counted, 1)
-        if error.reported_tokens is None:
-            ratio = max(ratio, self.ratio())
-        limit = error.limit_tokens
-        stated = limit if limit is not None and 0 < limit < window else None
-        payload = calibration_payload(
-            self.model, ratio, measured, counted, "context_length", stated
-        )
+        payload = context_length_payload(self.model, error, counted, window, self.ratio())
         self.ledger.append(self.session_id, "context.calibrated", payload)
         if error.fixable_by_output_reserve:
             self._send_cap = self.output_reserve()

@@ -11,26 +11,21 @@ recent request plus an estimate of what came after), otherwise `~` estimated; co
 local counts (exact tokenizer or calibrated estimate) and say so. Unknown is never shown as 0.
 A line says what child sessions' receipts cost inside the conversation (their own work
 stayed in their own windows).
+
+The report renders from a frozen `EngineSnapshot` (`engine.snapshot()`): plain values, no
+engine, no ledger reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from comal.context.measure.anchors import find_anchor
 from comal.context.measure.tokens import calibrated
-from comal.context.relief.recorded import checkpoints
-from comal.context.view.build import tool_schema_text
-from comal.context.view.media import media_budget
+from comal.context.snapshot import EngineSnapshot
 from comal.messages import JSONObject
 
 CHILD_TOOLS = frozenset({"Task", "WorkStepRun", "WorkDraft"})
 """Tools whose results are child sessions' receipts (the children's own windows are theirs)."""
-
-if TYPE_CHECKING:
-    from comal.context.engine import ContextEngine
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,14 +188,12 @@ def _apportion(exact: list[float], total: int) -> list[int]:
     return floors
 
 
-def context_report(engine: ContextEngine) -> ContextReport:
-    """The report for the engine's next request (appends nothing)."""
-    budget = engine.budget()
-    state = engine.state()
-    asm = engine.assemble(state)
-    used, measured = engine.estimate(asm, state)
-    ratio = engine.ratio()
-    exact = engine.counter.exact
+def context_report(snap: EngineSnapshot) -> ContextReport:
+    """The report for the next request a snapshot describes."""
+    budget, state, asm = snap.budget, snap.state, snap.asm
+    used, measured = snap.used_tokens, snap.used_measured
+    ratio = snap.ratio
+    exact = snap.counter_exact
     window = budget.window
 
     def scaled(tokens: int) -> int:
@@ -237,9 +230,7 @@ def context_report(engine: ContextEngine) -> ContextReport:
         and p.result is not None
         and p.result.entry.payload.get("name") in CHILD_TOOLS
     ]
-    entries = engine.entries()
-    number = state.checkpoint.number if state.checkpoint else None
-    anchor = find_anchor(entries, engine.fingerprint.with_checkpoint(number))
+    anchor = snap.anchor
     if anchor is not None:
         anchor_text = (
             f"measured {anchor.measured_tokens:,} input tokens for request {anchor.request_id};"
@@ -247,15 +238,15 @@ def context_report(engine: ContextEngine) -> ContextReport:
         )
     else:
         anchor_text = "none valid (no measured request under the current fingerprint)"
-    cps = checkpoints(entries)
+    cps = snap.checkpoints
     latest = f"#{cps[-1].number} {cps[-1].title}" if cps else None
     return ContextReport(
-        session=engine.session_id,
-        model=engine.model,
-        counter=engine.counter.name,
+        session=snap.session_id,
+        model=snap.model,
+        counter=snap.counter_name,
         counter_exact=exact,
         window_tokens=window,
-        window_source=engine.window()[1],
+        window_source=snap.window_source,
         used_tokens=used,
         used_measured=measured,
         threshold_tokens=budget.threshold,
@@ -267,25 +258,11 @@ def context_report(engine: ContextEngine) -> ContextReport:
         projected_items=len(state.projected),
         checkpoint_count=len(cps),
         latest_checkpoint=latest,
-        pending_compaction=engine.pending_compaction() is not None,
+        pending_compaction=snap.pending_compaction,
         child_receipts=len(receipts),
         child_receipt_tokens=scaled(sum(p.tokens for p in receipts)),
         over_window_tokens=max(used + buffer - window, 0),
-        media_budget_tokens=media_budget(window, engine.settings.media_budget_tokens),
+        media_budget_tokens=snap.media_budget_tokens,
         media_by_reference=len(state.media_projected),
-        plugins=_plugin_rows(engine, scaled),
+        plugins=tuple((name, scaled(t)) for name, t in snap.plugin_schema_tokens),
     )
-
-
-def _plugin_rows(
-    engine: ContextEngine, scaled: Callable[[int], int]
-) -> tuple[tuple[str, int], ...]:
-    """Schema tokens per loaded plugin, from the owners the fixed parts name."""
-    by_name = {spec.name: spec for spec in engine.fixed.plugin_tools}
-    totals: dict[str, int] = {}
-    for tool, plugin in engine.fixed.plugin_owners:
-        spec = by_name.get(tool)
-        if spec is not None:
-            count = engine.counter.count(tool_schema_text(spec))
-            totals[plugin] = totals.get(plugin, 0) + count
-    return tuple((name, scaled(tokens)) for name, tokens in totals.items())

@@ -44,8 +44,7 @@ def index_text(ledger: Ledger, session_id: str) -> str:
     for entry in entries:
         if entry.kind != "tool.result":
             continue
-        call_id = entry.payload.get("call_id")
-        call = calls.get(call_id) if isinstance(call_id, str) else None
+        call = calls.get(entry.id)
         name = entry.payload.get("name")
         what = (
             describe_call(call.name, call.arguments, 120)

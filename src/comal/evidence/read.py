@@ -25,6 +25,7 @@ from typing import Final
 from comal.context.measure.units import Utf16Text, utf16_len
 from comal.context.relief.evidence_names import INDEX_REF, ORDINAL
 from comal.context.view.paged import MAX_NEEDLE_UNITS, MIN_BYTES, PagedText, paged_text, snippet_of
+from comal.context.view.pairing import PAIRING_KINDS, pair
 from comal.context.view.rendering import evidence_text
 from comal.errors import (
     DigestMismatchError,
@@ -125,14 +126,9 @@ def _call_arguments(ledger: Ledger, entry: Entry) -> JSONValue:
     if entry.kind == "tool.started":
         return entry.payload.get("arguments")
     if entry.kind == "tool.result":
-        call_id = entry.payload.get("call_id")
-        started = [
-            other
-            for other in ledger.entries(entry.session_id, kinds=("tool.started",))
-            if other.seq < entry.seq and other.payload.get("call_id") == call_id
-        ]
-        if started:
-            return started[-1].payload.get("arguments")
+        site = pair(ledger.entries(entry.session_id, kinds=PAIRING_KINDS)).site_of(entry)
+        if site is not None and site.started is not None:
+            return site.started.payload.get("arguments")
     raise EvidenceError(f"{entry.id} ({entry.kind}) has no recorded call arguments")
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from comal.agent.tool_runner import call_summary
+from comal.context.view.pairing import CallSite, pair
 from comal.ledger.entry import Entry
 from comal.messages import ToolCallPart, message_from_json
 
@@ -45,9 +46,20 @@ def tool_line(status: str, exit_code: int | None, size_bytes: int) -> str:
     return f"{status}{code} · {size_bytes:,} bytes"
 
 
+def _started_summary(site: CallSite | None) -> str | None:
+    """How the receipt of the call a result answers describes it (None: no receipt)."""
+    started = site.started if site is not None else None
+    if started is None:
+        return None
+    call_id, name, args = (started.payload.get(k) for k in ("call_id", "name", "arguments"))
+    if not isinstance(call_id, str) or not isinstance(name, str):
+        return None
+    return call_summary(ToolCallPart(call_id, name, args if isinstance(args, dict) else {}))
+
+
 def past_items(entries: Sequence[Entry], limit: int = PAST_ITEMS_LIMIT) -> tuple[PastItem, ...]:
     """The last `limit` transcript items of a session's entries, oldest first."""
-    summaries: dict[str, str] = {}
+    pairing = pair(entries)
     items: list[PastItem] = []
     for entry in entries:
         p = entry.payload
@@ -59,15 +71,10 @@ def past_items(entries: Sequence[Entry], limit: int = PAST_ITEMS_LIMIT) -> tuple
                 items.append(PastItem("refused", text))
             elif text.strip():
                 items.append(PastItem("assistant", text))
-        elif entry.kind == "tool.started":
-            call_id, name, args = p.get("call_id"), p.get("name"), p.get("arguments")
-            if isinstance(call_id, str) and isinstance(name, str):
-                call = ToolCallPart(call_id, name, args if isinstance(args, dict) else {})
-                summaries[call_id] = call_summary(call)
         elif entry.kind == "tool.result":
-            call_id, name, status = p.get("call_id"), p.get("name"), p.get("status")
+            name, status = p.get("name"), p.get("status")
             code, size = p.get("exit_code"), p.get("size_bytes")
-            summary = summaries.get(call_id, str(name)) if isinstance(call_id, str) else str(name)
+            summary = _started_summary(pairing.site_of(entry)) or str(name)
             line = tool_line(
                 str(status),
                 code if isinstance(code, int) else None,

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from comal.errors import ContextOverheadError, OutputLengthError
 from comal.ledger.entry import Entry
 from comal.messages import JSONValue
 
@@ -208,6 +209,67 @@ def overhead_message(asm: Assembly, budget: Budget, fixed: int) -> str:
         f" {budget.output_reserve:,}, margin {budget.margin:,} (~{fixed:,} before any"
         " conversation). Nothing was sent. Offer fewer tools or shorter instructions, or"
         " configure a window the backend really supports (--context-window)."
+    )
+
+
+def max_output(budget: Budget, estimate: int, settings: EngineSettings) -> int:
+    """The output a request of `estimate` input tokens asks for: all the window leaves
+    beside it and the margin, at least the reserve, at most the model's and the
+    configured maximum.
+
+    The reserve is what the budget keeps free (it moves the threshold); the reply itself
+    may use every token the window has left. Asking for only the reserve would cut, by
+    `length`, every reply longer than the session's earlier ones, each cut paid for with
+    its thrown-away output and a re-ask, while the room to hold it was there.
+    """
+    cap = settings.max_output_tokens
+    if settings.output_reserve_tokens is not None:
+        cap = min(cap, settings.output_reserve_tokens)
+    room = budget.window - budget.margin - estimate
+    return max(1, min(cap, max(budget.output_reserve, room)))
+
+
+def check_overhead(asm: Assembly, budget: Budget, fixed: int, max_output_tokens: int) -> None:
+    """Refuse a window the fixed parts (`fixed`, calibrated) leave no room in.
+
+    Raises:
+        ContextOverheadError: the fixed parts, twice the reserve and the margin exceed it.
+    """
+    # The reserve shrinks to fit a small window, but not below a useful reply: the fixed
+    # parts must leave room for the floor and as much again for the conversation.
+    least = min(RESERVE_FLOOR, max_output_tokens)
+    if fixed + max(budget.output_reserve, least) * 2 + budget.margin > budget.window:
+        raise ContextOverheadError(overhead_message(asm, budget, fixed))
+
+
+def check_grown_reserve(
+    new: int,
+    last: int,
+    beside: int,
+    room: int,
+    window: int,
+    settings: EngineSettings,
+    entries: Sequence[Entry],
+) -> None:
+    """Refuse a reserve grown after an OUTPUT_LENGTH that is no larger than the one cut at
+    (`last`), or does not fit `beside` the deepest cut a checkpoint could make.
+
+    Raises:
+        OutputLengthError: the reserve that overflowed was already the largest possible; it
+            names every limit (`room`: half of what the window leaves beside the fixed parts).
+    """
+    if last < new <= beside:
+        return
+    limits = [f"model max output {settings.max_output_tokens:,}"]
+    if settings.output_reserve_tokens is not None:
+        limits.append(f"configured output_reserve_tokens {settings.output_reserve_tokens:,}")
+    limits.append(f"half of what the {window:,}-token window leaves: {room:,}")
+    limits.append(f"beside the smallest context a checkpoint leaves: {max(beside, 0):,}")
+    raise OutputLengthError(
+        f"the reply was cut at the output limit ({last:,} tokens) and no larger reserve"
+        f" fits ({'; '.join(limits)}). The partial reply is kept in the ledger as"
+        f" discarded{discarded_preview(entries)}. Ask for smaller steps, or use a"
+        " larger window or output limit."
     )
 
 

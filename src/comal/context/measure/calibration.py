@@ -118,3 +118,35 @@ def usage_calibration(
     if abs(ratio / current - 1) <= RECALIBRATE_SHIFT:
         return {}
     return calibration_payload(model, ratio, measured, counted, "usage")
+
+
+def server_count_payload(
+    model: str, measured: int, counted: int, ratio_in_force: float
+) -> JSONObject | None:
+    """The `context.calibrated` payload for a server's exact count of a request counted
+    locally as `counted`; None when the count is unusable or moves the ratio by 5 % or less.
+
+    A count is a measurement, so the ratio follows it up or down.
+    """
+    if measured <= 0 or counted <= 0:
+        return None
+    ratio = measured / counted
+    if abs(ratio / ratio_in_force - 1) <= RECALIBRATE_SHIFT:
+        return None
+    return calibration_payload(model, ratio, measured, counted, "server_count")
+
+
+def context_length_payload(
+    model: str, error: ContextLengthError, counted: int, window: int, ratio_in_force: float
+) -> JSONObject:
+    """The `context.calibrated` payload a CONTEXT_LENGTH refusal of a request counted locally
+    as `counted` proves, with the limit it states when that is below `window`."""
+    measured = refused_size(error, window)
+    # A count the provider reported is a measurement: the ratio follows it either way. A
+    # refusal without numbers only proves a lower bound, so the ratio can only grow.
+    ratio = measured / max(counted, 1)
+    if error.reported_tokens is None:
+        ratio = max(ratio, ratio_in_force)
+    limit = error.limit_tokens
+    stated = limit if limit is not None and 0 < limit < window else None
+    return calibration_payload(model, ratio, measured, counted, "context_length", stated)

@@ -197,7 +197,7 @@ def _evidence_section(
     }
 
     def on_tail_file(item: ResultEntry) -> bool:
-        call = calls.get(item.call_id)
+        call = calls.get(item.entry.id)
         return call is not None and bool(tail_paths) and _path_of(call) in tail_paths
 
     wanted = [*last_turn, *(i for i in reversed(covered) if on_tail_file(i))]

@@ -192,7 +192,7 @@ def evidence_names(
     Args:
         covered: the outputs the checkpoint replaces, oldest first.
         priority: those to list first with their full ids (newest first), a subset of covered.
-        calls: calls by id (for tool, file and command).
+        calls: the call each result answers, by result entry id (`collect_calls`).
         ordinals: `result_ordinals` of the session.
         counter: token counter for the budget.
         budget_tokens: the most the lines may take (the ranges form is used if none fits).
@@ -207,7 +207,7 @@ def evidence_names(
     first = {p.entry.id for p in priority}
     lines: list[str] = []
     for item in priority:
-        call = calls.get(item.call_id)
+        call = calls.get(item.entry.id)
         what = describe_call(call.name, call.arguments, 90) if call else item.facts.name
         n = ordinals.get(item.entry.id)
         label = f"{ordinal_ref(n)} " if n is not None else ""
@@ -219,7 +219,7 @@ def evidence_names(
         n = ordinals.get(item.entry.id)
         if item.entry.id in first or n is None or item.facts.ref in already:
             continue
-        named.append(_listed(calls.get(item.call_id), item, n))
+        named.append(_listed(calls.get(item.entry.id), item, n))
     if not named:
         return lines
     room = budget_tokens - (counter.count("\n".join(lines)) if lines else 0)

@@ -8,102 +8,144 @@ that landing) is enough when its own stretch passes that test: it keeps every sm
 error and message verbatim and re-sends only what follows its first changed byte. Otherwise a
 checkpoint is derived whose verbatim tail fills the view up to the landing.
 
+The decision is pure: `relieve(inputs, trigger)` reads only the plain values of `ReliefInputs`
+(`inputs.py`) and returns what to record (`ProjectionChoice` or `CheckpointChoice`); the engine
+appends it. Same ledger ⇒ same inputs ⇒ same choice.
+
 Every event records why it happened (`trigger`), the options considered and, for each, the
 predicted size after the event, the tokens re-sent, the cost per call of the stretch it starts
-and how many results it takes out of verbatim view (`options`). Same ledger ⇒ same choice.
+and how many results it takes out of verbatim view (`options`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from comal.context.measure.budget import Budget
-from comal.context.measure.tokens import ScaledCounter, calibrated
 from comal.context.relief.checkpoint import Draft, deepest_cut, derive
-from comal.context.relief.decisions import Option, append_checkpoint, append_projection
+from comal.context.relief.decisions import Option
+from comal.context.relief.inputs import ReliefInputs
 from comal.context.relief.pressure import Growth, landing, measure_growth, stretch_cost, within_tie
 from comal.context.relief.projection import ProjectionPlan, plan_projection
-from comal.context.relief.recorded import pressure_guard, state_with_draft
-from comal.context.view.build import Assembly, ViewState
-from comal.context.view.media import (
-    append_media_projection,
-    media_budget,
-    plan_media,
-    plan_media_pressure,
-    with_media,
-)
-
-if TYPE_CHECKING:
-    from comal.context.engine import ContextEngine
+from comal.context.relief.recorded import USER_TRIGGERS, pressure_guard, state_with_draft
+from comal.context.view.media import plan_media, plan_media_pressure, with_media
 
 COLD_TRIGGER = "cache_cold"
 """An event placed early because the provider's prompt cache has expired anyway."""
 
 
-def session_growth(asm: Assembly, state: ViewState, estimate: int) -> Growth:
+@dataclass(frozen=True, slots=True)
+class ProjectionChoice:
+    """Project old large outputs (`plan`), with the options weighed."""
+
+    plan: ProjectionPlan
+    trigger: str
+    options: tuple[Option, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointChoice:
+    """Derive checkpoint `draft`: the request goes from `before` to `after` tokens."""
+
+    draft: Draft
+    trigger: str
+    before: int
+    after: int
+    options: tuple[Option, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRefusal:
+    """A person's compaction that would not make the view smaller (`before` → `after`)."""
+
+    by: str
+    before: int
+    after: int
+
+
+@dataclass(frozen=True, slots=True)
+class MediaChoice:
+    """Show the images of `ids` by reference (`reason`: reserve or pressure)."""
+
+    ids: tuple[str, ...]
+    reason: str
+    before: int
+    after: int
+
+
+def session_growth(inputs: ReliefInputs) -> Growth:
     """The session's growth per call since the checkpoint in force, in calibrated tokens."""
-    scale = estimate / max(asm.total_tokens, 1)
+    asm, state = inputs.asm, inputs.state
+    scale = inputs.estimate / max(asm.total_tokens, 1)
     since = state.checkpoint.seq if state.checkpoint else 0
     return measure_growth(asm.parts, since, scale)
 
 
-def _fixed(engine: ContextEngine, asm: Assembly) -> int:
-    return calibrated(asm.fixed_tokens, engine.ratio(), exact=engine.counter.exact)
-
-
-def deepest(engine: ContextEngine, state: ViewState, budget: Budget, asm: Assembly) -> int:
+def deepest(inputs: ReliefInputs) -> int:
     """The deepest cut a checkpoint could make now (`checkpoint.deepest_cut`), calibrated."""
-    previous = state.checkpoint.number if state.checkpoint else 0
     return deepest_cut(
-        previous + 1,
-        engine.entries(),
-        engine.conversation(),
-        state,
-        engine.texts(),
-        ScaledCounter(engine.counter, engine.ratio()),
-        budget,
-        _fixed(engine, asm),
-        vision=engine.settings.vision,
+        inputs.previous_number + 1,
+        inputs.entries,
+        inputs.blocks,
+        inputs.state,
+        inputs.texts,
+        inputs.scaled_counter(),
+        inputs.budget,
+        inputs.fixed_tokens,
+        vision=inputs.vision,
     )
 
 
-def landing_for(engine: ContextEngine, asm: Assembly, budget: Budget, estimate: int) -> int:
+def landing_for(inputs: ReliefInputs) -> int:
     """Where a checkpoint for this view lands (`pressure.landing`)."""
-    state = engine.state()
-    growth = session_growth(asm, state, estimate)
-    floor = deepest(engine, state, budget, asm)
-    return landing(floor, budget.threshold, _fixed(engine, asm), growth)
+    growth = session_growth(inputs)
+    return landing(deepest(inputs), inputs.budget.threshold, inputs.fixed_tokens, growth)
 
 
-def draft_checkpoint(
-    engine: ContextEngine, state: ViewState, budget: Budget, land: int | None = None
-) -> tuple[Draft, int]:
-    """A checkpoint draft for `state` landing at `land`, and the estimated size it leads to."""
-    entries = engine.entries()
-    previous = state.checkpoint.number if state.checkpoint else 0
-    asm = engine.assemble(state)
-    ratio = engine.ratio()
+def draft_checkpoint(inputs: ReliefInputs, land: int | None = None) -> tuple[Draft, int]:
+    """A checkpoint draft landing at `land`, and the estimated size it leads to."""
+    entries, state = inputs.entries, inputs.state
     draft = derive(
-        previous + 1,
+        inputs.previous_number + 1,
         entries,
-        engine.conversation(),
+        inputs.blocks,
         state,
-        engine.texts(),
-        ScaledCounter(engine.counter, ratio),
-        budget,
-        _fixed(engine, asm),
+        inputs.texts,
+        inputs.scaled_counter(),
+        inputs.budget,
+        inputs.fixed_tokens,
         landing=land,
-        vision=engine.settings.vision,
+        vision=inputs.vision,
     )
     trial = state_with_draft(state, draft, entries[-1].seq + 1 if entries else 1)
-    after, _ = engine.estimate(engine.assemble(trial), trial)
-    return draft, after
+    return draft, inputs.estimate_of(trial)
 
 
-def _out_of_view(engine: ContextEngine, state: ViewState, draft: Draft) -> int:
+def compaction(
+    inputs: ReliefInputs, by: str, *, queued: bool = False
+) -> CheckpointChoice | CompactionRefusal:
+    """A derivation asked for by `by` (a person, or a reason such as a full window).
+
+    A person's request must make the view smaller, or it is refused with its figures. Asked
+    now by anyone else, it is refused after two automatic derivations without progress; a
+    queued request (`compact.requested`, derived at the turn boundary) is not.
+
+    Raises:
+        ContextPressureLoopError: an automatic derivation after two without progress.
+    """
+    if not queued and by not in USER_TRIGGERS:
+        pressure_guard(inputs.entries, inputs.budget)
+    before = inputs.estimate
+    draft, after = draft_checkpoint(inputs, landing_for(inputs))
+    if by in USER_TRIGGERS and after >= before:
+        return CompactionRefusal(by, before, after)
+    return CheckpointChoice(draft, by, before, after)
+
+
+def _out_of_view(inputs: ReliefInputs, draft: Draft) -> int:
     """Results a checkpoint takes out of verbatim view (shown in full or as a preview before)."""
+    state = inputs.state
     count = 0
-    for block in engine.conversation():
+    for block in inputs.blocks:
         if block.seq >= draft.tail_from_seq:
             break
         if state.checkpoint is not None and block.seq < state.checkpoint.tail_from_seq:
@@ -113,34 +155,27 @@ def _out_of_view(engine: ContextEngine, state: ViewState, draft: Draft) -> int:
 
 
 def relieve(
-    engine: ContextEngine,
-    asm: Assembly,
-    state: ViewState,
-    budget: Budget,
-    estimate: int,
-    trigger: str = "threshold",
-) -> str:
-    """Append a projection or a checkpoint for the view `asm` (estimated `estimate` tokens).
+    inputs: ReliefInputs, trigger: str = "threshold"
+) -> ProjectionChoice | CheckpointChoice:
+    """A projection or a checkpoint for the view of `inputs`.
 
     Args:
         trigger: why now — `threshold` (over the automatic threshold), `turn_boundary` (a new
             turn whose first call would cross it) or `cache_cold` (the prompt cache expired, so
             the event re-sends nothing that would have been cached).
 
-    Returns:
-        The action taken: `projection` or `checkpoint`.
-
     Raises:
         ContextPressureLoopError: two automatic derivations in a row made no progress.
     """
-    growth = session_growth(asm, state, estimate)
-    fixed = _fixed(engine, asm)
+    budget, estimate = inputs.budget, inputs.estimate
+    growth = session_growth(inputs)
+    fixed = inputs.fixed_tokens
     threshold = budget.threshold
-    floor = deepest(engine, state, budget, asm)
+    floor = deepest(inputs)
     land = landing(floor, threshold, fixed, growth)
     cold = trigger == COLD_TRIGGER
     best = stretch_cost(floor, 0 if cold else floor - fixed, threshold, growth.mean)
-    plan = plan_projection(asm, engine.texts(), engine.counter, budget, estimate, goal=land)
+    plan = plan_projection(inputs.asm, inputs.texts, inputs.counter, budget, estimate, goal=land)
     projection = _projection_option(plan, threshold, growth, cold, best)
     if projection.viable:
         checkpoint = Option(
@@ -152,31 +187,20 @@ def relieve(
             False,
             "not drafted: the projection is enough",
         )
-        append_projection(engine.ledger, engine.session_id, plan, trigger, (projection, checkpoint))
-        return "projection"
-    draft, after = draft_checkpoint(engine, state, budget, land)
+        return ProjectionChoice(plan, trigger, (projection, checkpoint))
+    draft, after = draft_checkpoint(inputs, land)
     resent = 0 if cold else after - fixed
     checkpoint = Option(
         "checkpoint",
         after,
         resent,
         stretch_cost(after, resent, threshold, growth.mean),
-        _out_of_view(engine, state, draft),
+        _out_of_view(inputs, draft),
         True,
         f"tail up to the landing {land:,} (deepest cut {floor:,})",
     )
-    pressure_guard(engine.entries(), budget)
-    append_checkpoint(
-        engine.ledger,
-        engine.session_id,
-        draft,
-        trigger,
-        estimate,
-        after,
-        budget,
-        options=(projection, checkpoint),
-    )
-    return "checkpoint"
+    pressure_guard(inputs.entries, budget)
+    return CheckpointChoice(draft, trigger, estimate, after, (projection, checkpoint))
 
 
 def _projection_option(
@@ -197,21 +221,16 @@ def _projection_option(
     return Option("projection", plan.after_tokens, resent, cost, len(plan.result_ids), ok, why)
 
 
-def relieve_media(
-    engine: ContextEngine, asm: Assembly, state: ViewState, budget: Budget, estimate: int
-) -> str | None:
+def relieve_media(inputs: ReliefInputs) -> MediaChoice | None:
     """Keep images within the media reserve and, under pressure, turn old images into
-    references before any other relief (see `media.py`). Returns the action, or None."""
-    reserve = media_budget(budget.window, engine.settings.media_budget_tokens)
-    ids = plan_media(asm, reserve)
+    references before any other relief (see `media.py`); None when nothing changes."""
+    ids = plan_media(inputs.asm, inputs.media_budget_tokens)
     reason = "media_reserve"
-    if estimate > budget.threshold:
-        pressure = plan_media_pressure(asm)
+    if inputs.estimate > inputs.budget.threshold:
+        pressure = plan_media_pressure(inputs.asm)
         if len(pressure) > len(ids):
             ids, reason = pressure, "media_pressure"
     if not ids:
         return None
-    trial = with_media(state, ids)
-    after, _ = engine.estimate(engine.assemble(trial), trial)
-    append_media_projection(engine.ledger, engine.session_id, ids, reason, estimate, after)
-    return reason
+    after = inputs.estimate_of(with_media(inputs.state, ids))
+    return MediaChoice(tuple(ids), reason, inputs.estimate, after)

@@ -2,7 +2,9 @@
 
 Read from ledger entries only (`board.updated`, `tool.started`, `tool.result`, assistant tool
 calls) and kept small: each section is bounded and lists the newest items, each with the `evt_`
-reference that reads its evidence exactly. Pure: same entries ⇒ same lines.
+reference that reads its evidence exactly. Each result is read against the call it answers by
+the rule of `context.view.pairing` (the view's), so a checkpoint names the calls the
+conversation it replaces showed. Pure: same entries ⇒ same lines.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from dataclasses import dataclass, field
 
 from comal.context.view.build import BlobSource
 from comal.context.view.conversation import ResultEntry, result_entry
+from comal.context.view.pairing import CallSite, Pairing
 from comal.context.view.rendering import evidence_text, salient_lines
 from comal.ledger.entry import Entry
-from comal.messages import JSONObject, JSONValue, canonical_json, message_from_json
+from comal.messages import JSONObject, JSONValue, canonical_json
 
 MAX_FILES = 16
 MAX_COMMANDS = 8
@@ -90,7 +93,8 @@ def is_prefix(key: tuple[str, str, int], entries: Sequence[Entry]) -> bool:
 
 
 def collect_calls(entries: Sequence[Entry]) -> dict[str, Call]:
-    """Calls by id (the latest call with an id wins; `tool.started` adds its receipt).
+    """The call each result answers, by the result's entry id (paired by `pairing`; orphaned
+    results have none). A call's `tool.started` receipt gives its name and arguments.
 
     Memoized for the last entries seen (a derivation reads the same calls several times) and
     extended from there when the session grew. The result is shared: callers must not modify
@@ -98,72 +102,53 @@ def collect_calls(entries: Sequence[Entry]) -> dict[str, Call]:
     return _fold(entries).calls
 
 
-def _add_calls(calls: dict[str, Call], entries: Sequence[Entry]) -> set[str]:
-    """Record the calls of `entries` into `calls`; returns the ids they (re)define."""
-    defined: set[str] = set()
-    for entry in entries:
-        if entry.kind == "message.assistant":
-            raw = entry.payload.get("message")
-            if not isinstance(raw, dict):
-                continue
-            try:
-                message = message_from_json(raw)
-            except (ValueError, KeyError):
-                continue
-            for part in message.tool_calls:
-                calls[part.call_id] = Call(part.call_id, part.name, part.arguments)
-                defined.add(part.call_id)
-        elif entry.kind == "tool.started":
-            call_id = _str(entry.payload.get("call_id")) or ""
-            args = entry.payload.get("arguments")
-            name = _str(entry.payload.get("name")) or "tool"
-            calls[call_id] = Call(call_id, name, args if isinstance(args, dict) else {}, entry)
-            defined.add(call_id)
-    return defined
+def _call(site: CallSite) -> Call:
+    return Call(site.call.call_id, site.name, site.arguments, site.started)
 
 
 @dataclass(slots=True)
 class _Fold:
     """The work state's running parts after the first `key[2]` entries of a session.
 
-    Each result is read against the calls known once every entry is in (`collect_calls`), so
-    a fold is extended by newer entries only while they define no call id an earlier result
-    already used; otherwise it is read again from the start.
+    Each result is read against the call it answers; a fold is extended by newer entries
+    while they change no earlier pairing (`Pairing.take`), otherwise it is read again from
+    the start.
     """
 
     key: tuple[str, str, int]
+    pairing: Pairing = field(default_factory=Pairing)
     calls: dict[str, Call] = field(default_factory=dict)
     board: tuple[str, ...] = ()
     files: dict[str, tuple[int, str]] = field(default_factory=dict)
     commands: list[str] = field(default_factory=list)
     failures: dict[str, ResultEntry] = field(default_factory=dict)
-    answered: set[str] = field(default_factory=set)
     uncertain: list[str] = field(default_factory=list)
 
     def copy(self, key: tuple[str, str, int]) -> _Fold:
         """A fold with the same parts (copied: the memoized one stays as it was)."""
         return _Fold(
             key,
+            self.pairing.copy(),
             dict(self.calls),
             self.board,
             dict(self.files),
             list(self.commands),
             dict(self.failures),
-            set(self.answered),
             list(self.uncertain),
         )
 
     def take(self, entries: Sequence[Entry]) -> None:
-        """Fold in `entries` (their calls already in `calls`)."""
-        calls = self.calls
+        """Fold in `entries` (already in `pairing`)."""
         for entry in entries:
             if entry.kind == "board.updated":
                 self.board = _board_lines(entry.payload.get("criteria"))
             if entry.kind != "tool.result":
                 continue
             item = result_entry(entry)
-            self.answered.add(item.call_id)
-            call = calls.get(item.call_id)
+            site = self.pairing.site_of(entry)
+            call = _call(site) if site is not None else None
+            if call is not None:
+                self.calls[entry.id] = call
             name = call.name if call else item.facts.name
             args = call.arguments if call else {}
             path = first_arg(args, PATH_KEYS)
@@ -202,13 +187,13 @@ def _fold(entries: Sequence[Entry]) -> _Fold:
     if last is not None and is_prefix(last.key, entries):
         newer = entries[last.key[2] :]
         fold = last.copy(key)
-        if _add_calls(fold.calls, newer) & last.answered:
-            fold = None  # an answered call id was defined again: read from the start
+        if fold.pairing.extend(newer):
+            fold = None  # an earlier pairing changed: read from the start
         else:
             fold.take(newer)
     if fold is None:
         fold = _Fold(key)
-        _add_calls(fold.calls, entries)
+        fold.pairing.extend(entries)
         fold.take(entries)
     _FOLDS[:] = [fold]
     return fold
@@ -265,15 +250,14 @@ def work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
 
 def _work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
     fold = _fold(entries)
-    calls = fold.calls
     pending = list(fold.uncertain)
-    for call in calls.values():
-        if call.started is not None and call.call_id not in fold.answered:
+    for site in fold.pairing.sites:
+        if site.started is not None and site.result is None:
             pending.append(
-                f"{describe_call(call.name, call.arguments)}: started, no result recorded"
+                f"{describe_call(site.name, site.arguments)}: started, no result recorded"
             )
     open_errors = list(fold.failures.values())[-MAX_ERRORS:]
-    errors = [_error_line(item, calls.get(item.call_id), blobs) for item in open_errors]
+    errors = [_error_line(item, fold.calls.get(item.entry.id), blobs) for item in open_errors]
     file_lines = [f"{path}: {line}" for path, (_, line) in fold.files.items()]
     return WorkState(
         board=fold.board,

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter, is_
 from typing import Literal, Protocol
 
-from comal.context.measure.tokens import TokenCounter
+from comal.context.measure.anchors import Anchor
+from comal.context.measure.tokens import TokenCounter, calibrated
 from comal.context.view.conversation import Block, MediaRef, ResultEntry
 from comal.context.view.paged import pageable
 from comal.context.view.preview_paged import paged_preview_text, paged_reference_text
@@ -169,6 +170,15 @@ class Assembly:
         """Sum of parts of one kind."""
         return sum(p.tokens for p in self.parts if p.kind == kind)
 
+    def estimate(self, anchor: Anchor | None, ratio: float, *, exact: bool) -> tuple[int, bool]:
+        """(estimated input tokens, whether the base is measured): the anchor's measured size
+        plus what came after its request, else the whole view counted and calibrated."""
+        if anchor is None:
+            return calibrated(self.total_tokens, ratio, exact=exact), False
+        newer = [p for p in self.parts if p.seq > anchor.request_seq]
+        delta = sum(p.tokens for p in newer) + MESSAGE_OVERHEAD * 2 * bool(newer)
+        return anchor.measured_tokens + calibrated(delta, ratio, exact=exact), True
+
 
 @dataclass(frozen=True, slots=True)
 class PreparedView:
@@ -261,6 +271,17 @@ def tool_schema_text(spec: ToolSpec) -> str:
 def schema_tokens(specs: Sequence[ToolSpec], counter: TokenCounter) -> int:
     """Tokens of some tool schemas."""
     return sum(counter.count(tool_schema_text(s)) for s in specs)
+
+
+def plugin_schema_tokens(fixed: FixedParts, counter: TokenCounter) -> tuple[tuple[str, int], ...]:
+    """Schema tokens (local counts) per loaded plugin, from the owners the fixed parts name."""
+    by_name = {spec.name: spec for spec in fixed.plugin_tools}
+    totals: dict[str, int] = {}
+    for tool, plugin in fixed.plugin_owners:
+        spec = by_name.get(tool)
+        if spec is not None:
+            totals[plugin] = totals.get(plugin, 0) + counter.count(tool_schema_text(spec))
+    return tuple(totals.items())
 
 
 def _media_stand_in(

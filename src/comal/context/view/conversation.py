@@ -7,8 +7,9 @@ A *block* is the smallest unit a view may start at, so tool pairs are never cut 
   calls, in call order — wherever those results sit in the ledger.
 
 Skipped: assistant messages superseded by a `response.discarded` entry that names them, results
-whose call is in no assistant message (kept in the ledger, reachable by EvidenceRead, never
-sent), and second results for an already answered call. Operational entries (receipts, usage,
+that answer no call of an assistant message (kept in the ledger, reachable by EvidenceRead, never
+sent), and second results for an already answered call. Which result answers which call is the
+rule of `pairing`. Operational entries (receipts, usage,
 locks, decisions) never enter the conversation.
 
 Everything here is a pure function of the entries.
@@ -20,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from comal.context.view.pairing import Pairing
 from comal.context.view.rendering import ResultFacts
 from comal.ledger.entry import Entry
 from comal.messages import JSONValue, Message, TextPart, message_from_json
@@ -150,13 +152,16 @@ class ConversationIndex:
     """Conversation blocks kept up to date as entries are appended (read each entry once).
 
     `extend(new_entries)` takes entries in ledger order, each exactly once; `blocks()` is then
-    equal to `conversation_blocks(all entries so far)`.
+    equal to `conversation_blocks(all entries so far)`. Calls and results are paired by
+    `pairing` (the one rule, shared with the work state and `/state`).
     """
 
     def __init__(self) -> None:
         self._blocks: list[Block] = []
-        self._results: dict[int, dict[str, ResultEntry]] = {}
-        self._waiting: dict[str, list[int]] = {}
+        self._pairing = Pairing()
+        self._results: dict[str, ResultEntry] = {}
+        self._assistant: dict[str, int] = {}
+        """Block index of each assistant message, by entry id."""
         self._superseded: set[str] = set()
         self._dirty: set[int] = set()
 
@@ -167,6 +172,8 @@ class ConversationIndex:
         return self
 
     def _take(self, entry: Entry) -> None:
+        if self._pairing.take(entry):
+            self._dirty.update(self._assistant.values())  # earlier pairings changed
         if entry.kind in ("message.user", "message.summary"):
             message = _user_message(entry)
             if message is not None:
@@ -181,19 +188,14 @@ class ConversationIndex:
                 return
             index = len(self._blocks)
             self._blocks.append(Block("assistant", entry, message))
-            self._results[index] = {}
+            self._assistant[entry.id] = index
             self._dirty.add(index)
-            for call in message.tool_calls:
-                self._waiting.setdefault(call.call_id, []).append(index)
         elif entry.kind == "tool.result":
-            item = result_entry(entry)
-            owners = self._waiting.get(item.call_id)
-            if not owners:
+            site = self._pairing.site_of(entry)
+            if site is None or site.message is None:
                 return
-            # The most recent assistant message still waiting on this id answers it.
-            index = owners.pop()
-            self._results[index][item.call_id] = item
-            self._dirty.add(index)
+            self._results[entry.id] = result_entry(entry)
+            self._dirty.add(self._assistant[site.message.id])
         elif entry.kind == "response.discarded":
             target = entry.payload.get("entry")
             if isinstance(target, str):
@@ -203,15 +205,20 @@ class ConversationIndex:
         """The blocks so far, in ledger order (superseded assistant messages left out)."""
         for index in sorted(self._dirty):
             block = self._blocks[index]
-            found = self._results[index]
-            calls = block.message.tool_calls
-            ordered = tuple(found[c.call_id] for c in calls if c.call_id in found)
-            missing = tuple(c.call_id for c in calls if c.call_id not in found)
+            sites = self._pairing.sites_of(block.entry)
+            ordered = tuple(self._result(s.result) for s in sites if s.result is not None)
+            missing = tuple(s.call.call_id for s in sites if s.result is None)
             self._blocks[index] = Block("assistant", block.entry, block.message, ordered, missing)
         self._dirty.clear()
         if not self._superseded:
             return list(self._blocks)
         return [b for b in self._blocks if b.entry.id not in self._superseded]
+
+    def _result(self, entry: Entry) -> ResultEntry:
+        found = self._results.get(entry.id)
+        if found is None:
+            found = self._results[entry.id] = result_entry(entry)
+        return found
 
 
 def conversation_blocks(entries: Sequence[Entry]) -> list[Block]:
