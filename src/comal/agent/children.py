@@ -42,8 +42,9 @@ from comal.agent.session_facts import RECEIPT_KIND, last_answer, usage_totals
 from comal.agent.session_status import index_status
 from comal.config import Config
 from comal.errors import BudgetError, ComalError, StepLimitError, ToolError
+from comal.ledger.records import SessionStarted, ToolResult, UserMessage, WarningRecord
 from comal.ledger.store import Ledger
-from comal.messages import JSONValue, message_to_json, user_text
+from comal.messages import message_to_json, user_text
 from comal.providers.base import Provider
 from comal.tools.base import Tool
 
@@ -91,10 +92,6 @@ ENDINGS = {
         " with no preamble; the coordinator assembles the fragments into one file."
     ),
 }
-
-
-def _str(value: JSONValue) -> str:
-    return value if isinstance(value, str) else ""
 
 
 class Delegation:
@@ -202,30 +199,27 @@ class Delegation:
         if self.ledger.entries(child_id, kinds=("session.started",)):
             return
         caps = self.provider.capabilities
-        self.ledger.append(
-            child_id,
-            "session.started",
-            {
-                "cwd": str(self.session.runner.context.workspace),
-                "provider": self.provider.name,
-                "wire": str(self.provider.wire),
-                "model": self.provider.model,
-                "window": {"tokens": caps.context_window, "source": caps.window_source},
-                "source": CHILD_SOURCE,
-                "origin": {
-                    "parent_session": self.session.id,
-                    "parent_call": call_id,
-                    "kind": task.kind,
-                    "key": task.key,
-                },
-                "task": {
-                    "description": task.description,
-                    "tools": None if task.tools is None else list(task.tools),
-                    "max_turns": task.max_turns,
-                    "max_tokens": task.max_tokens,
-                },
+        started = SessionStarted(
+            cwd=str(self.session.runner.context.workspace),
+            provider=self.provider.name,
+            wire=str(self.provider.wire),
+            model=self.provider.model,
+            window={"tokens": caps.context_window, "source": caps.window_source},
+            source=CHILD_SOURCE,
+            origin={
+                "parent_session": self.session.id,
+                "parent_call": call_id,
+                "kind": task.kind,
+                "key": task.key,
+            },
+            task={
+                "description": task.description,
+                "tools": None if task.tools is None else list(task.tools),
+                "max_turns": task.max_turns,
+                "max_tokens": task.max_tokens,
             },
         )
+        self.ledger.append_record(child_id, started)
 
     def _options(self, child_id: str, call_id: str, task: ChildTask) -> SessionOptions:
         relay = self.options.emit
@@ -293,7 +287,11 @@ class Delegation:
             reason,
             totals.measured,
             totals.requests,
-            tuple((e.id, _str(e.payload.get("name"))) for e in entries if e.kind == "tool.result"),
+            tuple(
+                (e.id, ToolResult.from_entry(e).name or "")
+                for e in entries
+                if e.kind == "tool.result"
+            ),
         )
         # The receipt first, then the status row: the row follows the data, never the reverse.
         self.ledger.append(child_id, RECEIPT_KIND, receipt.to_json())
@@ -328,7 +326,7 @@ async def _drive(child: Session, task: ChildTask) -> tuple[str, str, str]:
             text = TASK_MESSAGE.format(
                 description=task.description, prompt=task.prompt, ending=ENDINGS[task.kind]
             )
-            child.record("message.user", {"message": message_to_json(user_text(text))})
+            child.write(UserMessage(message_to_json(user_text(text))))
             return "finished", "", await run_turn(child, None)
         # Started before this process: resume it like any session.
         report = await recover(child, continue_plan=False)
@@ -339,6 +337,6 @@ async def _drive(child: Session, task: ChildTask) -> tuple[str, str, str]:
         answer = last_answer(child.ledger.entries(child.id)) or ""
         return "budget_exhausted", exc.message, answer
     except ComalError as exc:
-        child.record("warning", {"code": exc.code, "message": exc.message})
+        child.write(WarningRecord(exc.code, exc.message))
         answer = last_answer(child.ledger.entries(child.id)) or ""
         return "failed", f"{exc.code}: {exc.message}", answer

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from comal.ledger.entry import Entry
+from comal.ledger.records import AssistantMessage, ProviderRequest, ResponseDiscarded
 from comal.messages import JSONObject
 from comal.providers.pricing import price_for
 from comal.usage import Price, Usage
@@ -61,27 +62,29 @@ def session_cost(entries: Sequence[Entry], configured: Mapping[str, Price]) -> S
     prices: dict[str, Price] = {}
     last_model = ""
     for entry in entries:
-        p = entry.payload
         if entry.kind == "provider.request":
-            value = p.get("estimated_input_tokens")
-            estimates[entry.id] = value if isinstance(value, int) else 0
-            model = p.get("model")
-            last_model = model if isinstance(model, str) else ""
+            request = ProviderRequest.from_entry(entry)
+            estimates[entry.id] = request.estimated_input_tokens or 0
+            last_model = request.model
             continue
-        if entry.kind not in ("message.assistant", "response.discarded"):
+        reply: AssistantMessage | ResponseDiscarded
+        if entry.kind == "message.assistant":
+            answered = AssistantMessage.from_entry(entry)
+            reply, model = answered, answered.model or last_model
+        elif entry.kind == "response.discarded":
+            reply = ResponseDiscarded.from_entry(entry)
+            model = last_model
+        else:
             continue
-        model_value = p.get("model")
-        model = model_value if isinstance(model_value, str) and model_value else last_model
-        raw = p.get("usage")
-        usage = Usage.from_json(raw) if isinstance(raw, dict) else Usage()
-        price = price_for(str(model), configured)
+        usage = Usage() if reply.usage is None else Usage.from_json(reply.usage)
+        price = price_for(model, configured)
         count += 1
         if price is None:
-            unpriced[str(model) or "unknown model"] = None
+            unpriced[model or "unknown model"] = None
             continue
-        prices.setdefault(str(model), price)
-        request = p.get("request_entry")
-        dollars, guessed = response_cost(usage, price, estimates.get(str(request)))
+        prices.setdefault(model, price)
+        asked = None if reply.request_entry is None else estimates.get(reply.request_entry)
+        dollars, guessed = response_cost(usage, price, asked)
         total += dollars
         estimated = estimated or guessed
     return SessionCost(total, count, estimated, tuple(unpriced), tuple(prices.items()))

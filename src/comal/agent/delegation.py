@@ -29,6 +29,7 @@ from comal.agent.session import Session
 from comal.agent.toolset import LedgerBook
 from comal.errors import ComalError, ToolError
 from comal.ledger.entry import Entry
+from comal.ledger.records import ToolResult, ToolStarted
 from comal.messages import JSONObject, JSONValue, ToolCallPart, ToolSpec, digest_bytes
 from comal.tools.base import (
     NoPreparation,
@@ -332,10 +333,11 @@ class WorkDraftTool(_DelegationTool):
         size = f"{len(content.encode('utf-8', 'surrogatepass')):,} bytes"
         started = None
         for entry in session.ledger.entries(session.id, kinds=("tool.started", "tool.result")):
-            if entry.payload.get("call_id") != call.call_id:
+            record = (ToolResult if entry.kind == "tool.result" else ToolStarted).from_entry(entry)
+            if record.call_id != call.call_id:
                 continue
-            if entry.kind == "tool.result":
-                status = str(entry.payload.get("status"))
+            if isinstance(record, ToolResult):
+                status = str(record.status)
                 return status, f"{size}; its result is recorded ({entry.id}), not written again"
             started = entry
         if started is not None and not _untouched(session, started):

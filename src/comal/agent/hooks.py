@@ -26,6 +26,7 @@ from pathlib import Path
 
 from comal.config import HookConfig
 from comal.ledger.entry import Entry
+from comal.ledger.records import HookRun
 from comal.messages import JSONObject, JSONValue
 
 RecordFn = Callable[[str, JSONObject], Entry]
@@ -135,21 +136,19 @@ class Hooks:
             reason = stderr.strip() if code == BLOCK_EXIT else None
             if code == 0:
                 reason = _json_block(stdout)
-            self._record(
-                "hook.run",
-                {
-                    "event": event,
-                    "matcher": hook.matcher,
-                    "command": hook.command,
-                    "source": hook.source,
-                    "tool": tool,
-                    "exit_code": code,
-                    "timed_out": timed_out,
-                    "blocked": reason is not None,
-                    "stdout": _shown(stdout),
-                    "stderr": _shown(stderr),
-                },
+            record = HookRun(
+                event=event,
+                matcher=hook.matcher,
+                command=hook.command,
+                source=hook.source,
+                tool=tool,
+                exit_code=code,
+                timed_out=timed_out,
+                blocked=reason is not None,
+                stdout=_shown(stdout),
+                stderr=_shown(stderr),
             )
+            self._record(record.KIND, record.to_payload())
             if reason is not None:
                 return HookVerdict(True, reason or f"blocked by the {event} hook {hook.command}")
             if code == 0 and event == "UserPromptSubmit" and stdout.strip():

@@ -27,7 +27,7 @@ from comal.agent.events import (
     TurnStarted,
 )
 from comal.agent.mentions import mention_message
-from comal.agent.recording import error_json, record_reply, record_request
+from comal.agent.recording import error_record, record_reply, record_request
 from comal.agent.server_count import prepare_first
 from comal.agent.session import Session
 from comal.errors import (
@@ -39,6 +39,7 @@ from comal.errors import (
     RefusedError,
     StepLimitError,
 )
+from comal.ledger.records import UserMessage
 from comal.messages import JSONObject, message_to_json, user_text
 from comal.providers.base import (
     ModelRequest,
@@ -73,7 +74,7 @@ async def run_turn(s: Session, text: str | None) -> str:
                 )
             if verdict.context:
                 text = f"{text}\n\n{verdict.context}"
-        s.record("message.user", {"message": message_to_json(await mention_message(s, text))})
+        s.write(UserMessage(message_to_json(await mention_message(s, text))))
     overflow_retried = False
     stops = 0
     for step in range(1, s.options.max_turns + 1):
@@ -98,14 +99,14 @@ async def run_turn(s: Session, text: str | None) -> str:
         try:
             reply = await collect(s.provider.send(encoded), on_event=lambda e: _relay(s, e))
         except ContextLengthError as exc:
-            s.record("provider.error", error_json(exc))
+            s.write(error_record(exc))
             if overflow_retried:
                 raise
             overflow_retried = True
             s.engine.on_context_length(exc)
             continue
         except ProviderError as exc:
-            s.record("provider.error", error_json(exc))
+            s.write(error_record(exc))
             raise
         discarded = s.engine.on_unfinished(reply, view.output_reserve)
         if discarded is not None:
@@ -126,16 +127,13 @@ async def run_turn(s: Session, text: str | None) -> str:
             if not verdict.blocked:
                 return message.text
             stops += 1
-            s.record(
-                "message.user",
-                {"message": message_to_json(user_text(f"Stop hook: {verdict.reason}"))},
-            )
+            s.write(UserMessage(message_to_json(user_text(f"Stop hook: {verdict.reason}"))))
             continue
         await s.run_calls(message.tool_calls)
         if s.runner.feedback:
             note = "\n".join(s.runner.feedback)
             s.runner.feedback.clear()
-            s.record("message.user", {"message": message_to_json(user_text(note))})
+            s.write(UserMessage(message_to_json(user_text(note))))
         finished = s.finished_answer()  # a successful finish_call closed the session
         if finished is not None:
             s.emit(TextStreamed(finished + "\n"))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from comal.agent.session import Session
 from comal.ids import new_id
+from comal.ledger.records import ToolResult
 from comal.messages import MediaPart, Message, Part, TextPart, ToolCallPart, render_output_text
 
 MENTION = re.compile(r"(?<![\w@/])@((?:[\w.~/+-]|\\ )+)")
@@ -48,17 +49,17 @@ async def mention_message(session: Session, text: str) -> Message:
         call = ToolCallPart(new_id("mention"), "Read", {"path": given})
         await session.run_call(call)
         results = session.ledger.entries(session.id, kinds=("tool.result",))
-        result = next(e for e in reversed(results) if e.payload.get("call_id") == call.call_id)
+        result = next(
+            e for e in reversed(results) if ToolResult.from_entry(e).call_id == call.call_id
+        )
         body = session.ledger.body(result) or b""
-        media = result.payload.get("media")
-        status = result.payload.get("status")
-        if status != "ok":
+        recorded = ToolResult.from_entry(result)
+        media = recorded.media
+        if recorded.status != "ok":
             parts.append(TextPart(f"[@{given} could not be attached: {render_output_text(body)}]"))
             continue
-        if isinstance(media, list) and media:
+        if media:
             for item in media:
-                if not isinstance(item, dict):
-                    continue
                 kind, data = str(item.get("media_type")), str(item.get("data_b64", ""))
                 note = f"[@{given}: image {kind}, evidence {result.id}"
                 if vision:

@@ -18,6 +18,8 @@ from importlib.metadata import EntryPoint, entry_points
 
 from comal.config import Config
 from comal.errors import LedgerError
+from comal.ledger.records import SessionPlugins, WarningRecord
+from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, ToolSpec, canonical_json
 from comal.tools.base import Tool
@@ -144,10 +146,10 @@ def _spec_json(spec: ToolSpec) -> JSONObject:
 def record_plugins(ledger: Ledger, session_id: str, plugins: LoadedPlugins) -> None:
     """Append the failures' warnings and the `session.plugins` entry (see module docstring)."""
     for failure in plugins.failures:
-        ledger.append(session_id, "warning", {"code": PLUGIN_WARNING, "message": failure.message})
+        ledger.append_record(session_id, WarningRecord(PLUGIN_WARNING, failure.message))
     specs: list[JSONValue] = [_spec_json(tool.spec) for tool in plugins.tools]
     body = canonical_json(specs).encode("ascii")
-    loaded: list[JSONValue] = [
+    loaded: list[JSONObject] = [
         {
             "name": plugin.name,
             "tools": [str(tool.spec.name) for tool in plugin.tools],
@@ -159,8 +161,10 @@ def record_plugins(ledger: Ledger, session_id: str, plugins: LoadedPlugins) -> N
         }
         for plugin in plugins.plugins
     ]
-    failed: list[JSONValue] = [{"name": f.name, "message": f.message} for f in plugins.failures]
-    ledger.append(session_id, PLUGINS_KIND, {"loaded": loaded, "failed": failed}, body=body)
+    failed: tuple[JSONObject, ...] = tuple(
+        {"name": x.name, "message": x.message} for x in plugins.failures
+    )
+    ledger.append_record(session_id, SessionPlugins(tuple(loaded), failed), body=body)
 
 
 def recorded_plugin_specs(ledger: Ledger, session_id: str) -> tuple[ToolSpec, ...]:
@@ -192,12 +196,10 @@ def recorded_plugin_specs(ledger: Ledger, session_id: str) -> tuple[ToolSpec, ..
 def recorded_plugin_owners(ledger: Ledger, session_id: str) -> tuple[tuple[str, str], ...]:
     """(tool, plugin) of each plugin tool the session's latest process offered."""
     entries = ledger.entries(session_id, kinds=(PLUGINS_KIND,))
-    loaded = entries[-1].payload.get("loaded") if entries else None
+    loaded = SessionPlugins.from_entry(entries[-1]).loaded if entries else ()
     owners: list[tuple[str, str]] = []
-    for item in loaded if isinstance(loaded, list) else []:
-        if not isinstance(item, dict):
-            continue
-        name, tools = item.get("name"), item.get("tools")
-        if isinstance(name, str) and isinstance(tools, list):
-            owners += [(tool, name) for tool in tools if isinstance(tool, str)]
+    for item in loaded:
+        name, tools = f.text_or_none(item, "name"), f.strings_or_none(item, "tools")
+        if name is not None and tools is not None:
+            owners += [(tool, name) for tool in tools]
     return tuple(owners)

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from comal.agent.session_facts import RECEIPT_KIND
 from comal.errors import UnknownSessionError
 from comal.ledger.entry import Entry
+from comal.ledger.records import ChildReceipt as ReceiptRecord
+from comal.ledger.records import SessionStarted
+from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
-from comal.messages import JSONObject, JSONValue
+from comal.messages import JSONObject
 from comal.usage import Usage
 
 _NAMESPACE = uuid.UUID("6f1c1f43-5b0e-4a57-9c6b-8d4f3f0e2a11")
@@ -56,35 +59,29 @@ class ChildReceipt:
 
     def to_json(self) -> JSONObject:
         """The `child.receipt` payload."""
-        return {
-            "call_id": self.call_id,
-            "status": self.status,
-            "answer": self.answer,
-            "reason": self.reason,
-            "usage": self.usage.to_json(),
-            "requests": self.requests,
-            "evidence": [{"ref": ref, "tool": tool} for ref, tool in self.evidence],
-        }
+        return ReceiptRecord(
+            self.call_id,
+            self.status,
+            self.answer,
+            self.reason,
+            self.usage.to_json(),
+            self.requests,
+            tuple({"ref": ref, "tool": tool} for ref, tool in self.evidence),
+        ).to_payload()
 
     @classmethod
     def from_entry(cls, entry: Entry) -> ChildReceipt:
         """The receipt a `child.receipt` entry holds (marked rebuilt)."""
-        p = entry.payload
-        raw_usage = p.get("usage")
-        evidence = p.get("evidence")
+        p = ReceiptRecord.from_entry(entry)
         return cls(
             entry.session_id,
-            _str(p.get("call_id")),
-            _str(p.get("status")) or "failed",
-            _str(p.get("answer")),
-            _str(p.get("reason")),
-            Usage.from_json(raw_usage) if isinstance(raw_usage, dict) else Usage(),
-            _int(p.get("requests")),
-            tuple(
-                (_str(item.get("ref")), _str(item.get("tool")))
-                for item in (evidence if isinstance(evidence, list) else [])
-                if isinstance(item, dict)
-            ),
+            p.call_id,
+            p.status or "failed",
+            p.answer,
+            p.reason,
+            Usage() if p.usage is None else Usage.from_json(p.usage),
+            p.requests,
+            tuple((f.text(item, "ref"), f.text(item, "tool")) for item in p.evidence),
             rebuilt=True,
         )
 
@@ -117,14 +114,6 @@ class ChildReceipt:
         return "\n".join(lines)
 
 
-def _str(value: JSONValue) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: JSONValue) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def child_session_id(parent_id: str, call_id: str, key: str = "") -> str:
     """The id of the child a call starts: the same on every resume of the coordinator."""
     return str(uuid.uuid5(_NAMESPACE, f"{parent_id}\x00{call_id}\x00{key}"))
@@ -132,8 +121,8 @@ def child_session_id(parent_id: str, call_id: str, key: str = "") -> str:
 
 def _origin(ledger: Ledger, session_id: str) -> JSONObject:
     started = ledger.entries(session_id, kinds=("session.started",))
-    origin = started[0].payload.get("origin") if started else None
-    return origin if isinstance(origin, dict) else {}
+    origin = SessionStarted.from_entry(started[0]).origin if started else None
+    return origin or {}
 
 
 def find_child(ledger: Ledger, parent_id: str, call_id: str, key: str = "") -> str | None:

@@ -11,6 +11,12 @@ from __future__ import annotations
 from comal.agent.events import AssistantReplied, Notice
 from comal.agent.session import Session
 from comal.errors import ProviderError
+from comal.ledger.records import (
+    AssistantMessage,
+    ProviderErrorRecord,
+    ProviderRequest,
+    WarningRecord,
+)
 from comal.messages import JSONObject, Message, ToolCallPart, digest_bytes, message_to_json
 from comal.providers.base import EncodedRequest
 from comal.providers.discovery import detect_prompt_truncation
@@ -24,30 +30,32 @@ def record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -
     (counted), since the turn ends there and they would otherwise wait as pending calls.
     """
     message = reply.message
-    payload: JSONObject = {
-        "message": message_to_json(message),
-        "wire": str(s.provider.wire),
-        "model": s.provider.model,
-        "finish": reply.finish.value,
-        "usage": reply.usage.to_json(),
-        "usage_raw": reply.usage_raw,
-        "request_entry": request_entry,
-    }
+    refusal: JSONObject | None = None
     if reply.refused:
         kept = tuple(p for p in reply.message.parts if not isinstance(p, ToolCallPart))
         message = Message("assistant", kept)
-        payload["message"] = message_to_json(message)
-        payload["refusal"] = {
+        refusal = {
             "text": reply.refusal_text(),
             "reason": reply.refusal_reason(),
             "details": reply.details,
             "dropped_calls": len(reply.message.tool_calls),
         }
-    s.record("message.assistant", payload)
+    s.write(
+        AssistantMessage(
+            message=message_to_json(message),
+            wire=str(s.provider.wire),
+            model=s.provider.model,
+            finish=reply.finish.value,
+            usage=reply.usage.to_json(),
+            usage_raw=reply.usage_raw,
+            request_entry=request_entry,
+            refusal=refusal,
+        )
+    )
     reported = reply.usage.total_input
     warning = None if reported is None else detect_prompt_truncation(reported, estimated)
     if warning is not None:
-        s.record("warning", {"code": "PROMPT_TRUNCATED", "message": warning})
+        s.write(WarningRecord("PROMPT_TRUNCATED", warning))
         s.emit(Notice("PROMPT_TRUNCATED", warning))
     s.emit(
         AssistantReplied(
@@ -67,26 +75,31 @@ def record_request(
     """Record a request about to be sent: the digest and size of its body, and what it was
     built from (the fingerprint an anchor is matched by)."""
     request, body = encoded.request, encoded.body
-    entry = s.record(
-        "provider.request",
-        {
-            "sha256": digest_bytes(body),
-            "size_bytes": len(body),
-            "wire": str(s.provider.wire),
-            "model": request.model,
-            "fingerprint": {
+    entry = s.write(
+        ProviderRequest(
+            sha256=digest_bytes(body),
+            size_bytes=len(body),
+            wire=str(s.provider.wire),
+            model=request.model,
+            fingerprint={
                 "model": request.model,
                 "effort": request.reasoning_effort,
                 "tools_digest": s.tools_digest,
                 "config_digest": s.config_digest,
                 "checkpoint": checkpoint,
             },
-            "estimated_input_tokens": estimated,
-            "output_reserve": request.max_output_tokens,
-        },
+            estimated_input_tokens=estimated,
+            output_reserve=request.max_output_tokens,
+        )
     )
     return entry.id
 
 
+def error_record(exc: ProviderError) -> ProviderErrorRecord:
+    """The `provider.error` record of a failed call."""
+    return ProviderErrorRecord(exc.code, exc.message, exc.status)
+
+
 def error_json(exc: ProviderError) -> JSONObject:
-    return {"code": exc.code, "message": exc.message, "status": exc.status}
+    """The `provider.error` payload of a failed call."""
+    return error_record(exc).to_payload()

@@ -41,12 +41,13 @@ from comal.agent.tool_runner import call_summary, media_json
 from comal.agent.toolset import CALL_KINDS
 from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
+from comal.ledger.records import ToolResult, UserMessage
+from comal.ledger.records import ToolStarted as StartedRecord
+from comal.ledger.records import fields as f
 from comal.messages import (
     JSONObject,
-    JSONValue,
     MediaPart,
     ToolCallPart,
-    digest_bytes,
     message_to_json,
     user_text,
 )
@@ -98,29 +99,21 @@ class RecoveryReport:
         return [f"{c.name} {c.call_id}: {c.status} — {c.detail}" for c in self.calls]
 
 
-def _str(value: JSONValue) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def preparation_of(started: Entry) -> Preparation | None:
     """The durable preparation a `tool.started` receipt holds, if any."""
     return _preparation(started)
 
 
 def _preparation(started: Entry) -> Preparation | None:
-    raw = started.payload.get("preparation")
-    if not isinstance(raw, dict):
+    raw = StartedRecord.from_entry(started).preparation
+    if raw is None:
         return None
-    intended = raw.get("digest_intended")
-    if not isinstance(intended, str):
+    intended = f.text_or_none(raw, "digest_intended")
+    if intended is None:
         return None
-    path = _str(raw.get("path"))
-    before = raw.get("digest_before")
+    path = f.text(raw, "path")
     return Preparation(
-        path,
-        _str(raw.get("abs_path")) or path,
-        before if isinstance(before, str) else None,
-        intended,
+        path, f.text(raw, "abs_path") or path, f.text_or_none(raw, "digest_before"), intended
     )
 
 
@@ -133,20 +126,16 @@ def _record(
     media: tuple[MediaPart, ...] = (),
 ) -> None:
     body = text.encode("utf-8")
-    payload: JSONObject = {
-        "call_id": call.call.call_id,
-        "name": call.call.name,
-        "status": status,
-        "is_error": status not in ("postcondition_observed", "repeated"),
-        "exit_code": None,
-        "size_bytes": len(body),
-        "digest": digest_bytes(body),
-    }
-    if observed is not None:
-        payload["observed"] = observed
-    if media:
-        payload["media"] = media_json(media)
-    s.record("tool.result", payload, body)
+    result = ToolResult.for_output(
+        call.call.call_id,
+        call.call.name,
+        body,
+        status=status,
+        is_error=status not in ("postcondition_observed", "repeated"),
+        media=media_json(media) if media else None,
+        observed=observed,
+    )
+    s.write(result, body)
 
 
 async def _reconcile(
@@ -184,11 +173,10 @@ def _observed_json(prep: Preparation, seen: Observation) -> JSONObject:
 async def _settle_started(s: Session, call: OpenCall, started: Entry) -> RecoveredCall:
     """Record the result of a call that started and left no result."""
     name, call_id = call.call.name, call.call.call_id
-    raw = started.payload.get("permission")
-    permission = raw if isinstance(raw, dict) else {}
-    decision = _str(permission.get("decision"))
+    permission = StartedRecord.from_entry(started).permission
+    decision = f.text(permission, "decision")
     if decision and decision != "allow":
-        reason = _str(permission.get("reason"))
+        reason = f.text(permission, "reason")
         status = "error" if permission.get("mode") == "validation" else "denied"
         text = f"{reason or 'not allowed'} (the call never ran)"
         _record(s, call, status, text, {"postcondition_observed": False, "detail": text})
@@ -244,8 +232,7 @@ async def _rebuild(s: Session, call: OpenCall, started: Entry) -> RecoveredCall 
     """Finish an allowed call of a rebuildable tool from the ledger; None for other calls."""
     # Typed as object: a Tool is not declared to be Rebuildable, only some are.
     tool: object = s.runner.registry.get(call.call.name)
-    permission = started.payload.get("permission")
-    allowed = isinstance(permission, dict) and permission.get("decision") == "allow"
+    allowed = StartedRecord.from_entry(started).permission.get("decision") == "allow"
     if not allowed or not isinstance(tool, Rebuildable):
         return None
     part = call.call
@@ -270,18 +257,16 @@ def _hold_uncertain(s: Session, entries: list[Entry]) -> int:
     """Hand every still-uncertain (tool, arguments) to the runner's insistence guard."""
     pairing = pair(entries)
     for entry in entries:
-        p = entry.payload
         if entry.kind == "tool.started":
-            raw = p.get("arguments")
-            permission = p.get("permission")
-            if isinstance(permission, dict) and permission.get("decision") == "allow":
+            started = StartedRecord.from_entry(entry)
+            if started.permission.get("decision") == "allow":
                 # A later allowed identical call (confirmed by the user) settles the doubt.
-                s.runner.release_uncertain(
-                    _str(p.get("name")), raw if isinstance(raw, dict) else {}
-                )
-        elif entry.kind == "tool.result" and p.get("status") == "uncertain":
-            args = pairing.ran_arguments(entry)
-            s.runner.hold_uncertain(_str(p.get("name")), args, entry.id)
+                s.runner.release_uncertain(started.name or "", started.arguments)
+        elif entry.kind == "tool.result":
+            result = ToolResult.from_entry(entry)
+            if result.status == "uncertain":
+                args = pairing.ran_arguments(entry)
+                s.runner.hold_uncertain(result.name or "", args, entry.id)
     return s.runner.held_uncertain
 
 
@@ -336,7 +321,7 @@ async def recover(s: Session, *, continue_plan: bool = True) -> RecoveryReport:
     continuation = _continuation(entries, ran or any(c.status != "ran" for c in done))
     if continuation == "open_plan" and continue_plan:
         text = CONTINUE_PLAN.format(board=render_board(board_of(entries)))
-        s.record("message.user", {"message": message_to_json(user_text(text))})
+        s.write(UserMessage(message_to_json(user_text(text))))
     for item in done:
         s.emit(Notice("RECOVERED", f"{item.name} {item.call_id}: {item.status} — {item.detail}"))
     return RecoveryReport(s.id, tuple(done), continuation, held, last_answer(entries))

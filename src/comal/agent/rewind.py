@@ -22,8 +22,16 @@ from comal.context.view.pairing import CallSite, pair
 from comal.errors import LedgerError, RewindError, ToolError
 from comal.ledger.entry import Entry
 from comal.ledger.history import REWOUND_KIND
+from comal.ledger.records import (
+    CheckpointRecord,
+    SessionRewound,
+    ToolResult,
+    ToolStarted,
+    UserMessage,
+)
+from comal.ledger.records import fields as pf
 from comal.ledger.store import Ledger
-from comal.messages import JSONObject, JSONValue, digest_bytes, message_from_json
+from comal.messages import JSONObject, digest_bytes, message_from_json
 from comal.tools.edits import write_atomic
 
 FILE_TOOLS = frozenset({"Write", "Edit"})
@@ -112,17 +120,15 @@ def _read(path: str) -> bytes | None:
 
 def _prepared(entry: Entry) -> tuple[str, str | None, str] | None:
     """(path, digest before, digest intended) of a Write/Edit's preparation, if it has one."""
-    prep = entry.payload.get("preparation")
-    if entry.kind != "tool.started" or not isinstance(prep, dict):
+    if entry.kind != "tool.started":
         return None
-    path, intended, before = (
-        prep.get("abs_path"),
-        prep.get("digest_intended"),
-        prep.get("digest_before"),
-    )
-    if not isinstance(path, str) or not isinstance(intended, str):
+    prep = ToolStarted.from_entry(entry).preparation
+    if prep is None:
         return None
-    return path, before if isinstance(before, str) else None, intended
+    path, intended = pf.text_or_none(prep, "abs_path"), pf.text_or_none(prep, "digest_intended")
+    if path is None or intended is None:
+        return None
+    return path, pf.text_or_none(prep, "digest_before"), intended
 
 
 def file_events(entries: list[Entry]) -> list[FileEvent]:
@@ -141,17 +147,16 @@ def file_events(entries: list[Entry]) -> list[FileEvent]:
                 after = frozenset({before})
             found.append(FileEvent(entry.seq, path, before, after))
         elif entry.kind == REWOUND_KIND:
-            listed = entry.payload.get("files")
-            for item in listed if isinstance(listed, list) else []:
-                if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+            for item in SessionRewound.from_entry(entry).files:
+                restored_path = pf.text_or_none(item, "path")
+                if restored_path is None:
                     continue
-                previous, restored = item.get("previous_digest"), item.get("restored_digest")
                 found.append(
                     FileEvent(
                         entry.seq,
-                        str(item["path"]),
-                        previous if isinstance(previous, str) else None,
-                        frozenset({restored if isinstance(restored, str) else None}),
+                        restored_path,
+                        pf.text_or_none(item, "previous_digest"),
+                        frozenset({pf.text_or_none(item, "restored_digest")}),
                     )
                 )
     return found
@@ -161,18 +166,20 @@ def _result_status(site: CallSite | None) -> str | None:
     """The status of the result of a started call (None: no result recorded)."""
     if site is None or site.result is None:
         return None
-    return str(site.result.payload.get("status"))
+    return str(ToolResult.from_entry(site.result).status)
 
 
 def _unrestorable_call(entry: Entry) -> str | None:
     """A one-line description of a call whose effects Comal cannot undo, if it is one."""
-    name = str(entry.payload.get("name", ""))
-    if entry.kind != "tool.started" or not (name == "Bash" or name.startswith("mcp__")):
+    if entry.kind != "tool.started":
         return None
-    arguments = entry.payload.get("arguments")
-    command = arguments.get("command") if isinstance(arguments, dict) else None
-    shown = f" {command}" if isinstance(command, str) else ""
-    return f"{name}{shown[:100]} ({entry.payload.get('call_id')})"
+    started = ToolStarted.from_entry(entry)
+    name = started.name or ""
+    if not (name == "Bash" or name.startswith("mcp__")):
+        return None
+    command = pf.text_or_none(started.arguments, "command")
+    shown = f" {command}" if command is not None else ""
+    return f"{name}{shown[:100]} ({started.call_id})"
 
 
 def turns(ledger: Ledger, session_id: str) -> list[Turn]:
@@ -185,7 +192,7 @@ def turns(ledger: Ledger, session_id: str) -> list[Turn]:
 
     def close() -> None:
         if head is not None:
-            message = message_from_json(_object(head.payload.get("message")))
+            message = message_from_json(UserMessage.from_entry(head).message or {})
             found.append(
                 Turn(len(found) + 1, head.seq, head.id, message.text, tuple(files), tuple(other))
             )
@@ -212,10 +219,6 @@ def turn_label(turn: Turn) -> str:
     return "\n".join(lines)
 
 
-def _object(value: JSONValue) -> JSONObject:
-    return value if isinstance(value, dict) else {}
-
-
 def resolve_point(ledger: Ledger, session_id: str, to: str | None) -> tuple[int, str]:
     """(to_seq, label): the history through `to_seq` is kept.
 
@@ -240,7 +243,10 @@ def resolve_point(ledger: Ledger, session_id: str, to: str | None) -> tuple[int,
         if lowered.startswith(prefix) and lowered[len(prefix) :].isdigit():
             number = int(lowered[len(prefix) :])
             for entry in entries:
-                if entry.kind == "checkpoint" and entry.payload.get("number") == number:
+                if (
+                    entry.kind == "checkpoint"
+                    and CheckpointRecord.from_entry(entry).number == number
+                ):
                     return entry.seq, f"checkpoint {number}"
             raise RewindError(f"session {session_id} has no checkpoint {number}")
     for entry in entries:
@@ -339,7 +345,7 @@ def apply_rewind(
             f"{summaries}\nnothing was restored; rewind with --force to overwrite "
             "these changes, or --conversation-only to leave files as they are"
         )
-    restored: list[JSONValue] = []
+    restored: list[JSONObject] = []
     for item in plan.files:
         if not item.restorable or not files:
             continue
@@ -356,18 +362,18 @@ def apply_rewind(
                 "forced": item.changed_outside,
             }
         )
-    payload: JSONObject = {
-        "to_seq": plan.to_seq,
-        "to": plan.label,
-        "files": restored,
-        "files_restored": files,
-        "conversation": conversation,
-        "not_restorable": [
+    record = SessionRewound(
+        to_seq=plan.to_seq,
+        to=plan.label,
+        files=tuple(restored),
+        files_restored=files,
+        conversation=conversation,
+        not_restorable=(
             *plan.not_restorable,
             *(f"{f.path}: {f.reason}" for f in plan.files if not f.restorable),
-        ],
-    }
-    return ledger.append(plan.session_id, REWOUND_KIND, payload)
+        ),
+    )
+    return ledger.append_record(plan.session_id, record)
 
 
 def _restore(item: FilePlan) -> None:

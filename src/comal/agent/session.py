@@ -29,6 +29,14 @@ from comal.config import Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.measure.anchors import Fingerprint, tools_digest
 from comal.ledger.entry import Entry
+from comal.ledger.records import (
+    SessionConfigured,
+    SessionFinished,
+    SessionResumed,
+    SessionStarted,
+    WarningRecord,
+)
+from comal.ledger.records.base import Record
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart, canonical_json
 from comal.providers.base import Provider
@@ -98,13 +106,16 @@ class Session:
         """Append one entry to this session's ledger."""
         return self.ledger.append(self.id, kind, payload, body=body)
 
+    def write(self, record: Record, body: bytes | None = None) -> Entry:
+        """Append one record to this session's ledger."""
+        return self.ledger.append_record(self.id, record, body=body)
+
     def finished_answer(self) -> str | None:
         """The answer of a successful finish_call once the session is closed, else None."""
         if self.ledger.session(self.id).status != "finished":
             return None
         for entry in reversed(self.ledger.entries(self.id, kinds=("session.finished",))):
-            answer = entry.payload.get("answer")
-            return answer if isinstance(answer, str) else ""
+            return SessionFinished.from_entry(entry).answer
         return ""
 
     def emit(self, event: AgentEvent) -> None:
@@ -184,6 +195,12 @@ SANDBOX_WARNING = "SANDBOX_UNAVAILABLE"
 """Notice code when bubblewrap cannot confine Bash (said once, at session open)."""
 
 
+def _window(provider: Provider) -> JSONObject:
+    """The `window` field of the entries that say what a session runs on."""
+    caps = provider.capabilities
+    return {"tokens": caps.context_window, "source": caps.window_source}
+
+
 def open_session(
     ledger: Ledger,
     config: Config,
@@ -212,22 +229,16 @@ def open_session(
     if session_id is None:
         session_id = ledger.create_session(cwd=str(workspace), model=provider.model)
         ledger.acquire_lock(session_id)
-        ledger.append(
-            session_id,
-            "session.started",
-            {
-                "cwd": str(workspace),
-                "provider": provider.name,
-                "wire": str(provider.wire),
-                "model": provider.model,
-                "window": {
-                    "tokens": provider.capabilities.context_window,
-                    "source": provider.capabilities.window_source,
-                },
-                "vision": provider.capabilities.vision,
-                "source": "comal",
-            },
+        started = SessionStarted(
+            cwd=str(workspace),
+            provider=provider.name,
+            wire=str(provider.wire),
+            model=provider.model,
+            window=_window(provider),
+            source="comal",
+            vision=provider.capabilities.vision,
         )
+        ledger.append_record(session_id, started)
     else:
         ledger.session(session_id)
         ledger.acquire_lock(session_id)
@@ -236,19 +247,10 @@ def open_session(
         index_status(ledger, session_id, running=False)
         # What the session runs on from now on: reports of the recorded session (`comal
         # context`) use this window and model, not the ones it started (or was imported) with.
-        ledger.append(
-            session_id,
-            "session.resumed",
-            {
-                "provider": provider.name,
-                "wire": str(provider.wire),
-                "model": provider.model,
-                "window": {
-                    "tokens": provider.capabilities.context_window,
-                    "source": provider.capabilities.window_source,
-                },
-            },
+        resumed_on = SessionResumed(
+            provider.name, str(provider.wire), provider.model, _window(provider)
         )
+        ledger.append_record(session_id, resumed_on)
     permissions = PermissionPolicy(config.permissions, workspace, ask=options.ask)
     context = ToolContext(
         workspace=workspace,
@@ -351,7 +353,7 @@ def open_session(
         then = "Bash is refused" if sandbox.config.required else "Bash runs unconfined"
         session.emit(Notice(SANDBOX_WARNING, f"no sandbox: {sandbox.unavailable}; {then}"))
     for notice in options.mcp_notices:
-        ledger.append(session_id, "warning", {"code": MCP_NOTICE, "message": notice.message})
+        ledger.append_record(session_id, WarningRecord(MCP_NOTICE, notice.message))
         session.emit(Notice(MCP_NOTICE, notice.message))
     if plugins.plugins or plugins.failures:
         record_plugins(ledger, session_id, plugins)
@@ -394,16 +396,11 @@ def reconfigure(
             old.fingerprint, model=provider.model, effort=session.options.reasoning_effort
         ),
     )
-    return session.record(
-        CONFIGURED_KIND,
-        {
-            "provider": provider.name,
-            "wire": str(provider.wire),
-            "model": provider.model,
-            "effort": session.options.reasoning_effort,
-            "window": {
-                "tokens": provider.capabilities.context_window,
-                "source": provider.capabilities.window_source,
-            },
-        },
+    configured = SessionConfigured(
+        provider.name,
+        str(provider.wire),
+        provider.model,
+        session.options.reasoning_effort,
+        _window(provider),
     )
+    return session.write(configured)

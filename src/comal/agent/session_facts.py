@@ -21,6 +21,17 @@ from comal.context.relief.recorded import checkpoints
 from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
 from comal.ledger.locks import LockInfo
+from comal.ledger.records import (
+    AssistantMessage,
+    BoardUpdated,
+    ChildReceipt,
+    ProviderRequest,
+    ResponseDiscarded,
+    SessionFinished,
+    SessionStarted,
+    ToolResult,
+)
+from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, ToolCallPart, message_from_json
 from comal.tools.board import Criterion, board_is_open, criteria_from_json, render_board
@@ -33,18 +44,18 @@ def recorded_calls(entries: Sequence[Entry]) -> tuple[RecordedCall, ...]:
     pairing = pair(entries)
     out: list[RecordedCall] = []
     for entry in entries:
-        p = entry.payload
-        call_id = p.get("call_id")
-        if entry.kind != "tool.result" or not isinstance(call_id, str):
+        if entry.kind != "tool.result":
             continue
-        name, status, observed = p.get("name"), p.get("status"), p.get("observed")
+        result = ToolResult.from_entry(entry)
+        if result.call_id is None:
+            continue
         out.append(
             RecordedCall(
-                call_id,
-                name if isinstance(name, str) else "",
+                result.call_id,
+                result.name or "",
                 pairing.ran_arguments(entry),
-                status if isinstance(status, str) else "",
-                observed if isinstance(observed, dict) else {},
+                result.status or "",
+                result.observed or {},
             )
         )
     return tuple(out)
@@ -127,13 +138,9 @@ class SessionState:
         return board_is_open(self.board)
 
 
-def _str(value: JSONValue) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def _assistant_text(entry: Entry) -> str | None:
-    raw = entry.payload.get("message")
-    if not isinstance(raw, dict):
+    raw = AssistantMessage.from_entry(entry).message
+    if raw is None:
         return None
     try:
         return message_from_json(raw).text
@@ -142,7 +149,8 @@ def _assistant_text(entry: Entry) -> str | None:
 
 
 def _superseded(entries: Sequence[Entry]) -> set[str]:
-    return {_str(e.payload.get("entry")) for e in entries if e.kind == "response.discarded"} - {""}
+    discarded = (ResponseDiscarded.from_entry(e) for e in entries if e.kind == "response.discarded")
+    return {d.entry for d in discarded if d.entry}
 
 
 def open_calls(entries: Sequence[Entry]) -> tuple[OpenCall, ...]:
@@ -158,7 +166,7 @@ def board_of(entries: Sequence[Entry]) -> tuple[Criterion, ...]:
     """The board as of the latest `board.updated` entry."""
     for entry in reversed(entries):
         if entry.kind == "board.updated":
-            return criteria_from_json(entry.payload.get("criteria"))
+            return criteria_from_json(list(BoardUpdated.from_entry(entry).criteria))
     return ()
 
 
@@ -167,14 +175,15 @@ def uncertain_calls(entries: Sequence[Entry]) -> tuple[UncertainCall, ...]:
     pairing = pair(entries)
     out: list[UncertainCall] = []
     for entry in entries:
-        p = entry.payload
-        if entry.kind == "tool.result" and p.get("status") == "uncertain":
-            observed = p.get("observed")
-            detail = _str(observed.get("detail")) if isinstance(observed, dict) else ""
+        if entry.kind != "tool.result":
+            continue
+        result = ToolResult.from_entry(entry)
+        if result.status == "uncertain":
+            detail = f.text(result.observed or {}, "detail")
             out.append(
                 UncertainCall(
-                    _str(p.get("call_id")),
-                    _str(p.get("name")),
+                    result.call_id or "",
+                    result.name or "",
                     pairing.ran_arguments(entry),
                     entry.id,
                     detail,
@@ -187,7 +196,7 @@ def final_answer(entries: Sequence[Entry]) -> str | None:
     """The answer of the latest `session.finished` entry."""
     for entry in reversed(entries):
         if entry.kind == "session.finished":
-            return _str(entry.payload.get("answer"))
+            return SessionFinished.from_entry(entry).answer
     return None
 
 
@@ -196,7 +205,8 @@ def last_answer(entries: Sequence[Entry]) -> str | None:
     superseded = _superseded(entries)
     for entry in reversed(entries):
         if entry.kind == "message.assistant" and entry.id not in superseded:
-            return None if entry.payload.get("finish") == "refusal" else _assistant_text(entry)
+            refused = AssistantMessage.from_entry(entry).finish == "refusal"
+            return None if refused else _assistant_text(entry)
     return None
 
 
@@ -207,17 +217,18 @@ def usage_totals(entries: Sequence[Entry]) -> UsageTotals:
     measured_requests: set[str] = set()
     count = 0
     for entry in entries:
-        p = entry.payload
         if entry.kind == "provider.request":
-            value = p.get("estimated_input_tokens")
-            estimates[entry.id] = value if isinstance(value, int) else 0
+            value = ProviderRequest.from_entry(entry).estimated_input_tokens
+            estimates[entry.id] = value or 0
         elif entry.kind in ("message.assistant", "response.discarded"):
-            raw = p.get("usage")
-            usage = Usage.from_json(raw) if isinstance(raw, dict) else Usage()
+            reply = (
+                AssistantMessage if entry.kind == "message.assistant" else ResponseDiscarded
+            ).from_entry(entry)
+            usage = Usage() if reply.usage is None else Usage.from_json(reply.usage)
             measured = measured + usage
             if usage.new_input is not None:
                 count += 1
-                measured_requests.add(_str(p.get("request_entry")))
+                measured_requests.add(reply.request_entry or "")
     estimated = sum(v for k, v in estimates.items() if k not in measured_requests)
     return UsageTotals(len(estimates), count, measured, estimated)
 
@@ -227,13 +238,12 @@ def _child_summary(ledger: Ledger, child_id: str) -> ChildSummary:
     entries = ledger.entries(child_id)
     receipts = [e for e in entries if e.kind == RECEIPT_KIND]
     started = next((e for e in entries if e.kind == "session.started"), None)
-    origin = started.payload.get("origin") if started is not None else None
-    call = origin.get("parent_call") if isinstance(origin, dict) else None
+    origin = SessionStarted.from_entry(started).origin if started is not None else None
     return ChildSummary(
         child_id,
         session_status(ledger, child_id),
-        _str(receipts[-1].payload.get("status")) if receipts else None,
-        call if isinstance(call, str) else None,
+        ChildReceipt.from_entry(receipts[-1]).status if receipts else None,
+        None if origin is None else f.text_or_none(origin, "parent_call"),
         info.title,
         usage_totals(entries),
     )

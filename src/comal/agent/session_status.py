@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from comal.errors import ComalError
 from comal.ledger.entry import Entry, SessionInfo
+from comal.ledger.records import AssistantMessage, ChildReceipt, WarningRecord
 from comal.ledger.store import Ledger
 from comal.messages import message_from_json
 
@@ -76,8 +77,8 @@ class Lifecycle:
 
 
 def _asks_for_tools(entry: Entry) -> bool:
-    raw = entry.payload.get("message")
-    if not isinstance(raw, dict):
+    raw = AssistantMessage.from_entry(entry).message
+    if raw is None:
         return False
     try:
         return bool(message_from_json(raw).tool_calls)
@@ -97,15 +98,15 @@ def derive(entries: Iterable[Entry]) -> Lifecycle:
             is_open = True
         elif kind == "message.assistant" and not _asks_for_tools(entry):
             settled, is_open = ACTIVE, False
-            answered = answered or entry.payload.get("finish") != "refusal"
+            answered = answered or AssistantMessage.from_entry(entry).finish != "refusal"
         elif kind == "session.finished":
             settled, is_open, answered = FINISHED, False, True
-        elif kind == "warning" and entry.payload.get("turn") == FAILED:
+        elif kind == "warning" and WarningRecord.from_entry(entry).turn == FAILED:
             is_open = False
             if not answered:
                 settled = FAILED
         elif kind == RECEIPT_KIND:
-            finished = entry.payload.get("status") == FINISHED
+            finished = ChildReceipt.from_entry(entry).status == FINISHED
             settled, is_open = (FINISHED if finished else FAILED), False
     return Lifecycle(settled, is_open, held)
 

@@ -22,8 +22,9 @@ from contextlib import asynccontextmanager
 from comal.config import Config
 from comal.errors import LedgerError
 from comal.ledger.entry import Entry
+from comal.ledger.records import SessionTools, WarningRecord
 from comal.ledger.store import Ledger
-from comal.messages import JSONObject, JSONValue, ToolSpec, canonical_json
+from comal.messages import JSONObject, ToolSpec, canonical_json
 from comal.tools.base import Tool
 from comal.tools.mcp import McpOrigin, McpServerFailure, McpToolset, open_mcp_servers
 
@@ -73,9 +74,9 @@ def record_tool_catalog(
         The `session.tools` entry.
     """
     for failure in failures:
-        ledger.append(session_id, "warning", {"code": MCP_WARNING, "message": failure.message})
+        ledger.append_record(session_id, WarningRecord(MCP_WARNING, failure.message))
     body = canonical_json([_spec_json(tool.spec) for tool in mcp]).encode("ascii")
-    offered: list[JSONValue] = []
+    offered: list[JSONObject] = []
     for tool in mcp:
         origin = tool if isinstance(tool, McpOrigin) else None
         offered.append(
@@ -86,13 +87,13 @@ def record_tool_catalog(
                 "schema_bytes": len(canonical_json(_spec_json(tool.spec)).encode("ascii")),
             }
         )
-    payload: JSONObject = {
-        "native": [spec.name for spec in native],
-        "mcp": offered,
-        "failed": [{"server": f.server, "message": f.message} for f in failures],
-        "mcp_digest": "sha256:" + hashlib.sha256(body).hexdigest(),
-    }
-    return ledger.append(session_id, TOOLS_KIND, payload, body=body)
+    record = SessionTools(
+        native=tuple(spec.name for spec in native),
+        mcp=tuple(offered),
+        failed=tuple({"server": f.server, "message": f.message} for f in failures),
+        mcp_digest="sha256:" + hashlib.sha256(body).hexdigest(),
+    )
+    return ledger.append_record(session_id, record, body=body)
 
 
 def recorded_mcp_specs(ledger: Ledger, session_id: str) -> tuple[ToolSpec, ...]:

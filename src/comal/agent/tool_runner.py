@@ -24,9 +24,9 @@ from dataclasses import replace
 from comal.agent.events import ToolFinished
 from comal.agent.hooks import Hooks, claude_tool_input, tool_response
 from comal.errors import ComalError, ToolError
+from comal.ledger.records import ToolResult, ToolStarted
 from comal.messages import (
     JSONObject,
-    JSONValue,
     MediaPart,
     ToolCallPart,
     canonical_json,
@@ -75,9 +75,9 @@ def _decision_json(decision: PermissionDecision) -> JSONObject:
     return {"decision": decision.decision, "mode": decision.mode, "reason": decision.reason}
 
 
-def media_json(media: tuple[MediaPart, ...]) -> list[JSONValue]:
+def media_json(media: tuple[MediaPart, ...]) -> tuple[JSONObject, ...]:
     """Media of a result as recorded: type, bytes (base64), size and digest of the bytes."""
-    out: list[JSONValue] = []
+    out: list[JSONObject] = []
     for m in media:
         raw = base64.b64decode(m.data_b64)
         out.append(
@@ -88,7 +88,7 @@ def media_json(media: tuple[MediaPart, ...]) -> list[JSONValue]:
                 "digest": digest_bytes(raw),
             }
         )
-    return out
+    return tuple(out)
 
 
 def call_key(name: str, arguments: JSONObject) -> str:
@@ -177,39 +177,33 @@ class ToolRunner:
         decision: PermissionDecision,
         preparation: Preparation | None = None,
     ) -> None:
-        payload: JSONObject = {
-            "call_id": call.call_id,
-            "name": call.name,
-            "arguments": call.arguments,
-            "permission": _decision_json(decision),
-        }
-        body = None
-        if preparation is not None:
-            payload["preparation"] = _preparation_json(preparation)
-            # The bytes before the change, kept as the entry's body: what a rewind restores.
-            body = preparation.before
-        self._record("tool.started", payload, body)
+        started = ToolStarted(
+            call.call_id,
+            call.name,
+            call.arguments,
+            _decision_json(decision),
+            None if preparation is None else _preparation_json(preparation),
+        )
+        # The bytes before the change, kept as the entry's body: what a rewind restores.
+        body = None if preparation is None else preparation.before
+        self._record(started.KIND, started.to_payload(), body)
 
     def _result(self, call: ToolCallPart, outcome: ToolOutcome) -> CallReceipt:
-        payload: JSONObject = {
-            "call_id": call.call_id,
-            "name": call.name,
-            "status": outcome.status,
-            "is_error": outcome.is_error,
-            "exit_code": outcome.exit_code,
-            "size_bytes": len(outcome.output),
-            "digest": digest_bytes(outcome.output),
-        }
-        if outcome.media:
-            payload["media"] = media_json(outcome.media)
-        if outcome.observed is not None:
-            payload["observed"] = outcome.observed
-        if outcome.cut is not None:
-            payload["cut"] = {
-                "limit_bytes": outcome.cut.limit_bytes,
-                "total_bytes": outcome.cut.total_bytes,
-            }
-        self._record("tool.result", payload, outcome.output)
+        cut = outcome.cut
+        result = ToolResult.for_output(
+            call.call_id,
+            call.name,
+            outcome.output,
+            status=outcome.status,
+            is_error=outcome.is_error,
+            exit_code=outcome.exit_code,
+            media=media_json(outcome.media) if outcome.media else None,
+            observed=outcome.observed,
+            cut=None
+            if cut is None
+            else {"limit_bytes": cut.limit_bytes, "total_bytes": cut.total_bytes},
+        )
+        self._record(result.KIND, result.to_payload(), outcome.output)
         text = render_outcome(
             ToolOutcome(outcome.output[:400], outcome.is_error, outcome.exit_code)
         )
@@ -331,16 +325,8 @@ class ToolRunner:
                 "current state before deciding what to do."
             )
         body = text.encode("utf-8")
-        payload: JSONObject = {
-            "call_id": call.call_id,
-            "name": call.name,
-            "status": status,
-            "is_error": True,
-            "exit_code": None,
-            "size_bytes": len(body),
-            "digest": digest_bytes(body),
-        }
-        self._record("tool.result", payload, body)
+        result = ToolResult.for_output(call.call_id, call.name, body, status=status, is_error=True)
+        self._record(result.KIND, result.to_payload(), body)
 
     def _fail_early(self, call: ToolCallPart, message: str) -> CallReceipt:
         self._started(call, PermissionDecision("deny", "validation", message))

@@ -10,7 +10,9 @@ from comal.agent.session_facts import board_of, recorded_calls
 from comal.agent.session_status import index_status
 from comal.context.view.pairing import PAIRING_KINDS
 from comal.evidence.read import LedgerEvidenceReader
+from comal.ledger.records import BoardUpdated, SessionFinished
 from comal.ledger.store import Ledger
+from comal.messages import JSONObject
 from comal.tools.base import Tool, default_tools
 from comal.tools.board import BoardTool, Criterion, criteria_to_json
 from comal.tools.evidence import EvidenceReadTool
@@ -45,9 +47,8 @@ class LedgerBook:
 
     def record_board(self, criteria: tuple[Criterion, ...]) -> None:
         """Append a `board.updated` entry holding the whole board."""
-        self.ledger.append(
-            self.session_id, "board.updated", {"criteria": criteria_to_json(criteria)}
-        )
+        record = BoardUpdated(tuple(criteria_to_json(criteria)))
+        self.ledger.append_record(self.session_id, record)
 
     def calls(self) -> tuple[RecordedCall, ...]:
         """Every call of the session with a result, in order."""
@@ -59,17 +60,10 @@ class LedgerBook:
         The entry comes first: a crash between the two leaves the entry, from which the status
         is derived anyway (the row is an index of the data, never the reverse).
         """
-        self.ledger.append(
-            self.session_id,
-            "session.finished",
-            {
-                "answer": answer,
-                "checks": [
-                    {"command": c.command, "exit_code": c.exit_code, "passed": c.passed}
-                    for c in checks
-                ],
-            },
+        runs: tuple[JSONObject, ...] = tuple(
+            {"command": c.command, "exit_code": c.exit_code, "passed": c.passed} for c in checks
         )
+        self.ledger.append_record(self.session_id, SessionFinished(answer, runs))
         index_status(self.ledger, self.session_id, running=False)
 
 

@@ -38,6 +38,7 @@ from comal.agent.session_status import FINISHED, index_running, index_status, li
 from comal.config import Config
 from comal.context.engine import Checkpoint
 from comal.errors import ComalError, CompactNotSmallerError, RefusedError
+from comal.ledger.records import CompactCancelled, CompactRequested, WarningRecord
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.tools.base import Tool
@@ -79,7 +80,7 @@ async def run_session(session: Session, prompt: str | None) -> Outcome:
         session.emit(TurnFinished(sid, "", _replies(session) - replies_before, "refused"))
         return Outcome(sid, "refused", "", exc)
     except ComalError as exc:
-        session.record("warning", {"code": exc.code, "message": exc.message, "turn": "failed"})
+        session.write(WarningRecord(exc.code, exc.message, turn="failed"))
         index_status(ledger, sid, running=False)
         session.emit(Failed(sid, exc.code, exc.message))
         return Outcome(sid, "failed", "", exc)
@@ -133,7 +134,7 @@ def cancel_turn(session: Session) -> bool:
     with it (recorded as `compact.cancelled`). True when one was."""
     if session.engine.pending_compaction() != "user":
         return False
-    session.record("compact.cancelled", {"by": "user"})
+    session.write(CompactCancelled("user"))
     return True
 
 
@@ -154,7 +155,7 @@ class Compaction:
 
 def request_compaction(ledger: Ledger, session_id: str) -> None:
     """Ask the process running the session to derive a checkpoint at its next turn boundary."""
-    ledger.append(session_id, "compact.requested", {"by": "user"})
+    ledger.append_record(session_id, CompactRequested("user"))
 
 
 def compact(session: Session, *, running: bool) -> Compaction:

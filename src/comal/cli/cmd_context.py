@@ -27,8 +27,10 @@ from comal.cli.configuring import read_only_config
 from comal.cli.timeline import timeline_of, write_timeline
 from comal.config import DEFAULT_WINDOW_TOKENS, Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
+from comal.ledger.records import ProviderRequest, SessionResumed, SessionStarted
+from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
-from comal.messages import JSONValue
+from comal.messages import JSONObject
 from comal.providers import catalog
 
 
@@ -44,24 +46,20 @@ def emit_json(value: Any) -> None:
     emit(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
-def _window(started: dict[str, JSONValue], model: str) -> tuple[int, str]:
+def _window(window: JSONObject, model: str) -> tuple[int, str]:
     """The window a session ran with; an imported one (none recorded) gets its model's."""
-    window = started.get("window")
-    if isinstance(window, dict):
-        tokens = window.get("tokens")
-        source = window.get("source")
-        if isinstance(tokens, int) and tokens > 0:
-            return tokens, source if isinstance(source, str) else "recorded"
+    tokens = f.int_or_none(window, "tokens")
+    if tokens is not None and tokens > 0:
+        return tokens, f.text(window, "source", "recorded")
     entry = catalog.lookup(model) if model else None
     if entry is not None:
         return entry.window, "catalog"
     return DEFAULT_WINDOW_TOKENS, "fallback"
 
 
-def _vision(started: dict[str, JSONValue], model: str) -> bool:
+def _vision(vision: bool | None, model: str) -> bool:
     """Whether the session's model took images (recorded; else its catalog entry's word)."""
-    vision = started.get("vision")
-    if isinstance(vision, bool):
+    if vision is not None:
         return vision
     entry = catalog.lookup(model) if model else None
     return entry is not None and entry.vision
@@ -76,8 +74,8 @@ def _last_reserve(ledger: Ledger, session_id: str) -> int | None:
     requests = ledger.entries(session_id, kinds=("provider.request",))
     if not requests:
         return None
-    value = requests[-1].payload.get("output_reserve")
-    return value if isinstance(value, int) and value > 0 else None
+    value = ProviderRequest.from_entry(requests[-1]).output_reserve
+    return value if value is not None and value > 0 else None
 
 
 def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextEngine:
@@ -86,10 +84,15 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
     # The latest of the start and the resumes: a session resumed on another model is
     # reported against the window of the model it now runs on.
     started = ledger.entries(session_id, kinds=("session.started", "session.resumed"))
-    payload: dict[str, JSONValue] = dict(started[-1].payload) if started else {}
-    model = payload.get("model")
-    model_name = model if isinstance(model, str) and model else info.model
-    window, source = _window(payload, model_name)
+    latest = started[-1] if started else None
+    ran: SessionStarted | SessionResumed | None = None
+    if latest is not None:
+        ran = (SessionStarted if latest.kind == "session.started" else SessionResumed).from_entry(
+            latest
+        )
+    model_name = (ran.model if ran is not None else "") or info.model
+    window, source = _window({} if ran is None else ran.window, model_name)
+    vision = ran.vision if isinstance(ran, SessionStarted) else None
     explicit = config.context.context_window
     if explicit is not None and explicit < window:
         window, source = explicit, "explicit"
@@ -107,7 +110,7 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
         or _last_reserve(ledger, session_id),
         margin_tokens=config.context.margin_tokens,
         media_budget_tokens=config.context.media_budget_tokens,
-        vision=_vision(payload, model_name),
+        vision=_vision(vision, model_name),
         soft_limit=config.context.soft_limit,
         cache_ttl_s=config.context.cache_ttl_s,
     )

@@ -38,6 +38,7 @@ from comal.cli.render import Renderer
 from comal.cli.window_check import refuse_overhead
 from comal.config import EFFORTS, Config, ProviderConfig
 from comal.errors import ConfigError, UnknownSessionError
+from comal.ledger.records import SessionMoved
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.providers.factory import make_provider, resolve_capabilities
@@ -282,8 +283,8 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
 def recorded_workspace(ledger: Ledger, session_id: str) -> Path:
     """Where the session works: its recorded cwd, or where a `session.moved` entry moved it."""
     moves = ledger.entries(session_id, kinds=("session.moved",))
-    target = moves[-1].payload.get("to") if moves else None
-    where: str = target if isinstance(target, str) else ledger.session(session_id).cwd
+    target = SessionMoved.from_entry(moves[-1]).to if moves else None
+    where: str = target if target is not None else ledger.session(session_id).cwd
     return Path(where)
 
 
@@ -304,7 +305,7 @@ def _place(args: argparse.Namespace, ledger: Ledger, session_id: str) -> Path:
     target: Path = args.cwd.resolve()
     if target != recorded:
         ledger.acquire_lock(session_id)
-        ledger.append(session_id, "session.moved", {"from": str(recorded), "to": str(target)})
+        ledger.append_record(session_id, SessionMoved(str(recorded), str(target)))
     return target
 
 

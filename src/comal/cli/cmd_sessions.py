@@ -22,6 +22,7 @@ from comal.cli.configuring import read_only_config
 from comal.errors import LedgerError
 from comal.ids import now_ms
 from comal.ledger import Entry, Ledger, SessionInfo, VerifyReport
+from comal.ledger.records import UserMessage
 from comal.ledger.salvage import resolve_in_file, verify_file
 from comal.messages import (
     JSONObject,
@@ -71,9 +72,9 @@ def _first_ask(entry: Entry | None) -> str:
     """The first line of a session's first user message (its title when it has none)."""
     if entry is None:
         return ""
-    raw = entry.payload.get("message")
+    raw = UserMessage.from_entry(entry).message
     try:
-        message = message_from_json(raw) if isinstance(raw, dict) else None
+        message = message_from_json(raw) if raw is not None else None
     except (ValueError, KeyError, TypeError):
         return ""
     text = " ".join(p.text for p in (message.parts if message else ()) if isinstance(p, TextPart))

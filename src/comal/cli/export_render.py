@@ -16,6 +16,17 @@ from dataclasses import dataclass
 
 from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry, SessionInfo
+from comal.ledger.records import (
+    AssistantMessage,
+    CheckpointRecord,
+    HookRun,
+    ProjectionRecord,
+    SessionForked,
+    SessionRewound,
+    SummaryMessage,
+    ToolResult,
+    UserMessage,
+)
 from comal.messages import (
     JSONValue,
     ReasoningPart,
@@ -52,24 +63,25 @@ def _short(text: str) -> str:
 
 
 def _event(entry: Entry) -> str:
-    p = entry.payload
     if entry.kind == "projection":
-        ids = p.get("result_ids")
-        count = len(ids) if isinstance(ids, list) else 0
+        projection = ProjectionRecord.from_entry(entry)
         return (
-            f"projection: {count} old results become exact references"
-            f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
+            f"projection: {len(projection.result_ids)} old results become exact references"
+            f" (~{projection.before_tokens} → ~{projection.after_tokens} tokens)"
         )
     if entry.kind == "checkpoint":
+        cp = CheckpointRecord.from_entry(entry)
         return (
-            f"checkpoint #{p.get('number')} {p.get('title')}"
-            f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
+            f"checkpoint #{cp.number} {cp.title} (~{cp.before_tokens} → ~{cp.after_tokens} tokens)"
         )
     if entry.kind == "session.rewound":
-        return f"rewound to {p.get('to')} (conversation: {p.get('conversation')})"
+        rewound = SessionRewound.from_entry(entry)
+        return f"rewound to {rewound.to} (conversation: {rewound.conversation})"
     if entry.kind == "session.forked":
-        return f"forked from {p.get('parent')} after entry {p.get('through_entry')}"
-    return f"peer compaction summary ({len(str(p.get('text', ''))):,} characters)"
+        forked = SessionForked.from_entry(entry)
+        return f"forked from {forked.parent} after entry {forked.through_entry}"
+    summary = SummaryMessage.from_entry(entry)
+    return f"peer compaction summary ({len(summary.text):,} characters)"
 
 
 def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) -> list[Item]:
@@ -79,10 +91,12 @@ def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) 
     calls: dict[tuple[str, int], int] = {}
     """Item index of each call, by (message entry id, position among its calls)."""
     for entry in entries:
-        p = entry.payload
         if entry.kind in ("message.user", "message.assistant"):
-            raw = p.get("message")
-            if not isinstance(raw, dict):
+            reply = (
+                AssistantMessage.from_entry(entry) if entry.kind == "message.assistant" else None
+            )
+            raw = UserMessage.from_entry(entry).message if reply is None else reply.message
+            if raw is None:
                 continue
             message = message_from_json(raw)
             texts = [part.text for part in message.parts if isinstance(part, TextPart)]
@@ -93,7 +107,7 @@ def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) 
             ):
                 continue  # tool results travel as user messages; their receipts are shown
             reasoning = sum(1 for part in message.parts if isinstance(part, ReasoningPart))
-            title = "user" if entry.kind == "message.user" else f"assistant · {p.get('model', '')}"
+            title = "user" if reply is None else f"assistant · {reply.model}"
             if reasoning:
                 title += f" · {reasoning} reasoning block(s)"
             if texts:
@@ -105,29 +119,24 @@ def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) 
         elif entry.kind == "tool.result":
             body = bodies.get(entry.id)
             text = _short(render_output_text(body)) if body is not None else ""
-            status = str(p.get("status"))
-            exit_code = p.get("exit_code")
-            head = status + ("" if exit_code is None else f" · exit {exit_code}")
+            result = ToolResult.from_entry(entry)
+            exit_code = result.exit_code
+            head = str(result.status) + ("" if exit_code is None else f" · exit {exit_code}")
             detail = f"[{head} · {entry.id}]\n{text}"
             site = pairing.site_of(entry)
             where = (site.message.id, site.position) if site and site.message else None
             index = calls.get(where) if where is not None else None
             if index is not None:
                 call = items[index]
-                items[index] = Item(
-                    call.kind, call.title, call.text, detail, bool(p.get("is_error"))
-                )
+                items[index] = Item(call.kind, call.title, call.text, detail, result.is_error)
             else:
-                items.append(Item("call", f"{p.get('name')} · {p.get('call_id')}", "", detail))
+                items.append(Item("call", f"{result.name} · {result.call_id}", "", detail))
         elif entry.kind in EVENT_KINDS:
             items.append(Item("event", entry.kind, _event(entry)))
         elif entry.kind == "hook.run":
+            hook = HookRun.from_entry(entry)
             items.append(
-                Item(
-                    "note",
-                    f"hook {p.get('event')}",
-                    f"{p.get('command')} → exit {p.get('exit_code')}",
-                )
+                Item("note", f"hook {hook.event}", f"{hook.command} → exit {hook.exit_code}")
             )
     return items
 

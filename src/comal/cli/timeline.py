@@ -18,6 +18,13 @@ from pathlib import Path
 
 from comal.errors import ConfigError
 from comal.ledger.entry import Entry
+from comal.ledger.records import (
+    AssistantMessage,
+    CheckpointRecord,
+    ProjectionRecord,
+    ProviderRequest,
+    ResponseDiscarded,
+)
 from comal.usage import Usage
 
 COMPONENTS = ("cache read", "cache write", "new input", "output")
@@ -58,21 +65,21 @@ class Timeline:
     threshold: int
 
 
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _freed(before: int | None, after: int | None) -> tuple[int | None, str]:
+    freed = before - after if before is not None and after is not None else None
+    return freed, f" −{freed:,}" if freed is not None else ""
 
 
 def _mark(entry: Entry, index: int) -> ContextMark | None:
-    p = entry.payload
-    before, after = _int(p.get("before_tokens")), _int(p.get("after_tokens"))
-    freed = before - after if before is not None and after is not None else None
-    freed_text = f" −{freed:,}" if freed is not None else ""
     if entry.kind == "projection":
-        ids = p.get("result_ids")
-        count = len(ids) if isinstance(ids, list) else 0
-        return ContextMark(index, "projection", f"projection {count} refs{freed_text}", freed)
+        projection = ProjectionRecord.from_entry(entry)
+        freed, text = _freed(projection.before_tokens, projection.after_tokens)
+        count = len(projection.result_ids)
+        return ContextMark(index, "projection", f"projection {count} refs{text}", freed)
     if entry.kind == "checkpoint":
-        return ContextMark(index, "checkpoint", f"checkpoint #{p.get('number')}{freed_text}", freed)
+        checkpoint = CheckpointRecord.from_entry(entry)
+        freed, text = _freed(checkpoint.before_tokens, checkpoint.after_tokens)
+        return ContextMark(index, "checkpoint", f"checkpoint #{checkpoint.number}{text}", freed)
     if entry.kind == "message.summary":
         return ContextMark(index, "summary", "peer compaction", None)
     return None
@@ -85,7 +92,7 @@ def timeline_of(entries: Sequence[Entry], window: int, threshold_ratio: float) -
     marks: list[ContextMark] = []
     for entry in entries:
         if entry.kind == "provider.request":
-            estimates[entry.id] = _int(entry.payload.get("estimated_input_tokens")) or 0
+            estimates[entry.id] = ProviderRequest.from_entry(entry).estimated_input_tokens or 0
             continue
         mark = _mark(entry, len(calls))
         if mark is not None:
@@ -93,13 +100,15 @@ def timeline_of(entries: Sequence[Entry], window: int, threshold_ratio: float) -
             continue
         if entry.kind not in ("message.assistant", "response.discarded"):
             continue
-        raw = entry.payload.get("usage")
-        usage = Usage.from_json(raw) if isinstance(raw, dict) else Usage()
+        reply = (
+            AssistantMessage if entry.kind == "message.assistant" else ResponseDiscarded
+        ).from_entry(entry)
+        usage = Usage() if reply.usage is None else Usage.from_json(reply.usage)
         estimated = usage.new_input is None
         new_input = (
             usage.new_input
             if usage.new_input is not None
-            else estimates.get(str(entry.payload.get("request_entry")), 0)
+            else estimates.get(reply.request_entry or "", 0)
         )
         calls.append(
             CallTokens(

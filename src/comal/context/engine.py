@@ -116,6 +116,7 @@ from comal.ids import now_ms
 from comal.ledger.bulk import BULK_ENTRIES, paused_gc
 from comal.ledger.entry import Entry
 from comal.ledger.history import REWOUND_KIND
+from comal.ledger.records import SessionRewound
 from comal.ledger.store import Ledger
 from comal.messages import Finish
 
@@ -190,7 +191,7 @@ class ContextEngine:
         """The session's entries, read incrementally from the ledger."""
         last = self._entries[-1].seq if self._entries else 0
         new = self.ledger.entries(self.session_id, after_seq=last)
-        if any(e.kind == REWOUND_KIND and e.payload.get("conversation") for e in new):
+        if any(e.kind == REWOUND_KIND and SessionRewound.from_entry(e).conversation for e in new):
             # A conversation rewind takes earlier entries out of the history: read it again.
             self._entries = self.ledger.entries(self.session_id)
             self._memo.clear()

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from comal.context.measure.tokens import calibrated
 from comal.context.snapshot import EngineSnapshot
+from comal.ledger.records import ToolResult
 from comal.messages import JSONObject
 
 CHILD_TOOLS = frozenset({"Task", "WorkStepRun", "WorkDraft"})
@@ -228,7 +229,7 @@ def context_report(snap: EngineSnapshot) -> ContextReport:
         if p.role == "result"
         and p.kind != "media"
         and p.result is not None
-        and p.result.entry.payload.get("name") in CHILD_TOOLS
+        and ToolResult.from_entry(p.result.entry).name in CHILD_TOOLS
     ]
     anchor = snap.anchor
     if anchor is not None:

@@ -15,24 +15,21 @@ from __future__ import annotations
 
 from comal.context.relief.workstate import collect_calls, describe_call
 from comal.ledger.entry import Entry
+from comal.ledger.records import ToolResult
 from comal.ledger.store import Ledger
-
-
-def _int(entry: Entry, key: str) -> int | None:
-    value = entry.payload.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def index_line(entry: Entry, what: str) -> str:
     """One result as the index (and a checkpoint's evidence list) writes it."""
-    size = _int(entry, "size_bytes") or 0
-    exit_code = _int(entry, "exit_code")
-    status = entry.payload.get("status")
+    result = ToolResult.from_entry(entry)
+    size = result.size_bytes or 0
+    exit_code = result.exit_code
+    status = result.status
     exit_note = f" · exit {exit_code}" if exit_code is not None else ""
     quiet = ("ok", "error") if exit_code is not None else ("ok",)
-    status_note = "" if status in quiet or not isinstance(status, str) else f" · {status}"
-    digest = entry.payload.get("digest")
-    digest_note = f" · {digest[:19]}" if isinstance(digest, str) else ""
+    status_note = "" if status in quiet or status is None else f" · {status}"
+    digest = result.digest
+    digest_note = f" · {digest[:19]}" if digest is not None else ""
     return f"{entry.id} · {what} · {size:,} bytes{exit_note}{status_note}{digest_note}"
 
 
@@ -44,12 +41,12 @@ def index_text(ledger: Ledger, session_id: str) -> str:
     for entry in entries:
         if entry.kind != "tool.result":
             continue
+        result = ToolResult.from_entry(entry)
         call = calls.get(entry.id)
-        name = entry.payload.get("name")
         what = (
             describe_call(call.name, call.arguments, 120)
             if call is not None
-            else (name if isinstance(name, str) else "tool")
+            else ("tool" if result.name is None else result.name)
         )
         lines.append(f"E{len(lines) + 1}. {index_line(entry, what)}")
     if not lines:

@@ -35,6 +35,16 @@ from comal.errors import (
 )
 from comal.evidence.index import index_text
 from comal.ledger.entry import Entry
+from comal.ledger.records import (
+    AssistantMessage,
+    CheckpointRecord,
+    ResponseDiscarded,
+    SummaryMessage,
+    ToolResult,
+    ToolStarted,
+    UserMessage,
+)
+from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, digest_bytes, message_from_json
 
@@ -107,44 +117,47 @@ class _Source:
         return cls(entry.id, entry.session_id, entry.kind, field, text, digest)
 
 
-def _str(value: JSONValue) -> str:
-    return value if isinstance(value, str) else ""
+_MESSAGES: dict[str, type[UserMessage | AssistantMessage | ResponseDiscarded]] = {
+    UserMessage.KIND: UserMessage,
+    AssistantMessage.KIND: AssistantMessage,
+    ResponseDiscarded.KIND: ResponseDiscarded,
+}
+"""The kinds whose payload holds a message."""
 
 
 def _message_text(entry: Entry) -> str:
     if entry.kind == "message.summary":
-        return _str(entry.payload.get("text"))
+        return SummaryMessage.from_entry(entry).text
     if entry.kind == "checkpoint":
-        return _str(entry.payload.get("text"))
-    raw = entry.payload.get("message")
-    if not isinstance(raw, dict):
+        return CheckpointRecord.from_entry(entry).text
+    record = _MESSAGES.get(entry.kind)
+    raw = None if record is None else record.from_entry(entry).message
+    if raw is None:
         raise EvidenceError(f"{entry.id} ({entry.kind}) has no text")
     return message_from_json(raw).text
 
 
 def _call_arguments(ledger: Ledger, entry: Entry) -> JSONValue:
     if entry.kind == "tool.started":
-        return entry.payload.get("arguments")
+        return ToolStarted.from_entry(entry).arguments
     if entry.kind == "tool.result":
         site = pair(ledger.entries(entry.session_id, kinds=PAIRING_KINDS)).site_of(entry)
         if site is not None and site.started is not None:
-            return site.started.payload.get("arguments")
+            return ToolStarted.from_entry(site.started).arguments
     raise EvidenceError(f"{entry.id} ({entry.kind}) has no recorded call arguments")
 
 
 def _media_text(entry: Entry) -> str:
-    media = entry.payload.get("media")
-    if entry.kind != "tool.result" or not isinstance(media, list) or not media:
+    media = ToolResult.from_entry(entry).media if entry.kind == "tool.result" else None
+    if not media:
         raise EvidenceError(f"{entry.id} has no media")
     lines = []
     for index, item in enumerate(media):
-        if not isinstance(item, dict):
-            continue
-        kind = _str(item.get("media_type")) or "media"
-        data = _str(item.get("data_b64"))
-        size = item.get("size_bytes")
-        size_text = f"{size:,} bytes" if isinstance(size, int) else f"{len(data) * 3 // 4:,} bytes"
-        digest = _str(item.get("blob")) or (digest_bytes(data.encode()) if data else "unknown")
+        kind = f.text(item, "media_type") or "media"
+        data = f.text(item, "data_b64")
+        size = f.int_or_none(item, "size_bytes")
+        size_text = f"{size:,} bytes" if size is not None else f"{len(data) * 3 // 4:,} bytes"
+        digest = f.text(item, "blob") or (digest_bytes(data.encode()) if data else "unknown")
         lines.append(f"media {index}: {kind} · {size_text} · {digest}")
     lines.append(
         "Media are kept by reference; their pixels are not text and are not in this answer. A"

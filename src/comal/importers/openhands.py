@@ -37,6 +37,7 @@ from comal.importers.plan import (
     format_error,
     usage_openai_chat,
 )
+from comal.ledger.records import WarningRecord
 from comal.messages import Part, TextPart, ToolCallPart
 from comal.usage import Usage
 
@@ -179,7 +180,8 @@ def _session(
     entries = stream.plan.done()
     if error:
         # How the run ended (e.g. the iteration limit), after every call is closed.
-        entries += (PlannedEntry("warning", {"code": "IMPORTED_NOTICE", "message": error}),)
+        notice = WarningRecord("IMPORTED_NOTICE", error)
+        entries += (PlannedEntry(notice.KIND, notice.to_payload()),)
     return ParsedSession(
         format=FORMAT,
         path=str(path),

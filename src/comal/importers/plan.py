@@ -27,6 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from comal.errors import ImportFormatError
+from comal.ledger.records import (
+    AssistantMessage,
+    SessionFinished,
+    SessionStarted,
+    SummaryMessage,
+    ToolResult,
+    ToolStarted,
+    UserMessage,
+    WarningRecord,
+)
 from comal.messages import (
     JSONObject,
     JSONValue,
@@ -35,7 +45,6 @@ from comal.messages import (
     Part,
     TextPart,
     ToolCallPart,
-    digest_bytes,
     message_to_json,
 )
 from comal.usage import Usage
@@ -109,15 +118,15 @@ class ParsedSession:
 
     def started_payload(self) -> JSONObject:
         """The `session.started` payload of the imported session."""
-        return {
-            "cwd": self.cwd,
-            "provider": "",
-            "wire": "",
-            "model": self.model,
-            "window": {"tokens": None, "source": "unknown"},
-            "source": self.source,
-            "system": self.system,
-            "origin": {
+        return SessionStarted(
+            cwd=self.cwd,
+            provider="",
+            wire="",
+            model=self.model,
+            window={"tokens": None, "source": "unknown"},
+            source=self.source,
+            system=self.system,
+            origin={
                 "file": self.path,
                 "label": self.label,
                 "id": self.origin_id,
@@ -126,7 +135,7 @@ class ParsedSession:
                 "parent_call": self.parent_call_id,
                 "compaction": self.compaction,
             },
-        }
+        ).to_payload()
 
 
 def format_error(path: Path | str, line: int | None, reason: str) -> ImportFormatError:
@@ -266,7 +275,8 @@ class SessionPlan:
             return
         self._close_pending()
         message = Message("user", parts)
-        self.entries.append(PlannedEntry("message.user", {"message": message_to_json(message)}))
+        record = UserMessage(message_to_json(message))
+        self.entries.append(PlannedEntry(record.KIND, record.to_payload()))
 
     def user_text(self, text: str) -> None:
         """A user message holding one text part."""
@@ -286,20 +296,16 @@ class SessionPlan:
         recorded = [p.call_id for p in parts if isinstance(p, ToolCallPart)]
         parts = tuple(self._unique_call(p) for p in parts)
         message = Message("assistant", parts)
-        self.entries.append(
-            PlannedEntry(
-                "message.assistant",
-                {
-                    "message": message_to_json(message),
-                    "wire": self.wire,
-                    "model": model,
-                    "finish": finish,
-                    "usage": usage.to_json(),
-                    "usage_raw": usage_raw,
-                    "request_entry": None,
-                },
-            )
+        record = AssistantMessage(
+            message=message_to_json(message),
+            wire=self.wire,
+            model=model,
+            finish=finish,
+            usage=usage.to_json(),
+            usage_raw=usage_raw,
+            request_entry=None,
         )
+        self.entries.append(PlannedEntry(record.KIND, record.to_payload()))
         self._calls += 1
         for original, call in zip(recorded, message.tool_calls, strict=True):
             self._pending[original] = _Pending(call)
@@ -355,31 +361,28 @@ class SessionPlan:
         exit_code: int | None = None,
         media: tuple[MediaPart, ...] = (),
     ) -> None:
-        payload: JSONObject = {
-            "call_id": call.call_id,
-            "name": call.name,
-            "status": status,
-            "is_error": is_error,
-            "exit_code": exit_code,
-            "size_bytes": len(output),
-            "digest": digest_bytes(output),
-        }
+        result = ToolResult.for_output(
+            call.call_id, call.name, output, status=status, is_error=is_error, exit_code=exit_code
+        )
         stored = tuple((m.media_type, base64.b64decode(m.data_b64)) for m in media)
-        self.entries.append(PlannedEntry("tool.result", payload, output, stored))
+        self.entries.append(PlannedEntry(result.KIND, result.to_payload(), output, stored))
 
     def summary(self, text: str, origin: str) -> None:
         """A peer's own compaction summary (or title record), kept as a marked entry."""
         self._close_pending()
-        self.entries.append(PlannedEntry("message.summary", {"text": text, "origin": origin}))
+        summary = SummaryMessage(text, origin)
+        self.entries.append(PlannedEntry(summary.KIND, summary.to_payload()))
 
     def warning(self, code: str, message: str) -> None:
         """A peer notice kept as a `warning` entry."""
-        self.entries.append(PlannedEntry("warning", {"code": code, "message": message}))
+        notice = WarningRecord(code, message)
+        self.entries.append(PlannedEntry(notice.KIND, notice.to_payload()))
 
     def finished(self, answer: str) -> None:
         """The peer's recorded final answer (a submission)."""
         self._close_pending()
-        self.entries.append(PlannedEntry("session.finished", {"answer": answer, "checks": []}))
+        finished = SessionFinished(answer, ())
+        self.entries.append(PlannedEntry(finished.KIND, finished.to_payload()))
 
     def done(self, running: Mapping[str, str] | None = None) -> tuple[PlannedEntry, ...]:
         """Close pending calls and return the entries.
@@ -404,12 +407,7 @@ class SessionPlan:
                 "mode": IMPORTED_MODE,
                 "reason": f"started in the recorded session; its work is recorded in {where}",
             }
-            payload: JSONObject = {
-                "call_id": call.call_id,
-                "name": call.name,
-                "arguments": call.arguments,
-                "permission": permission,
-            }
-            self.entries.append(PlannedEntry("tool.started", payload))
+            started = ToolStarted(call.call_id, call.name, call.arguments, permission)
+            self.entries.append(PlannedEntry(started.KIND, started.to_payload()))
         self._close_pending()
         return tuple(self.entries)

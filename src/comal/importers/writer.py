@@ -13,14 +13,15 @@ file is imported once, as the parent's child.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from comal.importers.claude_code import parent_session_file
 from comal.importers.detect import parse_sessions
 from comal.importers.plan import ParsedSession, PlannedEntry
 from comal.ledger import Entry, Ledger
-from comal.messages import JSONObject, JSONValue
+from comal.ledger.records import SessionStarted, ToolResult
+from comal.messages import JSONObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,14 +40,15 @@ class ImportedSession:
 
 def append_planned(ledger: Ledger, session_id: str, planned: PlannedEntry) -> Entry:
     """Append one planned entry (media stored as blobs first)."""
-    payload = planned.payload
-    if planned.media:
-        media: list[JSONValue] = []
-        for media_type, data in planned.media:
-            digest = ledger.put_blob(data)
-            media.append({"media_type": media_type, "blob": digest, "size_bytes": len(data)})
-        payload = {**payload, "media": media}
-    return ledger.append(session_id, planned.kind, payload, body=planned.body)
+    if not planned.media:
+        return ledger.append(session_id, planned.kind, planned.payload, body=planned.body)
+    # Only a tool result carries media; its blobs are stored before the entry names them.
+    media: list[JSONObject] = []
+    for media_type, data in planned.media:
+        digest = ledger.put_blob(data)
+        media.append({"media_type": media_type, "blob": digest, "size_bytes": len(data)})
+    result = replace(ToolResult.from_payload(planned.payload), media=tuple(media))
+    return ledger.append_record(session_id, result, body=planned.body)
 
 
 def write_session(
@@ -76,8 +78,8 @@ def write_session(
 
 def _origin(ledger: Ledger, session_id: str) -> JSONObject:
     started = ledger.entries(session_id, kinds=("session.started",))
-    origin = started[0].payload.get("origin") if started else None
-    return origin if isinstance(origin, dict) else {}
+    origin = SessionStarted.from_entry(started[0]).origin if started else None
+    return origin or {}
 
 
 def _imported(ledger: Ledger) -> dict[tuple[str, int], str]:

@@ -57,6 +57,7 @@ from comal.ledger.pages import (
     stored_page_index,
     write_page_index,
 )
+from comal.ledger.records.base import Record
 from comal.ledger.salvage import SalvageReport, salvage
 from comal.ledger.schema import connect
 from comal.ledger.session_rows import (
@@ -322,6 +323,10 @@ class Ledger:
                 require_body_blob(conn, decoded.get("body"))
             seq = insert_entry(conn, session_id, kind, text, entry_id, created)
         return Entry(seq, entry_id, session_id, kind, decoded, content_hash(kind, text), created)
+
+    def append_record(self, session_id: str, record: Record, *, body: bytes | None = None) -> Entry:
+        """Append `record` (its kind and payload) as `append` does."""
+        return self.append(session_id, record.KIND, record.to_payload(), body=body)
 
     def put_blob(self, data: bytes) -> str:
         """Store `data` once (content-addressed) and return its digest `sha256:<hex>`."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
@@ -36,6 +36,12 @@ from comal.errors import OutputLengthError
 from comal.importers import append_planned
 from comal.importers.plan import PlannedEntry
 from comal.ledger import Ledger
+from comal.ledger.records import (
+    AssistantMessage,
+    ProviderRequest,
+    ResponseDiscarded,
+    SessionStarted,
+)
 from comal.messages import JSONObject, Message, TextPart, ToolResultPart
 from comal.replay.policies import Budgets, Decision
 from comal.replay.rendering import SegmentCache, request_tokens
@@ -71,18 +77,15 @@ class ComalPolicy:
             self._session = self._ledger.create_session(
                 cwd=self.transcript.cwd, model=self.transcript.model, source="bench:replay"
             )
-            self._ledger.append(
-                self._session,
-                "session.started",
-                {
-                    "cwd": self.transcript.cwd,
-                    "provider": "",
-                    "wire": "",
-                    "model": self.transcript.model,
-                    "window": {"tokens": self.budget.window, "source": "bench"},
-                    "source": "bench:replay",
-                },
+            started = SessionStarted(
+                cwd=self.transcript.cwd,
+                provider="",
+                wire="",
+                model=self.transcript.model,
+                window={"tokens": self.budget.window, "source": "bench"},
+                source="bench:replay",
             )
+            self._ledger.append_record(self._session, started)
         return self._ledger
 
     def feed(self, entries_end: int) -> None:
@@ -134,24 +137,19 @@ class ComalPolicy:
         engine = self._engine_for(ledger)
         sent, self._sent = self._sent, None
         fingerprint: JSONObject = sent[2] if sent is not None else {}
-        request = ledger.append(
-            self._session,
-            "provider.request",
-            {"model": self.transcript.model, "wire": "", "fingerprint": fingerprint},
+        request = ledger.append_record(
+            self._session, ProviderRequest(self.transcript.model, "", fingerprint)
         )
         usage: JSONObject = {"new_input": size, "cache_read": 0, "cache_write": 0}
         usage["output"] = allowed
-        ledger.append(
-            self._session,
-            "response.discarded",
-            {
-                "reason": "OUTPUT_LENGTH",
-                "message": {"role": "assistant", "parts": []},
-                "usage": usage,
-                "output_reserve": allowed,
-                "request_entry": request.id,
-            },
+        discarded = ResponseDiscarded(
+            reason="OUTPUT_LENGTH",
+            message={"role": "assistant", "parts": []},
+            usage=usage,
+            output_reserve=allowed,
+            request_entry=request.id,
         )
+        ledger.append_record(self._session, discarded)
         try:
             engine.grow_output_reserve()
         except OutputLengthError:
@@ -170,18 +168,16 @@ class ComalPolicy:
         system, messages, fingerprint = sent
         assert isinstance(self.counter, SegmentCache)
         size = request_tokens(self.counter.request(system, messages))
-        request = ledger.append(
-            self._session,
-            "provider.request",
-            {"model": self.transcript.model, "wire": "", "fingerprint": fingerprint},
+        request = ledger.append_record(
+            self._session, ProviderRequest(self.transcript.model, "", fingerprint)
         )
-        usage = planned.payload.get("usage")
-        output = usage.get("output") if isinstance(usage, dict) else None
+        reply = AssistantMessage.from_payload(planned.payload)
+        output = reply.usage.get("output") if reply.usage is not None else None
         measured: JSONObject = {"new_input": size, "cache_read": 0, "cache_write": 0}
         if output is not None:
             measured["output"] = output
-        payload = {**planned.payload, "usage": measured, "request_entry": request.id}
-        return PlannedEntry(planned.kind, payload, planned.body, planned.media)
+        answered = replace(reply, usage=measured, request_entry=request.id)
+        return PlannedEntry(planned.kind, answered.to_payload(), planned.body, planned.media)
 
     def _engine_for(self, ledger: Ledger) -> ContextEngine:
         # One engine for the whole session, as the agent loop keeps one: it reads the ledger

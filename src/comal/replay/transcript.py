@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 from comal.context.view.rendering import full_text
 from comal.importers.plan import ParsedSession, PlannedEntry, is_text_action
+from comal.ledger.records import AssistantMessage, ToolResult, UserMessage
+from comal.ledger.records import fields as f
 from comal.messages import (
-    JSONValue,
     MediaPart,
     Message,
     Part,
@@ -72,18 +73,8 @@ class Transcript:
 
     def output_tokens(self, call: ReplayCall) -> int | None:
         """Output tokens the recorded reply to `call` took (None when not recorded)."""
-        usage = self.entries[call.entries_end].payload.get("usage")
-        value = usage.get("output") if isinstance(usage, dict) else None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _status(payload: dict[str, JSONValue]) -> tuple[str, int | None]:
-    status = payload.get("status")
-    code = payload.get("exit_code")
-    return (
-        status if isinstance(status, str) else "ok",
-        code if isinstance(code, int) and not isinstance(code, bool) else None,
-    )
+        usage = AssistantMessage.from_payload(self.entries[call.entries_end].payload).usage
+        return None if usage is None else f.int_or_none(usage, "output")
 
 
 def transcript_from(parsed: ParsedSession) -> Transcript:
@@ -99,14 +90,15 @@ def transcript_from(parsed: ParsedSession) -> Transcript:
             open_user.clear()
 
     for index, planned in enumerate(parsed.entries):
-        payload = planned.payload
         if planned.kind == "message.user":
-            raw = payload["message"]
-            assert isinstance(raw, dict)
+            raw = UserMessage.from_payload(planned.payload).message
+            assert raw is not None
             open_user.extend(message_from_json(raw).parts)
         elif planned.kind == "tool.result":
-            status, code = _status(payload)
-            call_id = str(payload["call_id"])
+            result = ToolResult.from_payload(planned.payload)
+            status = "ok" if result.status is None else result.status
+            code = result.exit_code
+            call_id = str(result.call_id)
             if is_text_action(call_id):
                 code = None
             text = full_text(planned.body or b"", status, code)
@@ -115,14 +107,12 @@ def transcript_from(parsed: ParsedSession) -> Transcript:
             )
             outputs.append(ToolOutput(len(messages), index, call_id, text))
             open_user.append(
-                ToolResultPart(
-                    call_id, str(payload["name"]), text, bool(payload.get("is_error")), media
-                )
+                ToolResultPart(call_id, str(result.name), text, result.is_error, media)
             )
         elif planned.kind == "message.assistant":
             close_user()
-            raw = payload["message"]
-            assert isinstance(raw, dict)
+            raw = AssistantMessage.from_payload(planned.payload).message
+            assert raw is not None
             response = message_from_json(raw)
             calls.append(ReplayCall(len(calls), len(messages), index, response))
             messages.append(response)

@@ -18,6 +18,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from comal.ledger.entry import Entry
+from comal.ledger.records import (
+    AssistantMessage,
+    BoardUpdated,
+    ProviderRequest,
+    SessionStarted,
+    ToolResult,
+    ToolStarted,
+    UserMessage,
+)
+from comal.ledger.records.base import Record
 from comal.ledger.store import Ledger
 from comal.messages import (
     JSONObject,
@@ -58,26 +68,27 @@ class SessionBuilder:
         self.model = model
         self.session_id = ledger.create_session(cwd=cwd, model=model, parent_id=parent_id)
         self._calls = 0
-        ledger.append(
-            self.session_id,
-            "session.started",
-            {
-                "cwd": cwd,
-                "provider": "test",
-                "wire": "openai-chat",
-                "model": model,
-                "window": {"tokens": window, "source": "test"},
-                "source": "comal",
-            },
+        started = SessionStarted(
+            cwd=cwd,
+            provider="test",
+            wire="openai-chat",
+            model=model,
+            window={"tokens": window, "source": "test"},
+            source="comal",
         )
+        ledger.append_record(self.session_id, started)
 
     def append(self, kind: str, payload: JSONObject, body: bytes | None = None) -> Entry:
         """Append any entry to the session."""
         return self.ledger.append(self.session_id, kind, payload, body=body)
 
+    def write(self, record: Record, body: bytes | None = None) -> Entry:
+        """Append one record to the session."""
+        return self.ledger.append_record(self.session_id, record, body=body)
+
     def user(self, text: str) -> Entry:
         """A `message.user` entry."""
-        return self.append("message.user", {"message": message_to_json(user_text(text))})
+        return self.write(UserMessage(message_to_json(user_text(text))))
 
     def assistant(
         self,
@@ -94,16 +105,16 @@ class SessionBuilder:
             self._calls += 1
             ids.append(f"call_{self._calls}")
             parts.append(ToolCallPart(ids[-1], name, arguments))
-        payload: JSONObject = {
-            "message": message_to_json(Message("assistant", tuple(parts))),
-            "wire": "openai-chat",
-            "model": self.model,
-            "finish": "tool_calls" if calls else "stop",
-            "usage": (usage or Usage()).to_json(),
-            "usage_raw": None,
-            "request_entry": request.id if request is not None else None,
-        }
-        return self.append("message.assistant", payload), ids
+        reply = AssistantMessage(
+            message=message_to_json(Message("assistant", tuple(parts))),
+            wire="openai-chat",
+            model=self.model,
+            finish="tool_calls" if calls else "stop",
+            usage=(usage or Usage()).to_json(),
+            usage_raw=None,
+            request_entry=request.id if request is not None else None,
+        )
+        return self.write(reply), ids
 
     def result(
         self,
@@ -117,16 +128,15 @@ class SessionBuilder:
     ) -> Entry:
         """A `tool.result` entry with the output bytes as its body blob."""
         data = output.encode() if isinstance(output, str) else output
-        payload: JSONObject = {
-            "call_id": call_id,
-            "name": name,
-            "status": "error" if is_error and status == "ok" else status,
-            "is_error": is_error,
-            "exit_code": exit_code,
-            "size_bytes": len(data),
-            "digest": digest_bytes(data),
-        }
-        return self.append("tool.result", payload, body=data)
+        result = ToolResult.for_output(
+            call_id,
+            name,
+            data,
+            status="error" if is_error and status == "ok" else status,
+            is_error=is_error,
+            exit_code=exit_code,
+        )
+        return self.write(result, body=data)
 
     def turn(
         self, text: str, steps: Sequence[ToolStep], *, usage: Usage | None = None
@@ -135,15 +145,8 @@ class SessionBuilder:
         _, ids = self.assistant(text, [(n, a) for n, a, _, _ in steps], usage=usage)
         results = []
         for call_id, (name, arguments, output, exit_code) in zip(ids, steps, strict=True):
-            self.append(
-                "tool.started",
-                {
-                    "call_id": call_id,
-                    "name": name,
-                    "arguments": arguments,
-                    "permission": {"decision": "allow", "mode": "test", "reason": "test"},
-                },
-            )
+            allowed: JSONObject = {"decision": "allow", "mode": "test", "reason": "test"}
+            self.write(ToolStarted(call_id, name, arguments, allowed))
             failed = exit_code not in (None, 0)
             results.append(self.result(call_id, name, output, exit_code=exit_code, is_error=failed))
         return results
@@ -154,26 +157,21 @@ class SessionBuilder:
 
     def request(self, fingerprint: JSONObject, estimated: int, reserve: int = 4_096) -> Entry:
         """A `provider.request` entry (what the agent records before a model call)."""
-        return self.append(
-            "provider.request",
-            {
-                "sha256": digest_bytes(b""),
-                "size_bytes": 0,
-                "wire": "openai-chat",
-                "model": self.model,
-                "fingerprint": fingerprint,
-                "estimated_input_tokens": estimated,
-                "output_reserve": reserve,
-            },
+        return self.write(
+            ProviderRequest(
+                sha256=digest_bytes(b""),
+                size_bytes=0,
+                wire="openai-chat",
+                model=self.model,
+                fingerprint=fingerprint,
+                estimated_input_tokens=estimated,
+                output_reserve=reserve,
+            )
         )
 
     def board(self, criteria: Sequence[tuple[str, str, str]]) -> Entry:
         """A `board.updated` entry from (id, text, status) triples."""
-        return self.append(
-            "board.updated",
-            {
-                "criteria": [
-                    {"id": i, "text": t, "status": s, "check": None} for i, t, s in criteria
-                ]
-            },
+        items: tuple[JSONObject, ...] = tuple(
+            {"id": i, "text": t, "status": s, "check": None} for i, t, s in criteria
         )
+        return self.write(BoardUpdated(items))

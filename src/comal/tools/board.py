@@ -111,7 +111,7 @@ class BoardStore(Protocol):
         ...
 
 
-def criteria_to_json(criteria: Sequence[Criterion]) -> list[JSONValue]:
+def criteria_to_json(criteria: Sequence[Criterion]) -> list[JSONObject]:
     """The `criteria` payload of a `board.updated` entry."""
     return [{"id": c.id, "text": c.text, "status": c.status, "check": c.check} for c in criteria]
 

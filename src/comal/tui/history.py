@@ -13,6 +13,14 @@ from dataclasses import dataclass
 from comal.agent.tool_runner import call_summary
 from comal.context.view.pairing import CallSite, pair
 from comal.ledger.entry import Entry
+from comal.ledger.records import (
+    AssistantMessage,
+    CheckpointRecord,
+    ProjectionRecord,
+    ToolResult,
+    ToolStarted,
+    UserMessage,
+)
 from comal.messages import ToolCallPart, message_from_json
 
 PAST_ITEMS_LIMIT = 60
@@ -31,8 +39,9 @@ class PastItem:
 
 
 def _message_text(entry: Entry) -> str:
-    raw = entry.payload.get("message")
-    if not isinstance(raw, dict):
+    record = UserMessage if entry.kind == "message.user" else AssistantMessage
+    raw = record.from_entry(entry).message
+    if raw is None:
         return ""
     try:
         return message_from_json(raw).text
@@ -51,10 +60,10 @@ def _started_summary(site: CallSite | None) -> str | None:
     started = site.started if site is not None else None
     if started is None:
         return None
-    call_id, name, args = (started.payload.get(k) for k in ("call_id", "name", "arguments"))
-    if not isinstance(call_id, str) or not isinstance(name, str):
+    receipt = ToolStarted.from_entry(started)
+    if receipt.call_id is None or receipt.name is None:
         return None
-    return call_summary(ToolCallPart(call_id, name, args if isinstance(args, dict) else {}))
+    return call_summary(ToolCallPart(receipt.call_id, receipt.name, receipt.arguments))
 
 
 def past_items(entries: Sequence[Entry], limit: int = PAST_ITEMS_LIMIT) -> tuple[PastItem, ...]:
@@ -62,29 +71,23 @@ def past_items(entries: Sequence[Entry], limit: int = PAST_ITEMS_LIMIT) -> tuple
     pairing = pair(entries)
     items: list[PastItem] = []
     for entry in entries:
-        p = entry.payload
         if entry.kind == "message.user":
             items.append(PastItem("user", _message_text(entry)))
         elif entry.kind == "message.assistant":
             text = _message_text(entry)
-            if p.get("finish") == "refusal":
+            if AssistantMessage.from_entry(entry).finish == "refusal":
                 items.append(PastItem("refused", text))
             elif text.strip():
                 items.append(PastItem("assistant", text))
         elif entry.kind == "tool.result":
-            name, status = p.get("name"), p.get("status")
-            code, size = p.get("exit_code"), p.get("size_bytes")
-            summary = _started_summary(pairing.site_of(entry)) or str(name)
-            line = tool_line(
-                str(status),
-                code if isinstance(code, int) else None,
-                size if isinstance(size, int) else 0,
-            )
-            items.append(PastItem("tool", f"{summary} — {line}", status != "ok"))
+            result = ToolResult.from_entry(entry)
+            summary = _started_summary(pairing.site_of(entry)) or str(result.name)
+            line = tool_line(str(result.status), result.exit_code, result.size_bytes or 0)
+            items.append(PastItem("tool", f"{summary} — {line}", result.status != "ok"))
         elif entry.kind == "checkpoint":
-            items.append(PastItem("context", f"checkpoint #{p.get('number')} · {p.get('title')}"))
+            cp = CheckpointRecord.from_entry(entry)
+            items.append(PastItem("context", f"checkpoint #{cp.number} · {cp.title}"))
         elif entry.kind == "projection":
-            ids = p.get("call_ids")
-            count = len(ids) if isinstance(ids, list) else 0
+            count = len(ProjectionRecord.from_entry(entry).call_ids)
             items.append(PastItem("context", f"projection · {count} result(s) became references"))
     return tuple(items[-limit:])

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from comal.ledger.entry import Entry
+from comal.ledger.records import AssistantMessage, ContextCalibrated, ProviderRequest
+from comal.ledger.records import fields as f
 from comal.messages import JSONObject, JSONValue, ToolSpec, canonical_json
 
 PRESSURE_KINDS = frozenset({"projection", "checkpoint"})
@@ -82,25 +84,27 @@ class Anchor:
     measured_tokens: int
 
 
-def _int(value: JSONValue) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def measured_input(payload: JSONObject) -> int | None:
-    """new_input + cache_read + cache_write of a recorded usage, or None when unknown."""
-    usage = payload.get("usage")
-    if not isinstance(usage, dict):
+    """new_input + cache_read + cache_write of a recorded reply's usage, or None when unknown."""
+    return measured_reply(AssistantMessage.from_payload(payload))
+
+
+def measured_reply(reply: AssistantMessage) -> int | None:
+    """As `measured_input`, of a reply's record."""
+    usage = reply.usage
+    if usage is None:
         return None
-    new = _int(usage.get("new_input"))
+    new = f.int_or_none(usage, "new_input")
     if new is None:
         return None
-    return new + (_int(usage.get("cache_read")) or 0) + (_int(usage.get("cache_write")) or 0)
+    return new + f.integer(usage, "cache_read") + f.integer(usage, "cache_write")
 
 
 def _invalidates(entry: Entry) -> bool:
     """Whether earlier measurements no longer describe the view after `entry`."""
     return entry.kind in PRESSURE_KINDS or (
-        entry.kind == "context.calibrated" and entry.payload.get("source") == "context_length"
+        entry.kind == "context.calibrated"
+        and ContextCalibrated.from_entry(entry).source == "context_length"
     )
 
 
@@ -136,7 +140,7 @@ class AnchorIndex:
             elif entry.kind == "provider.request":
                 self.requests[entry.id] = entry
             elif entry.kind == "message.assistant":
-                value = measured_input(entry.payload)
+                value = measured_reply(AssistantMessage.from_entry(entry))
                 if value is not None:
                     self.measured.append((entry, value))
         return self
@@ -144,10 +148,11 @@ class AnchorIndex:
     def find(self, current: Fingerprint) -> Anchor | None:
         """The newest valid anchor for a request carrying `current`, or None."""
         for entry, value in reversed(self.measured):
-            request = self.requests.get(str(entry.payload.get("request_entry")))
+            request_id = AssistantMessage.from_entry(entry).request_entry
+            request = None if request_id is None else self.requests.get(request_id)
             if request is None:
                 continue
-            if not current.matches(request.payload.get("fingerprint")):
+            if not current.matches(ProviderRequest.from_entry(request).fingerprint):
                 # A mismatch on the newest measured request means the conditions changed since.
                 return None
             return Anchor(request.id, request.seq, entry.id, value)
@@ -167,8 +172,9 @@ def find_anchor(entries: Sequence[Entry], current: Fingerprint) -> Anchor | None
 def calibration_ratio(entries: Sequence[Entry], model: str) -> float:
     """The latest measured/counted ratio recorded for `model` (1.0 when none)."""
     for entry in reversed(entries):
-        if entry.kind == "context.calibrated" and entry.payload.get("model") == model:
-            ratio = entry.payload.get("ratio")
-            if isinstance(ratio, int | float) and not isinstance(ratio, bool) and ratio > 0:
-                return float(ratio)
+        if entry.kind != "context.calibrated":
+            continue
+        calibrated = ContextCalibrated.from_entry(entry)
+        if calibrated.model == model and calibrated.ratio is not None and calibrated.ratio > 0:
+            return float(calibrated.ratio)
     return 1.0

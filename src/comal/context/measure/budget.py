@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING
 
 from comal.errors import ContextOverheadError, OutputLengthError
 from comal.ledger.entry import Entry
-from comal.messages import JSONValue
+from comal.ledger.records import AssistantMessage, ResponseDiscarded
+from comal.ledger.records import fields as f
 
 if TYPE_CHECKING:
     from comal.context.view.build import Assembly
@@ -120,21 +121,16 @@ def percentile(values: Sequence[int], share: float) -> int:
     return ordered[rank - 1]
 
 
-def _int(value: JSONValue) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def session_outputs(entries: Sequence[Entry]) -> list[int]:
     """Output token counts the session's model calls reported (unknown ones left out)."""
     out = []
     for entry in entries:
         if entry.kind != "message.assistant":
             continue
-        usage = entry.payload.get("usage")
-        if isinstance(usage, dict):
-            value = _int(usage.get("output"))
-            if value is not None:
-                out.append(value)
+        usage = AssistantMessage.from_entry(entry).usage
+        value = None if usage is None else f.int_or_none(usage, "output")
+        if value is not None:
+            out.append(value)
     return out
 
 
@@ -142,10 +138,11 @@ def truncated_reserves(entries: Sequence[Entry]) -> list[int]:
     """Output reserves that proved too small (`response.discarded` for OUTPUT_LENGTH)."""
     out = []
     for entry in entries:
-        if entry.kind == "response.discarded" and entry.payload.get("reason") == "OUTPUT_LENGTH":
-            value = _int(entry.payload.get("output_reserve"))
-            if value is not None:
-                out.append(value)
+        if entry.kind != "response.discarded":
+            continue
+        discarded = ResponseDiscarded.from_entry(entry)
+        if discarded.reason == "OUTPUT_LENGTH" and discarded.output_reserve is not None:
+            out.append(discarded.output_reserve)
     return out
 
 
@@ -160,8 +157,8 @@ def discarded_preview(entries: Sequence[Entry], chars: int = 300) -> str:
     for entry in reversed(entries):
         if entry.kind != "response.discarded":
             continue
-        message = entry.payload.get("message")
-        parts = message.get("parts") if isinstance(message, dict) else None
+        message = ResponseDiscarded.from_entry(entry).message
+        parts = message.get("parts") if message is not None else None
         texts = [
             str(p.get("text"))
             for p in (parts if isinstance(parts, list) else [])

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from comal.context.measure.anchors import measured_input
+from comal.context.measure.anchors import measured_reply
 from comal.errors import ContextLengthError
 from comal.ledger.entry import Entry
+from comal.ledger.records import AssistantMessage, ContextCalibrated
 from comal.messages import JSONObject
 
 RECALIBRATE_SHIFT = 0.05
@@ -37,8 +38,11 @@ def measured_after(entries: Sequence[Entry], prepared_at: int) -> tuple[bool, in
     if request is None:
         return False, None
     for entry in entries:
-        if entry.kind == "message.assistant" and entry.payload.get("request_entry") == request.id:
-            return True, measured_input(entry.payload)
+        if entry.kind != "message.assistant":
+            continue
+        reply = AssistantMessage.from_entry(entry)
+        if reply.request_entry == request.id:
+            return True, measured_reply(reply)
     return False, None
 
 
@@ -65,16 +69,7 @@ def calibration_payload(
     limit: int | None = None,
 ) -> JSONObject:
     """The `context.calibrated` payload (`limit_tokens` only when a provider stated one)."""
-    payload: JSONObject = {
-        "model": model,
-        "ratio": round(ratio, 4),
-        "measured_tokens": measured,
-        "estimated_tokens": counted,
-        "source": source,
-    }
-    if limit is not None:
-        payload["limit_tokens"] = limit
-    return payload
+    return ContextCalibrated(model, round(ratio, 4), measured, counted, source, limit).to_payload()
 
 
 def provider_window(entries: Sequence[Entry], model: str, configured: int) -> tuple[int, bool]:
@@ -85,10 +80,13 @@ def provider_window(entries: Sequence[Entry], model: str, configured: int) -> tu
     """
     window, limited = configured, False
     for entry in entries:
-        if entry.kind != "context.calibrated" or entry.payload.get("model") != model:
+        if entry.kind != "context.calibrated":
             continue
-        limit = entry.payload.get("limit_tokens")
-        if isinstance(limit, int) and not isinstance(limit, bool) and 0 < limit < window:
+        calibrated = ContextCalibrated.from_entry(entry)
+        limit = calibrated.limit_tokens
+        if calibrated.model != model:
+            continue
+        if limit is not None and 0 < limit < window:
             window, limited = limit, True
     return window, limited
 

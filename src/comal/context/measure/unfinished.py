@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from comal.ledger.records import ResponseDiscarded
 from comal.ledger.store import Ledger
-from comal.messages import Finish, JSONObject, Message, message_to_json
+from comal.messages import Finish, Message, message_to_json
 from comal.usage import Usage
 
 OUTPUT_LENGTH: Final = "OUTPUT_LENGTH"
@@ -49,10 +50,7 @@ def append_discarded(
     ledger: Ledger, session_id: str, reply: ModelReply, reason: str, reserve: int
 ) -> None:
     """Record `reply`, sent with output reserve `reserve`, as `response.discarded`."""
-    payload: JSONObject = {
-        "reason": reason,
-        "message": message_to_json(reply.message),
-        "usage": reply.usage.to_json(),
-        "output_reserve": reserve,
-    }
-    ledger.append(session_id, "response.discarded", payload)
+    record = ResponseDiscarded(
+        reason, message_to_json(reply.message), reply.usage.to_json(), reserve
+    )
+    ledger.append_record(session_id, record)

@@ -15,8 +15,9 @@ from comal.context.relief.checkpoint import Draft
 from comal.context.relief.projection import ProjectionPlan
 from comal.context.relief.recorded import Checkpoint, checkpoint_of
 from comal.errors import CompactNotSmallerError
+from comal.ledger.records import CheckpointRecord, CompactCancelled, ProjectionRecord
 from comal.ledger.store import Ledger
-from comal.messages import JSONObject, JSONValue
+from comal.messages import JSONObject
 
 AUTOMATIC_TRIGGERS = frozenset({"pressure", "threshold", "turn_boundary", "cache_cold"})
 
@@ -53,8 +54,8 @@ class Option:
         }
 
 
-def _options(options: Sequence[Option]) -> JSONValue:
-    return [o.to_json() for o in options]
+def _options(options: Sequence[Option]) -> tuple[JSONObject, ...]:
+    return tuple(o.to_json() for o in options)
 
 
 def append_projection(
@@ -65,21 +66,18 @@ def append_projection(
     options: Sequence[Option] = (),
 ) -> None:
     """Record a projection: the results it turns into references from now on, and why."""
-    ledger.append(
-        session_id,
-        "projection",
-        {
-            "call_ids": list(plan.call_ids),
-            "result_ids": list(plan.result_ids),
-            "reason": plan.reason,
-            "before_tokens": plan.before_tokens,
-            "after_tokens": plan.after_tokens,
-            "target_tokens": plan.target_tokens,
-            "resent_tokens": plan.resent_tokens,
-            "trigger": trigger,
-            "options": _options(options),
-        },
+    record = ProjectionRecord(
+        call_ids=tuple(plan.call_ids),
+        result_ids=tuple(plan.result_ids),
+        reason=plan.reason,
+        before_tokens=plan.before_tokens,
+        after_tokens=plan.after_tokens,
+        target_tokens=plan.target_tokens,
+        resent_tokens=plan.resent_tokens,
+        trigger=trigger,
+        options=_options(options),
     )
+    ledger.append_record(session_id, record)
 
 
 def append_checkpoint(
@@ -97,26 +95,23 @@ def append_checkpoint(
     `by` is who or what asked: `user`, a provider error, or a pressure trigger (`threshold`,
     `turn_boundary`, `cache_cold`); automatic ones are recorded as `by: pressure` with the
     trigger beside it, so readers of older ledgers see the same `by`."""
-    entry = ledger.append(
-        session_id,
-        "checkpoint",
-        {
-            "number": draft.number,
-            "title": draft.title,
-            "text": draft.text,
-            "covers_through_seq": draft.covers_through_seq,
-            "tail_from_seq": draft.tail_from_seq,
-            "projected_result_ids": list(draft.projected),
-            "before_tokens": before,
-            "after_tokens": after,
-            "target_tokens": budget.target,
-            "threshold_tokens": budget.threshold,
-            "usable_tokens": budget.usable,
-            "by": "pressure" if by in AUTOMATIC_TRIGGERS else by,
-            "trigger": by,
-            "options": _options(options),
-        },
+    record = CheckpointRecord(
+        number=draft.number,
+        title=draft.title,
+        text=draft.text,
+        covers_through_seq=draft.covers_through_seq,
+        tail_from_seq=draft.tail_from_seq,
+        projected_result_ids=tuple(draft.projected),
+        before_tokens=before,
+        after_tokens=after,
+        target_tokens=budget.target,
+        threshold_tokens=budget.threshold,
+        usable_tokens=budget.usable,
+        by="pressure" if by in AUTOMATIC_TRIGGERS else by,
+        trigger=by,
+        options=_options(options),
     )
+    entry = ledger.append_record(session_id, record)
     return checkpoint_of(entry)
 
 
@@ -133,17 +128,8 @@ def refuse_compaction(
     Returns:
         The error to raise or report (nothing else is appended).
     """
-    ledger.append(
-        session_id,
-        "compact.cancelled",
-        {
-            "by": "engine",
-            "reason": "not_smaller",
-            "requested_by": requested_by,
-            "before_tokens": before,
-            "after_tokens": after,
-        },
-    )
+    record = CompactCancelled("engine", "not_smaller", requested_by, before, after)
+    ledger.append_record(session_id, record)
     return CompactNotSmallerError(
         f"compaction refused: a checkpoint would not make the view smaller (~{before:,} →"
         f" ~{after:,} tokens), as the history it would replace is already about as small as"

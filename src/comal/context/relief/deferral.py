@@ -37,6 +37,7 @@ from comal.context.relief.pressure import CACHED_RATE, Growth, stretch_cost
 from comal.context.view.build import PartCost
 from comal.context.view.conversation import Block
 from comal.ledger.entry import Entry
+from comal.ledger.records import PressureDeferred
 from comal.ledger.store import Ledger
 
 DEFERRED_KIND = "pressure.deferred"
@@ -133,20 +134,17 @@ def record_deferral(
         f"the rest of the turn (~{found.remaining_calls} calls, ~{found.need_tokens:,} tokens)"
         f" fits the usable room {budget.usable:,}: the event waits for the turn boundary",
     )
-    ledger.append(
-        session_id,
-        DEFERRED_KIND,
-        {
-            "trigger": "threshold",
-            "until": TURN_TRIGGER,
-            "before_tokens": estimate,
-            "threshold_tokens": budget.threshold,
-            "usable_tokens": budget.usable,
-            "remaining_calls": found.remaining_calls,
-            "need_tokens": found.need_tokens,
-            "options": [defer.to_json(), now.to_json()],
-        },
+    record = PressureDeferred(
+        trigger="threshold",
+        until=TURN_TRIGGER,
+        before_tokens=estimate,
+        threshold_tokens=budget.threshold,
+        usable_tokens=budget.usable,
+        remaining_calls=found.remaining_calls,
+        need_tokens=found.need_tokens,
+        options=(defer.to_json(), now.to_json()),
     )
+    ledger.append_record(session_id, record)
 
 
 def relieve_now_option(land: int, fixed: int, budget: Budget, growth: Growth) -> Option:

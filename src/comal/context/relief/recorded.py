@@ -28,7 +28,7 @@ from comal.context.relief.checkpoint import Draft
 from comal.context.view.build import CheckpointState, ViewState
 from comal.errors import ContextPressureLoopError
 from comal.ledger.entry import Entry
-from comal.messages import JSONValue
+from comal.ledger.records import CheckpointRecord, CompactRequested, ProjectionRecord
 
 MAX_FRUITLESS = 2
 """Consecutive automatic derivations without progress tolerated before CONTEXT_PRESSURE_LOOP:
@@ -53,28 +53,20 @@ class Checkpoint:
     created_at: int
 
 
-def _int(value: JSONValue, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _ids(value: JSONValue) -> list[str]:
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
 def checkpoint_of(entry: Entry) -> Checkpoint:
     """Read a `checkpoint` entry."""
-    p = entry.payload
+    p = CheckpointRecord.from_entry(entry)
     return Checkpoint(
         entry_id=entry.id,
         seq=entry.seq,
-        number=_int(p.get("number")),
-        title=str(p.get("title") or ""),
-        text=str(p.get("text") or ""),
-        covers_through_seq=_int(p.get("covers_through_seq")),
-        tail_from_seq=_int(p.get("tail_from_seq")),
-        before_tokens=_int(p.get("before_tokens")),
-        after_tokens=_int(p.get("after_tokens")),
-        by=str(p.get("by") or "pressure"),
+        number=p.number or 0,
+        title=p.title,
+        text=p.text,
+        covers_through_seq=p.covers_through_seq,
+        tail_from_seq=p.tail_from_seq,
+        before_tokens=p.before_tokens or 0,
+        after_tokens=p.after_tokens or 0,
+        by=p.by or "pressure",
         created_at=entry.created_at,
     )
 
@@ -91,10 +83,11 @@ def view_state(entries: Sequence[Entry]) -> ViewState:
     last: tuple[Entry, frozenset[str]] | None = None
     for entry in entries:
         if entry.kind == "projection":
-            projected.update(_ids(entry.payload.get("result_ids")))
-            media.update(_ids(entry.payload.get("media_result_ids")))
+            projection = ProjectionRecord.from_entry(entry)
+            projected.update(projection.result_ids)
+            media.update(projection.media_result_ids or ())
         elif entry.kind == "checkpoint":
-            extra = frozenset(_ids(entry.payload.get("projected_result_ids")))
+            extra = frozenset(CheckpointRecord.from_entry(entry).projected_result_ids)
             projected |= extra
             last = (entry, extra)
     latest: CheckpointState | None = None
@@ -151,18 +144,16 @@ def derivations(entries: Sequence[Entry], budget: Budget) -> list[Derivation]:
         if entry.kind == "message.assistant":
             turns += 1
         elif entry.kind == "checkpoint":
-            p = entry.payload
-            usable = _int(p.get("usable_tokens"), budget.usable)
-            recorded = _int(p.get("threshold_tokens"), int(usable * budget.threshold_ratio))
+            p = CheckpointRecord.from_entry(entry)
+            usable = budget.usable if p.usable_tokens is None else p.usable_tokens
+            recorded = p.threshold_tokens
+            if recorded is None:
+                recorded = int(usable * budget.threshold_ratio)
             # Under the threshold it was made for, or under today's when a larger window was
             # configured since: either way it left room to work.
             threshold = max(recorded, budget.threshold)
-            automatic = str(p.get("by") or "pressure") not in USER_TRIGGERS
-            out.append(
-                Derivation(
-                    _int(p.get("number")), automatic, _int(p.get("after_tokens")), threshold, turns
-                )
-            )
+            automatic = (p.by or "pressure") not in USER_TRIGGERS
+            out.append(Derivation(p.number or 0, automatic, p.after_tokens or 0, threshold, turns))
             turns = 0
     return out
 
@@ -197,8 +188,8 @@ def pending_compaction(entries: Sequence[Entry]) -> str | None:
     requested: str | None = None
     for entry in entries:
         if entry.kind == "compact.requested":
-            by = entry.payload.get("by")
-            requested = by if isinstance(by, str) else "user"
+            by = CompactRequested.from_entry(entry).by
+            requested = "user" if by is None else by
         elif entry.kind in ("checkpoint", "compact.cancelled"):
             requested = None
     return requested

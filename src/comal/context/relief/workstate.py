@@ -17,7 +17,9 @@ from comal.context.view.conversation import ResultEntry, result_entry
 from comal.context.view.pairing import CallSite, Pairing
 from comal.context.view.rendering import evidence_text, salient_lines
 from comal.ledger.entry import Entry
-from comal.messages import JSONObject, JSONValue, canonical_json
+from comal.ledger.records import BoardUpdated, ToolStarted
+from comal.ledger.records import fields as f
+from comal.messages import JSONObject, canonical_json
 
 MAX_FILES = 16
 MAX_COMMANDS = 8
@@ -54,14 +56,10 @@ def clip(text: str, size: int) -> str:
     return flat if len(flat) <= size else flat[: size - 1] + "…"
 
 
-def _str(value: JSONValue) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def first_arg(arguments: JSONObject, keys: Sequence[str]) -> str | None:
     """The first string argument among `keys`."""
     for key in keys:
-        value = _str(arguments.get(key))
+        value = f.text_or_none(arguments, key)
         if value:
             return value
     return None
@@ -141,7 +139,7 @@ class _Fold:
         """Fold in `entries` (already in `pairing`)."""
         for entry in entries:
             if entry.kind == "board.updated":
-                self.board = _board_lines(entry.payload.get("criteria"))
+                self.board = _board_lines(BoardUpdated.from_entry(entry).criteria)
             if entry.kind != "tool.result":
                 continue
             item = result_entry(entry)
@@ -212,9 +210,9 @@ def _file_op(name: str) -> str | None:
 
 def _file_line(call: Call, item: ResultEntry, op: str) -> str:
     digest = item.facts.digest
-    prep = call.started.payload.get("preparation") if call.started is not None else None
-    if op != "read" and isinstance(prep, dict):
-        digest = _str(prep.get("digest_intended")) or digest
+    prep = ToolStarted.from_entry(call.started).preparation if call.started is not None else None
+    if op != "read" and prep is not None:
+        digest = f.text(prep, "digest_intended") or digest
     state = (
         op
         if item.facts.status in ("ok", "postcondition_observed")
@@ -268,17 +266,13 @@ def _work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
     )
 
 
-def _board_lines(criteria: JSONValue) -> tuple[str, ...]:
-    if not isinstance(criteria, list):
-        return ()
+def _board_lines(criteria: tuple[JSONObject, ...]) -> tuple[str, ...]:
     lines = []
     for item in criteria:
-        if not isinstance(item, dict):
-            continue
-        status = _str(item.get("status")) or "?"
-        ident = _str(item.get("id")) or ""
-        text = clip(_str(item.get("text")) or "", 200)
-        check = _str(item.get("check"))
+        status = f.text(item, "status") or "?"
+        ident = f.text(item, "id")
+        text = clip(f.text(item, "text"), 200)
+        check = f.text_or_none(item, "check")
         suffix = f" (check: {clip(check, 80)})" if check else ""
         lines.append(f"[{status}] {ident}: {text}{suffix}")
     return tuple(lines)

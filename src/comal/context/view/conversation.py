@@ -17,14 +17,22 @@ Everything here is a pure function of the entries.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from comal.context.view.pairing import Pairing
 from comal.context.view.rendering import ResultFacts
 from comal.ledger.entry import Entry
-from comal.messages import JSONValue, Message, TextPart, message_from_json
+from comal.ledger.records import (
+    AssistantMessage,
+    ResponseDiscarded,
+    SummaryMessage,
+    ToolResult,
+    UserMessage,
+)
+from comal.ledger.records import fields as f
+from comal.messages import JSONObject, Message, TextPart, message_from_json
 
 SUMMARY_MARK = "[summary recorded by"
 
@@ -82,33 +90,19 @@ class Block:
         return max([self.entry.seq, *(r.seq for r in self.results)])
 
 
-def _int(value: JSONValue) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _str(value: JSONValue, default: str = "") -> str:
-    return value if isinstance(value, str) else default
-
-
-def _media(payload: Mapping[str, JSONValue]) -> tuple[MediaRef, ...]:
-    raw = payload.get("media")
-    if not isinstance(raw, list):
-        return ()
+def _media(items: tuple[JSONObject, ...]) -> tuple[MediaRef, ...]:
     out = []
-    for item in raw:
-        if not isinstance(item, dict):
-            continue
-        data = item.get("data_b64")
-        blob = item.get("blob")
-        size = _int(item.get("size_bytes"))
+    for item in items:
+        data = f.text_or_none(item, "data_b64")
+        size = f.int_or_none(item, "size_bytes")
         if size is None:
-            size = len(data) * 3 // 4 if isinstance(data, str) else 0
+            size = len(data) * 3 // 4 if data is not None else 0
         out.append(
             MediaRef(
-                _str(item.get("media_type"), "application/octet-stream"),
+                f.text(item, "media_type", "application/octet-stream"),
                 size,
-                data if isinstance(data, str) else None,
-                blob if isinstance(blob, str) else None,
+                data,
+                f.text_or_none(item, "blob"),
             )
         )
     return tuple(out)
@@ -116,36 +110,38 @@ def _media(payload: Mapping[str, JSONValue]) -> tuple[MediaRef, ...]:
 
 def result_entry(entry: Entry) -> ResultEntry:
     """Read a `tool.result` entry's facts."""
-    p = entry.payload
-    body = p.get("body")
-    size = _int(p.get("size_bytes"))
-    if size is None and isinstance(body, dict):
-        size = _int(body.get("size_bytes"))
-    digest = _str(p.get("digest")) or (entry.body_hash or "sha256:unknown")
+    result = ToolResult.from_entry(entry)
+    size = result.size_bytes
+    if size is None and result.body is not None:
+        size = f.int_or_none(result.body, "size_bytes")
+    digest = result.digest or (entry.body_hash or "sha256:unknown")
     facts = ResultFacts(
         ref=entry.id,
-        name=_str(p.get("name"), "tool"),
+        name="tool" if result.name is None else result.name,
         size_bytes=size or 0,
-        exit_code=_int(p.get("exit_code")),
-        status=_str(p.get("status"), "ok"),
+        exit_code=result.exit_code,
+        status="ok" if result.status is None else result.status,
         digest=digest,
     )
-    is_error = bool(p.get("is_error")) or facts.status == "error"
-    return ResultEntry(entry, facts, _str(p.get("call_id")), is_error, _media(p))
+    is_error = result.is_error or facts.status == "error"
+    return ResultEntry(entry, facts, result.call_id or "", is_error, _media(result.media or ()))
 
 
-def _user_message(entry: Entry) -> Message | None:
-    if entry.kind == "message.summary":
-        origin = _str(entry.payload.get("origin"), "a peer agent")
-        text = _str(entry.payload.get("text"))
-        return Message("user", (TextPart(f"{SUMMARY_MARK} {origin}]\n{text}"),))
-    raw = entry.payload.get("message")
-    if not isinstance(raw, dict):
+def _message(raw: JSONObject | None) -> Message | None:
+    if raw is None:
         return None
     try:
         return message_from_json(raw)
     except (ValueError, KeyError):
         return None
+
+
+def _user_message(entry: Entry) -> Message | None:
+    if entry.kind == "message.summary":
+        summary = SummaryMessage.from_entry(entry)
+        origin = "a peer agent" if summary.origin is None else summary.origin
+        return Message("user", (TextPart(f"{SUMMARY_MARK} {origin}]\n{summary.text}"),))
+    return _message(UserMessage.from_entry(entry).message)
 
 
 class ConversationIndex:
@@ -179,12 +175,8 @@ class ConversationIndex:
             if message is not None:
                 self._blocks.append(Block("user", entry, message))
         elif entry.kind == "message.assistant":
-            raw = entry.payload.get("message")
-            if not isinstance(raw, dict):
-                return
-            try:
-                message = message_from_json(raw)
-            except (ValueError, KeyError):
+            message = _message(AssistantMessage.from_entry(entry).message)
+            if message is None:
                 return
             index = len(self._blocks)
             self._blocks.append(Block("assistant", entry, message))
@@ -197,8 +189,8 @@ class ConversationIndex:
             self._results[entry.id] = result_entry(entry)
             self._dirty.add(self._assistant[site.message.id])
         elif entry.kind == "response.discarded":
-            target = entry.payload.get("entry")
-            if isinstance(target, str):
+            target = ResponseDiscarded.from_entry(entry).entry
+            if target is not None:
                 self._superseded.add(target)
 
     def blocks(self) -> list[Block]:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from comal.context.view.build import IMAGE_TOKENS, Assembly, ViewState
+from comal.ledger.records import ProjectionRecord
 from comal.ledger.store import Ledger
 
 RESERVE_SHARE = 10
@@ -79,15 +80,5 @@ def append_media_projection(
     ledger: Ledger, session_id: str, ids: Sequence[str], reason: str, before: int, after: int
 ) -> None:
     """Record that the images of `ids` are shown by reference from now on."""
-    ledger.append(
-        session_id,
-        "projection",
-        {
-            "call_ids": [],
-            "result_ids": [],
-            "media_result_ids": list(ids),
-            "reason": reason,
-            "before_tokens": before,
-            "after_tokens": after,
-        },
-    )
+    record = ProjectionRecord((), (), reason, before, after, media_result_ids=tuple(ids))
+    ledger.append_record(session_id, record)

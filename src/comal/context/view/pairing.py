@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from comal.ledger.entry import Entry
+from comal.ledger.records import AssistantMessage, ResponseDiscarded, ToolResult, ToolStarted
 from comal.messages import JSONObject, ToolCallPart, message_from_json
 
 PAIRING_KINDS = ("message.assistant", "tool.started", "tool.result", "response.discarded")
@@ -60,28 +61,27 @@ class CallSite:
     def name(self) -> str:
         """The tool name the receipt records (what ran), else the message's."""
         if self.started is not None:
-            name = self.started.payload.get("name")
-            return name if isinstance(name, str) else "tool"
+            name = ToolStarted.from_entry(self.started).name
+            return "tool" if name is None else name
         return self.call.name
 
     @property
     def arguments(self) -> JSONObject:
         """The arguments the receipt records (what ran), else the message's."""
         if self.started is not None:
-            raw = self.started.payload.get("arguments")
-            return raw if isinstance(raw, dict) else {}
+            return ToolStarted.from_entry(self.started).arguments
         return self.call.arguments
 
 
 def _call_id(entry: Entry) -> str:
-    value = entry.payload.get("call_id")
-    return value if isinstance(value, str) else ""
+    record = ToolStarted if entry.kind == "tool.started" else ToolResult
+    return record.from_entry(entry).call_id or ""
 
 
 def tool_calls(entry: Entry) -> tuple[ToolCallPart, ...]:
     """The tool calls of a `message.assistant` entry (none when its message does not parse)."""
-    raw = entry.payload.get("message")
-    if not isinstance(raw, dict):
+    raw = AssistantMessage.from_entry(entry).message
+    if raw is None:
         return ()
     try:
         return message_from_json(raw).tool_calls
@@ -197,10 +197,9 @@ class Pairing:
             self.sites[index] = replace(self.sites[index], started=entry)
             self._by_entry[entry.id] = index
             return
-        name = entry.payload.get("name")
-        raw = entry.payload.get("arguments")
+        started = ToolStarted.from_entry(entry)
         call = ToolCallPart(
-            call_id, name if isinstance(name, str) else "tool", raw if isinstance(raw, dict) else {}
+            call_id, "tool" if started.name is None else started.name, started.arguments
         )
         self._by_entry[entry.id] = len(self.sites)
         self._bare.setdefault(call_id, []).append(len(self.sites))
@@ -221,8 +220,8 @@ class Pairing:
         self._by_entry[entry.id] = index
 
     def _discarded(self, entry: Entry) -> bool:
-        target = entry.payload.get("entry")
-        if not isinstance(target, str) or target in self._superseded:
+        target = ResponseDiscarded.from_entry(entry).entry
+        if target is None or target in self._superseded:
             return False
         self._superseded.add(target)
         indices = self._by_message.pop(target, None)

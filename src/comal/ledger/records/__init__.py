@@ -1,0 +1,206 @@
+"""Typed ledger records: one frozen dataclass per entry kind.
+
+Every writer builds its payload with a record's `to_payload()`, and every reader outside
+`comal.ledger` reads a payload through `Record.from_entry(entry)` (see `base.py` for the
+rules). The entry-kind table of docs/ledger.md is rendered from these classes:
+
+    python -m comal.ledger.records --write-doc
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from comal.ledger.entry import Entry
+from comal.ledger.records.base import Record
+from comal.ledger.records.context import (
+    BoardUpdated,
+    CheckpointRecord,
+    CompactCancelled,
+    CompactRequested,
+    ContextCalibrated,
+    PressureDeferred,
+    ProjectionRecord,
+)
+from comal.ledger.records.conversation import (
+    AssistantMessage,
+    ProviderErrorRecord,
+    ProviderRequest,
+    ResponseDiscarded,
+    SummaryMessage,
+    ToolResult,
+    ToolStarted,
+    UserMessage,
+)
+from comal.ledger.records.process import (
+    ChildReceipt,
+    HookRun,
+    LockAcquired,
+    LockReclaimed,
+    WarningRecord,
+)
+from comal.ledger.records.session import (
+    SessionConfigured,
+    SessionFinished,
+    SessionForked,
+    SessionMoved,
+    SessionPlugins,
+    SessionResumed,
+    SessionRewound,
+    SessionStarted,
+    SessionTools,
+)
+
+__all__ = [
+    "RECORDS",
+    "AssistantMessage",
+    "BoardUpdated",
+    "CheckpointRecord",
+    "ChildReceipt",
+    "CompactCancelled",
+    "CompactRequested",
+    "ContextCalibrated",
+    "HookRun",
+    "LockAcquired",
+    "LockReclaimed",
+    "PressureDeferred",
+    "ProjectionRecord",
+    "ProviderErrorRecord",
+    "ProviderRequest",
+    "Record",
+    "ResponseDiscarded",
+    "SessionConfigured",
+    "SessionFinished",
+    "SessionForked",
+    "SessionMoved",
+    "SessionPlugins",
+    "SessionResumed",
+    "SessionRewound",
+    "SessionStarted",
+    "SessionTools",
+    "SummaryMessage",
+    "ToolResult",
+    "ToolStarted",
+    "UserMessage",
+    "WarningRecord",
+    "kind_table",
+    "record_of",
+]
+
+_ORDER: tuple[type[Record], ...] = (
+    SessionStarted,
+    SessionTools,
+    SessionPlugins,
+    UserMessage,
+    AssistantMessage,
+    SummaryMessage,
+    ProviderRequest,
+    ProviderErrorRecord,
+    ResponseDiscarded,
+    ToolStarted,
+    ToolResult,
+    ProjectionRecord,
+    CheckpointRecord,
+    PressureDeferred,
+    ContextCalibrated,
+    BoardUpdated,
+    CompactRequested,
+    CompactCancelled,
+    LockAcquired,
+    LockReclaimed,
+    SessionConfigured,
+    SessionForked,
+    SessionRewound,
+    HookRun,
+    SessionFinished,
+    SessionResumed,
+    SessionMoved,
+    WarningRecord,
+    ChildReceipt,
+)
+
+RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ORDER}
+"""Every entry kind Comal writes, with its record class (in the docs table's order)."""
+
+
+def record_of(entry: Entry) -> Record | None:
+    """The record of any entry, or None for a kind no record knows."""
+    cls = RECORDS.get(entry.kind)
+    return None if cls is None else cls.from_entry(entry)
+
+
+DOC_BEGIN = "<!-- entry kinds: begin (python -m comal.ledger.records --write-doc) -->"
+DOC_END = "<!-- entry kinds: end -->"
+DOC_PATH = Path("docs") / "ledger.md"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+_JSON_TYPES = {
+    "str": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "JSONObject": "object",
+    "JSONValue": "any",
+}
+
+
+def _json_type(annotation: str) -> str:
+    """A field's annotation as JSON: `tuple[str, ...] | None` → `[string]?` (optional or null)."""
+    optional = annotation.endswith(" | None")
+    name = annotation.removesuffix(" | None")
+    if name.startswith("tuple[") and name.endswith(", ...]"):
+        shown = "[" + _JSON_TYPES.get(name[6:-6], name[6:-6]) + "]"
+    else:
+        shown = _JSON_TYPES.get(name, name)
+    return shown + ("?" if optional else "")
+
+
+def _fields(cls: type[Record]) -> str:
+    shown = []
+    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+        key = field.name.rstrip("_")
+        shown.append(f"`{key}` {_json_type(str(field.type))}")
+    return ", ".join(shown)
+
+
+def kind_table(records: Sequence[type[Record]] = _ORDER) -> str:
+    """The markdown table of entry kinds: kind, fields with types, what it records, writer."""
+    lines = [
+        "| kind | fields (`?`: optional or null) | what it records | written by |",
+        "|---|---|---|---|",
+    ]
+    for cls in records:
+        what = _one_line(cls.__doc__ or "")
+        lines.append(f"| `{cls.KIND}` | {_fields(cls)} | {what} | {cls.WRITTEN_BY} |")
+    return "\n".join(lines) + "\n"
+
+
+def with_table(doc: str) -> str:
+    """`doc` with the text between the entry-kind markers replaced by `kind_table()`.
+
+    Raises:
+        ValueError: the markers are missing.
+    """
+    head, begin, rest = doc.partition(DOC_BEGIN)
+    _, end, tail = rest.partition(DOC_END)
+    if not begin or not end:
+        raise ValueError(f"{DOC_PATH} lacks the entry-kind markers {DOC_BEGIN!r} … {DOC_END!r}")
+    return head + begin + "\n" + kind_table() + end + tail
+
+
+def main(argv: Sequence[str]) -> int:
+    """`--write-doc`: rewrite the table in docs/ledger.md (run from the checkout's root);
+    otherwise print the table."""
+    if "--write-doc" not in argv:
+        sys.stdout.write(kind_table())
+        return 0
+    doc = DOC_PATH.read_text(encoding="utf-8")
+    DOC_PATH.write_text(with_table(doc), encoding="utf-8")
+    return 0

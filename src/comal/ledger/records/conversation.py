@@ -1,0 +1,329 @@
+"""Records of the conversation: messages, requests and replies, tool calls and results.
+
+`message` fields hold `comal.messages.message_to_json(...)` output, `usage` fields
+`comal.usage.Usage.to_json()` output: plain JSON, which their owners parse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Self
+
+from comal.ledger.records import fields as f
+from comal.ledger.records.base import Record
+from comal.messages import JSONObject, JSONValue, digest_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage(Record):
+    """A user message (the first of a child session is its task)."""
+
+    KIND: ClassVar[str] = "message.user"
+    WRITTEN_BY: ClassVar[str] = "agent, importers"
+
+    message: JSONObject | None
+
+    def to_payload(self) -> JSONObject:
+        return {"message": self.message}
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(f.obj_or_none(payload, "message"))
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage(Record):
+    """A finished model reply. `finish` is the normalized finish status; `request_entry` the
+    id of its `provider.request` (null in imports). When `finish` is `refusal`, `refusal`
+    holds {`text` (what the model said in refusing), `reason` (the wire's `category:
+    explanation`, or empty), `details` (the wire's raw explanation, e.g. Anthropic
+    `stop_details`, or null), `dropped_calls` (tool calls of the refused reply, never run)}."""
+
+    KIND: ClassVar[str] = "message.assistant"
+    WRITTEN_BY: ClassVar[str] = "agent, importers"
+
+    message: JSONObject | None
+    wire: str = ""
+    model: str = ""
+    finish: str = ""
+    usage: JSONObject | None = None
+    usage_raw: JSONValue = None
+    request_entry: str | None = None
+    refusal: JSONObject | None = None
+
+    def to_payload(self) -> JSONObject:
+        payload: JSONObject = {
+            "message": self.message,
+            "wire": self.wire,
+            "model": self.model,
+            "finish": self.finish,
+            "usage": self.usage,
+            "usage_raw": self.usage_raw,
+            "request_entry": self.request_entry,
+        }
+        f.put(payload, "refusal", self.refusal)
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.obj_or_none(payload, "message"),
+            f.text(payload, "wire"),
+            f.text(payload, "model"),
+            f.text(payload, "finish"),
+            f.obj_or_none(payload, "usage"),
+            payload.get("usage_raw"),
+            f.text_or_none(payload, "request_entry"),
+            f.obj_or_none(payload, "refusal"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryMessage(Record):
+    """A peer's own compaction summary, kept as a marked entry (`origin` names it)."""
+
+    KIND: ClassVar[str] = "message.summary"
+    WRITTEN_BY: ClassVar[str] = "importers"
+
+    text: str
+    origin: str | None = None
+
+    def to_payload(self) -> JSONObject:
+        return {"text": self.text, "origin": self.origin}
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(f.text(payload, "text"), f.text_or_none(payload, "origin"))
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRequest(Record):
+    """A request about to be sent: `sha256` and `size_bytes` of the exact body, what it was
+    built from (`fingerprint` {`model`,`effort`,`tools_digest`,`config_digest`,`checkpoint`},
+    the anchor a measurement is matched by), `estimated_input_tokens` and `output_reserve`.
+    The replay benchmark records only `model`, `wire` and `fingerprint`."""
+
+    KIND: ClassVar[str] = "provider.request"
+    WRITTEN_BY: ClassVar[str] = "agent, replay"
+
+    model: str
+    wire: str = ""
+    fingerprint: JSONObject | None = None
+    sha256: str | None = None
+    size_bytes: int | None = None
+    estimated_input_tokens: int | None = None
+    output_reserve: int | None = None
+
+    def to_payload(self) -> JSONObject:
+        payload: JSONObject = {"model": self.model, "wire": self.wire}
+        f.put(payload, "fingerprint", self.fingerprint)
+        f.put(payload, "sha256", self.sha256)
+        f.put(payload, "size_bytes", self.size_bytes)
+        f.put(payload, "estimated_input_tokens", self.estimated_input_tokens)
+        f.put(payload, "output_reserve", self.output_reserve)
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.text(payload, "model"),
+            f.text(payload, "wire"),
+            f.obj_or_none(payload, "fingerprint"),
+            f.text_or_none(payload, "sha256"),
+            f.int_or_none(payload, "size_bytes"),
+            f.int_or_none(payload, "estimated_input_tokens"),
+            f.int_or_none(payload, "output_reserve"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderErrorRecord(Record):
+    """A provider call that failed: the typed error's `code`, `message` and HTTP `status`
+    (null when none)."""
+
+    KIND: ClassVar[str] = "provider.error"
+    WRITTEN_BY: ClassVar[str] = "agent"
+
+    code: str
+    message: str = ""
+    status: int | None = None
+
+    def to_payload(self) -> JSONObject:
+        return {"code": self.code, "message": self.message, "status": self.status}
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.text(payload, "code"), f.text(payload, "message"), f.int_or_none(payload, "status")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseDiscarded(Record):
+    """An unfinished reply: `reason` (`OUTPUT_LENGTH`), `message` (the partial reply),
+    `usage`, `output_reserve` (the output the cut request asked for) — none of its tool
+    calls run; optional `entry` (id of a `message.assistant` it supersedes, left out of the
+    view) and, in the replay benchmark, `request_entry`."""
+
+    KIND: ClassVar[str] = "response.discarded"
+    WRITTEN_BY: ClassVar[str] = "context engine, replay"
+
+    reason: str
+    message: JSONObject | None
+    usage: JSONObject | None = None
+    output_reserve: int | None = None
+    entry: str | None = None
+    request_entry: str | None = None
+
+    def to_payload(self) -> JSONObject:
+        payload: JSONObject = {
+            "reason": self.reason,
+            "message": self.message,
+            "usage": self.usage,
+            "output_reserve": self.output_reserve,
+        }
+        f.put(payload, "entry", self.entry)
+        f.put(payload, "request_entry", self.request_entry)
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.text(payload, "reason"),
+            f.obj_or_none(payload, "message"),
+            f.obj_or_none(payload, "usage"),
+            f.int_or_none(payload, "output_reserve"),
+            f.text_or_none(payload, "entry"),
+            f.text_or_none(payload, "request_entry"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted(Record):
+    """A call about to run (written **before** the tool runs): `permission` {`decision`,
+    `mode` (`uncertain-repeat` for the insistence guard's verdict on re-issuing an uncertain
+    call; `imported` for a call an imported session's peer started and left running — resume
+    rebuilds it from its child), `reason`}; optional `preparation` {`path`, `abs_path`,
+    `digest_before` (null when absent), `digest_intended`, optional `intent` (a plugin
+    tool's declared intent)} and then `body`: the exact bytes the file held before (what a
+    rewind restores)."""
+
+    KIND: ClassVar[str] = "tool.started"
+    WRITTEN_BY: ClassVar[str] = "agent, importers"
+
+    call_id: str | None
+    name: str | None
+    arguments: JSONObject
+    permission: JSONObject
+    preparation: JSONObject | None = None
+    body: JSONObject | None = None
+
+    def to_payload(self) -> JSONObject:
+        payload: JSONObject = {
+            "call_id": self.call_id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "permission": self.permission,
+        }
+        f.put(payload, "preparation", self.preparation)
+        f.put(payload, "body", self.body)
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.text_or_none(payload, "call_id"),
+            f.text_or_none(payload, "name"),
+            f.obj(payload, "arguments"),
+            f.obj(payload, "permission"),
+            f.obj_or_none(payload, "preparation"),
+            f.obj_or_none(payload, "body"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult(Record):
+    """A call's result: `status` (`ok`, `error`, `denied`, `uncertain`, `cancelled`,
+    `postcondition_observed`, `repeated` (a plugin's known reads made again by recovery)),
+    `exit_code` (null when none), `body` (the exact output bytes as a blob), its
+    `size_bytes` and `digest`; optional `media` [{`media_type`, `data_b64` or `blob`,
+    `size_bytes`, `digest`}], optional `cut` {`limit_bytes`, `total_bytes`} (only the first
+    `limit_bytes` of the output were kept), optional `observed` (recovery's fresh read:
+    `postcondition_observed`, `detail`, and for Write/Edit `path`, `digest_before`,
+    `digest_intended`, `current_digest`, `readable`; a plugin tool's own facts)."""
+
+    KIND: ClassVar[str] = "tool.result"
+    WRITTEN_BY: ClassVar[str] = "agent, recovery, importers"
+
+    call_id: str | None
+    name: str | None
+    status: str | None
+    is_error: bool
+    exit_code: int | None
+    size_bytes: int | None
+    digest: str | None
+    media: tuple[JSONObject, ...] | None = None
+    observed: JSONObject | None = None
+    cut: JSONObject | None = None
+    body: JSONObject | None = None
+
+    @classmethod
+    def for_output(
+        cls,
+        call_id: str,
+        name: str,
+        output: bytes,
+        *,
+        status: str,
+        is_error: bool,
+        exit_code: int | None = None,
+        media: tuple[JSONObject, ...] | None = None,
+        observed: JSONObject | None = None,
+        cut: JSONObject | None = None,
+    ) -> Self:
+        """The result of a call whose output bytes are `output` (kept as the entry's body)."""
+        return cls(
+            call_id,
+            name,
+            status,
+            is_error,
+            exit_code,
+            len(output),
+            digest_bytes(output),
+            media,
+            observed,
+            cut,
+        )
+
+    def to_payload(self) -> JSONObject:
+        payload: JSONObject = {
+            "call_id": self.call_id,
+            "name": self.name,
+            "status": self.status,
+            "is_error": self.is_error,
+            "exit_code": self.exit_code,
+            "size_bytes": self.size_bytes,
+            "digest": self.digest,
+        }
+        f.put(payload, "media", None if self.media is None else f.json_list(self.media))
+        f.put(payload, "observed", self.observed)
+        f.put(payload, "cut", self.cut)
+        f.put(payload, "body", self.body)
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.text_or_none(payload, "call_id"),
+            f.text_or_none(payload, "name"),
+            f.text_or_none(payload, "status"),
+            # Truthiness, as every reader took it (a recorded 1 is an error too).
+            bool(payload.get("is_error")),
+            f.int_or_none(payload, "exit_code"),
+            f.int_or_none(payload, "size_bytes"),
+            f.text_or_none(payload, "digest"),
+            f.objects_or_none(payload, "media"),
+            f.obj_or_none(payload, "observed"),
+            f.obj_or_none(payload, "cut"),
+            f.obj_or_none(payload, "body"),
+        )

@@ -1,0 +1,195 @@
+"""Records of what happens around a session's turns: locks taken, hooks run, warnings, and
+the receipt that closes a child session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Self
+
+from comal.ledger.records import fields as f
+from comal.ledger.records.base import Record
+from comal.messages import JSONObject
+
+
+@dataclass(frozen=True, slots=True)
+class LockAcquired(Record):
+    """A process took the session: its `pid`, `host`, `process_started_at` and
+    `process_start_id` (`<boot id>:<start ticks>`, tells a recycled pid apart)."""
+
+    KIND: ClassVar[str] = "lock.acquired"
+    WRITTEN_BY: ClassVar[str] = "ledger locks"
+
+    pid: int
+    host: str
+    process_started_at: int
+    process_start_id: str
+
+    def to_payload(self) -> JSONObject:
+        return {
+            "pid": self.pid,
+            "host": self.host,
+            "process_started_at": self.process_started_at,
+            "process_start_id": self.process_start_id,
+        }
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.integer(payload, "pid"),
+            f.text(payload, "host"),
+            f.integer(payload, "process_started_at"),
+            f.text(payload, "process_start_id"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LockReclaimed(Record):
+    """A process took the session from a dead holder: as `lock.acquired`, plus `previous`
+    (the dead holder's same fields)."""
+
+    KIND: ClassVar[str] = "lock.reclaimed"
+    WRITTEN_BY: ClassVar[str] = "ledger locks"
+
+    pid: int
+    host: str
+    process_started_at: int
+    process_start_id: str
+    previous: JSONObject
+
+    def to_payload(self) -> JSONObject:
+        return {
+            "pid": self.pid,
+            "host": self.host,
+            "process_started_at": self.process_started_at,
+            "process_start_id": self.process_start_id,
+            "previous": self.previous,
+        }
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.integer(payload, "pid"),
+            f.text(payload, "host"),
+            f.integer(payload, "process_started_at"),
+            f.text(payload, "process_start_id"),
+            f.obj(payload, "previous"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HookRun(Record):
+    """A hook ran (written before its effect applies): `event` (`PreToolUse`, `PostToolUse`,
+    `UserPromptSubmit`, `Stop`), `source` (`config.toml` or the settings file), `tool` (or
+    null), `exit_code` (null: did not start or timed out), `stdout` and `stderr` (each cut
+    to 4,000 characters, saying so)."""
+
+    KIND: ClassVar[str] = "hook.run"
+    WRITTEN_BY: ClassVar[str] = "agent (hooks)"
+
+    event: str
+    matcher: str
+    command: str
+    source: str
+    tool: str | None
+    exit_code: int | None
+    timed_out: bool
+    blocked: bool
+    stdout: str
+    stderr: str
+
+    def to_payload(self) -> JSONObject:
+        return {
+            "event": self.event,
+            "matcher": self.matcher,
+            "command": self.command,
+            "source": self.source,
+            "tool": self.tool,
+            "exit_code": self.exit_code,
+            "timed_out": self.timed_out,
+            "blocked": self.blocked,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+        }
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.text(payload, "event"),
+            f.text(payload, "matcher"),
+            f.text(payload, "command"),
+            f.text(payload, "source"),
+            f.text_or_none(payload, "tool"),
+            f.int_or_none(payload, "exit_code"),
+            f.flag(payload, "timed_out"),
+            f.flag(payload, "blocked"),
+            f.text(payload, "stdout"),
+            f.text(payload, "stderr"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WarningRecord(Record):
+    """A notice: `code` and `message` (e.g. `PLUGIN_UNAVAILABLE`, `MCP_SERVER_UNAVAILABLE`,
+    `PROMPT_TRUNCATED`); `turn: "failed"` when a turn stopped on it (a failed follow-up
+    leaves the session's earlier answer and status standing)."""
+
+    KIND: ClassVar[str] = "warning"
+    WRITTEN_BY: ClassVar[str] = "anyone"
+
+    code: str
+    message: str
+    turn: str | None = None
+
+    def to_payload(self) -> JSONObject:
+        payload: JSONObject = {"code": self.code, "message": self.message}
+        f.put(payload, "turn", self.turn)
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.text(payload, "code"), f.text(payload, "message"), f.text_or_none(payload, "turn")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChildReceipt(Record):
+    """The last entry of a child session (one with it is never run again): `call_id` (the
+    coordinator's call), `status` (`finished`, `budget_exhausted`, `failed`), `answer` (the
+    child's last answer, verbatim), `reason` (why it stopped early, "" otherwise), `usage`
+    (measured, summed over the child's responses), `requests`, `evidence` [{`ref` (a
+    `tool.result` id of the child), `tool`}]."""
+
+    KIND: ClassVar[str] = "child.receipt"
+    WRITTEN_BY: ClassVar[str] = "agent (children)"
+
+    call_id: str
+    status: str
+    answer: str
+    reason: str
+    usage: JSONObject | None
+    requests: int
+    evidence: tuple[JSONObject, ...]
+
+    def to_payload(self) -> JSONObject:
+        return {
+            "call_id": self.call_id,
+            "status": self.status,
+            "answer": self.answer,
+            "reason": self.reason,
+            "usage": self.usage,
+            "requests": self.requests,
+            "evidence": f.json_list(self.evidence),
+        }
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.text(payload, "call_id"),
+            f.text(payload, "status"),
+            f.text(payload, "answer"),
+            f.text(payload, "reason"),
+            f.obj_or_none(payload, "usage"),
+            f.integer(payload, "requests"),
+            f.objects(payload, "evidence"),
+        )
