@@ -23,7 +23,6 @@ an orphan call or result (the fake server's count), and committed entries lost.
 
 from __future__ import annotations
 
-import argparse
 import random
 import signal
 import subprocess
@@ -36,12 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from comal.agent.session_facts import RECEIPT_KIND, open_calls
-from comal.ledger import Entry, Ledger
-from perf.crash_injection import (
-    COMAL,
+from comal.ledger import Ledger
+from perf.crash_harness import (
     FakeServerProcess,
-    comal_env,
+    KillPlan,
+    bench_main,
+    figures,
+    kill_on_entry,
     make_workspace,
+    run_once,
 )
 
 FRAGMENTS = {
@@ -101,23 +103,6 @@ def step_script() -> tuple[list[object], dict[str, list[object]]]:
     return parent, {"[step-greet]": child}
 
 
-@dataclass(frozen=True, slots=True)
-class KillPlan:
-    """When to SIGKILL: `delay_s` after the start, or after an entry of `kind` (and call)."""
-
-    name: str
-    delay_s: float
-    kind: str | None = None
-    call_id: str | None = None
-    children_only: bool = False
-
-    def matches(self, entry: Entry, parent_id: str | None) -> bool:
-        """Whether `entry` is the one this plan waits for."""
-        if entry.kind != self.kind or (self.children_only and entry.session_id == parent_id):
-            return False
-        return self.call_id is None or entry.payload.get("call_id") == self.call_id
-
-
 def kill_plan(rng: random.Random, span: float, scenario: str) -> KillPlan:
     """A random kill over the run, or shortly after an entry somewhere in the tree."""
     write = "d1/write" if scenario == "draft" else "w1"
@@ -149,63 +134,32 @@ def _parent(home: Path, workspace: Path) -> str | None:
         return ledger.latest_session(str(workspace))
 
 
-def _watch(proc: subprocess.Popen[bytes], home: Path, plan: KillPlan, deadline: float) -> None:
-    """Poll every session of the ledger until the plan's entry appears, then wait and kill."""
-    path = home / "ledger.db"
-    seq = 0
-    ledger: Ledger | None = None
-    try:
-        while proc.poll() is None and time.monotonic() < deadline:
-            if ledger is None:
-                if not path.exists():
-                    time.sleep(0.01)
-                    continue
-                ledger = Ledger.open(path)
+def _run_once(
+    workspace: Path, home: Path, args: Sequence[str], plan: KillPlan | None, timeout: float
+) -> tuple[int | None, bytes]:
+    """Run Comal once, maybe killing it after the plan's entry appears in any session.
+
+    Returns:
+        The exit code (None when it outlived `timeout`) and stderr.
+    """
+
+    def watch(proc: subprocess.Popen[bytes], plan: KillPlan, deadline: float) -> None:
+        path = home / "ledger.db"
+        seq = 0
+
+        def awaited(ledger: Ledger) -> bool:
+            nonlocal seq
             sessions = ledger.sessions()
             top = next((s.id for s in sessions if s.parent_id is None), None)
             fresh = [e for s in sessions for e in ledger.entries(s.id, after_seq=seq)]
             if fresh:
                 seq = max(e.seq for e in fresh)
-            if any(plan.matches(e, top) for e in fresh):
-                time.sleep(plan.delay_s)
-                proc.send_signal(signal.SIGKILL)
-                return
-            time.sleep(0.002)
-    finally:
-        if ledger is not None:
-            ledger.close()
+            return any(plan.matches(e, top) for e in fresh)
 
+        kill_on_entry(proc, path, plan, deadline, ready=path.exists, awaited=awaited, poll_s=0.002)
 
-def _run_once(
-    workspace: Path, home: Path, args: Sequence[str], plan: KillPlan | None, timeout: float
-) -> int | None:
-    out_path, err_path = workspace.parent / "stdout", workspace.parent / "stderr"
-    with out_path.open("wb") as out, err_path.open("wb") as err:
-        proc = subprocess.Popen(
-            [*COMAL, *args, "--output-format", "stream-json"],
-            cwd=workspace,
-            env=comal_env(home),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-        )
-        deadline = time.monotonic() + timeout
-        try:
-            if plan is not None and plan.kind is None:
-                try:
-                    proc.wait(timeout=plan.delay_s)
-                except subprocess.TimeoutExpired:
-                    proc.send_signal(signal.SIGKILL)
-            elif plan is not None:
-                _watch(proc, home, plan, deadline)
-            code: int | None = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            code = None
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return code
+    code, _, err = run_once(workspace, home, args, plan, timeout, watch)
+    return code, err
 
 
 @dataclass
@@ -301,14 +255,14 @@ def run_trial(
         for attempt in range(kills + 1):
             plan = kill_plan(rng, span, scenario) if attempt < kills else None
             args = ["-p", TASKS[scenario]] if parent_id is None else ["--resume", parent_id, "-p"]
-            code = _run_once(workspace, home, args, plan, timeout=120)
+            code, err = _run_once(workspace, home, args, plan, timeout=120)
             parent_id = _parent(home, workspace)
             if plan is not None and code == -signal.SIGKILL:
                 result.kills += 1
                 result.plans.append(plan.name)
             elif plan is None and code != 0:
-                err = (workspace.parent / "stderr").read_text(errors="replace")[-400:]
-                result.problems.append(f"final run exited {code}: {err}")
+                told = err.decode(errors="replace")[-400:]
+                result.problems.append(f"final run exited {code}: {told}")
             now = _snapshot(home, parent_id)
             result.lost_entries += sum(1 for k, h in seen.items() if now.get(k) != h)
             seen.update(now)
@@ -334,7 +288,7 @@ def measure_span(root: Path, scenario: str) -> float:
         workspace, home = make_workspace(root, server.base_url)
         (workspace / "source.txt").write_text("the source\n")
         started = time.monotonic()
-        code = _run_once(workspace, home, ["-p", TASKS[scenario]], None, 120)
+        code, err = _run_once(workspace, home, ["-p", TASKS[scenario]], None, 120)
         span = time.monotonic() - started
         result = TrialResult(scenario)
         parent_id = _parent(home, workspace)
@@ -343,8 +297,8 @@ def measure_span(root: Path, scenario: str) -> float:
     finally:
         server.stop()
     if code != 0 or result.problems:
-        err = (workspace.parent / "stderr").read_text(errors="replace")[-2000:]
-        raise RuntimeError(f"the unkilled {scenario} failed ({code}): {result.problems} {err}")
+        told = err.decode(errors="replace")[-2000:]
+        raise RuntimeError(f"the unkilled {scenario} failed ({code}): {result.problems} {told}")
     return span
 
 
@@ -397,10 +351,7 @@ class Summary:
             ("committed entries lost", str(self.lost_entries)),
             ("unkilled runs / whole benchmark", f"{spans} / {self.seconds:.0f} s"),
         ]
-        lines = ["| measure | value |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
-        lines += ["", "| kill aimed at | kills |", "|---|---|"]
-        lines += [f"| {plan} | {n} |" for plan, n in self.plans.most_common()]
-        return "\n".join(lines)
+        return figures(rows, ("kill aimed at", self.plans))
 
 
 def run(trials: int, seed: int, directory: Path | None = None, kills: int | None = None) -> Summary:
@@ -444,16 +395,7 @@ def run(trials: int, seed: int, directory: Path | None = None, kills: int | None
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print its table; exit 1 when a target is missed."""
-    parser = argparse.ArgumentParser(prog="python -m perf.crash_children")
-    parser.add_argument("--trials", type=int, default=60)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--dir", type=Path, default=None, help="where the temporary trees go")
-    args = parser.parse_args(argv)
-    summary = run(args.trials, args.seed, args.dir)
-    print(summary.table())
-    for failure in summary.failures:
-        print(failure, file=sys.stderr)
-    return 0 if summary.met else 1
+    return bench_main(argv, "python -m perf.crash_children", 60, run, lambda s: s.met)
 
 
 if __name__ == "__main__":

@@ -22,16 +22,12 @@ uncertain and postcondition-observed results, and where the kills landed.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import random
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,11 +35,18 @@ from pathlib import Path
 
 from comal.ledger import Entry, Ledger
 from comal.messages import digest_bytes
+from perf.crash_harness import (
+    FakeServerProcess,
+    KillPlan,
+    bench_main,
+    figures,
+    kill_on_entry,
+    make_workspace,
+    run_once,
+    session_entries,
+    stream_events,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-PYTHON = sys.executable
-COMAL = (PYTHON, "-m", "comal")
-"""The command that runs Comal."""
 TASK = "Create greeting.txt saying hello world and log one run."
 FINAL = "hello world\n"
 WINDOW = 16_000
@@ -126,135 +129,6 @@ def scenario() -> list[dict[str, object]]:
     ]
 
 
-# --- processes ------------------------------------------------------------------------------
-
-
-class FakeServerProcess:
-    """`python -m comal.testing.fake_server` as its own process.
-
-    Args:
-        directory: where the script and port file go.
-        turns: the scripted turns.
-        options: extra script options (`turn_by`, `window`, …).
-    """
-
-    def __init__(self, directory: Path, turns: Sequence[object], **options: object) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        script = directory / "script.json"
-        script.write_text(json.dumps({"turns": list(turns), **options}), encoding="utf-8")
-        self.port_file = directory / "port"
-        self.proc = subprocess.Popen(
-            [
-                PYTHON,
-                "-m",
-                "comal.testing.fake_server",
-                "--script",
-                str(script),
-                "--port-file",
-                str(self.port_file),
-            ],
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        deadline = time.monotonic() + 30
-        while not self.port_file.exists():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
-                self.stop()
-                raise RuntimeError(f"fake server did not start: {err}")
-            time.sleep(0.02)
-        self.port = int(self.port_file.read_text())
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-style base URL."""
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def stats(self) -> dict[str, object]:
-        """`GET /_fake/stats`."""
-        url = f"http://127.0.0.1:{self.port}/_fake/stats"
-        with urllib.request.urlopen(url, timeout=10) as response:
-            data: dict[str, object] = json.loads(response.read())
-        return data
-
-    def stop(self) -> None:
-        """SIGTERM, then wait."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stderr:
-            self.proc.stderr.close()
-
-
-def make_workspace(root: Path, base_url: str, checks: Sequence[str] = ()) -> tuple[Path, Path]:
-    """A workspace configured for the fake provider, and its own COMAL_HOME."""
-    workspace = root / "ws"
-    (workspace / ".comal").mkdir(parents=True)
-    home = root / "home"
-    home.mkdir()
-    lines = [
-        'default_provider = "fake"',
-        f"checks = {json.dumps(list(checks))}",
-        "[providers.fake]",
-        'wire = "openai-chat"',
-        f'base_url = "{base_url}"',
-        'model = "fake-model"',
-        "max_retries = 1",
-    ]
-    (workspace / ".comal" / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return workspace.resolve(), home
-
-
-def comal_env(home: Path) -> dict[str, str]:
-    """The environment a Comal subprocess runs with."""
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env["COMAL_HOME"] = str(home)
-    env["XDG_CONFIG_HOME"] = str(home / "xdg-config")
-    env["PYTHONPATH"] = str(ROOT / "src")
-    return env
-
-
-def start_comal(workspace: Path, home: Path, *args: str) -> subprocess.Popen[bytes]:
-    """Start `python -m comal ARGS` in the workspace (stdin empty, stream-json on stdout)."""
-    return subprocess.Popen(
-        [*COMAL, *args, "--output-format", "stream-json"],
-        cwd=workspace,
-        env=comal_env(home),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-
-
-def session_entries(home: Path, workspace: Path) -> tuple[str | None, list[Entry]]:
-    """The latest session of the workspace and its entries (empty when none exists yet)."""
-    path = home / "ledger.db"
-    if not path.exists():
-        return None, []
-    with Ledger.open(path) as ledger:
-        sid = ledger.latest_session(str(workspace))
-        return sid, ([] if sid is None else ledger.entries(sid))
-
-
-def stream_events(stdout: bytes) -> list[dict[str, object]]:
-    """Complete stream-json events of a (possibly killed) run."""
-    events = []
-    for line in stdout.decode("utf-8", "replace").splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue  # a line cut by the kill
-        if isinstance(value, dict):
-            events.append(value)
-    return events
-
-
 # --- one trial ------------------------------------------------------------------------------
 
 
@@ -298,22 +172,6 @@ def _kill_point(entries: list[Entry], workspace: Path) -> str:
     return f"after {last.kind}"
 
 
-@dataclass(frozen=True, slots=True)
-class KillPlan:
-    """When to SIGKILL a run: `delay_s` after the start, or after a matching entry appears."""
-
-    name: str
-    delay_s: float
-    kind: str | None = None
-    call_id: str | None = None
-
-    def matches(self, entry: Entry) -> bool:
-        """Whether `entry` is the one this plan waits for."""
-        if entry.kind != self.kind:
-            return False
-        return self.call_id is None or entry.payload.get("call_id") == self.call_id
-
-
 def kill_plans(rng: random.Random, span: float) -> KillPlan:
     """A random kill: uniform over the run, or a short random delay after a chosen entry.
 
@@ -334,67 +192,32 @@ def kill_plans(rng: random.Random, span: float) -> KillPlan:
     return rng.choice(choices)
 
 
-def _watch(
-    proc: subprocess.Popen[bytes], home: Path, workspace: Path, plan: KillPlan, deadline: float
-) -> None:
-    """Poll the ledger until the plan's entry appears (or the run ends), then wait and kill."""
-    ledger: Ledger | None = None
-    sid: str | None = None
-    seq = 0
-    try:
-        while proc.poll() is None and time.monotonic() < deadline:
-            if ledger is None:
-                sid, _ = session_entries(home, workspace)
-                if sid is None:
-                    time.sleep(0.01)
-                    continue
-                ledger = Ledger.open(home / "ledger.db")
+def _run_once(
+    workspace: Path, home: Path, args: Sequence[str], plan: KillPlan | None, timeout: float
+) -> tuple[int | None, bytes, bytes]:
+    """Run Comal once, maybe killing it after the plan's entry appears in the session."""
+
+    def watch(proc: subprocess.Popen[bytes], plan: KillPlan, deadline: float) -> None:
+        sid: str | None = None
+        seq = 0
+
+        def ready() -> bool:
+            nonlocal sid
+            sid, _ = session_entries(home, workspace)
+            return sid is not None
+
+        def awaited(ledger: Ledger) -> bool:
+            nonlocal seq
             assert sid is not None
             fresh = ledger.entries(sid, after_seq=seq)
             if fresh:
                 seq = fresh[-1].seq
-            if any(plan.matches(e) for e in fresh):
-                time.sleep(plan.delay_s)
-                proc.send_signal(signal.SIGKILL)
-                return
-            time.sleep(0.001)
-    finally:
-        if ledger is not None:
-            ledger.close()
+            return any(plan.matches(e) for e in fresh)
 
+        path = home / "ledger.db"
+        kill_on_entry(proc, path, plan, deadline, ready=ready, awaited=awaited, poll_s=0.001)
 
-def _run_once(
-    workspace: Path, home: Path, args: Sequence[str], plan: KillPlan | None, timeout: float
-) -> tuple[int | None, bytes, bytes]:
-    """Run Comal once (output to files, so a full pipe never stalls it), maybe killing it."""
-    out_path, err_path = workspace.parent / "stdout", workspace.parent / "stderr"
-    with out_path.open("wb") as out, err_path.open("wb") as err:
-        proc = subprocess.Popen(
-            [*COMAL, *args, "--output-format", "stream-json"],
-            cwd=workspace,
-            env=comal_env(home),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-        )
-        deadline = time.monotonic() + timeout
-        try:
-            if plan is not None and plan.kind is None:
-                try:
-                    proc.wait(timeout=plan.delay_s)
-                except subprocess.TimeoutExpired:
-                    proc.send_signal(signal.SIGKILL)
-            elif plan is not None:
-                _watch(proc, home, workspace, plan, deadline)
-            code: int | None = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            code = None
-        finally:
-            # Never leave the client running, whatever the watcher raised.
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return code, out_path.read_bytes(), err_path.read_bytes()
+    return run_once(workspace, home, args, plan, timeout, watch)
 
 
 def _workspace_faults(workspace: Path) -> tuple[int, list[str]]:
@@ -533,12 +356,9 @@ class Summary:
             ("postcondition_observed results", str(self.credited)),
             ("unkilled run / whole benchmark", f"{self.span_s:.1f} s / {self.seconds:.0f} s"),
         ]
-        lines = ["| measure | value |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
-        lines += ["", "| where the kills landed | kills |", "|---|---|"]
-        lines += [f"| {point} | {n} |" for point, n in self.kill_points.most_common()]
-        lines += ["", "| kill aimed at | kills |", "|---|---|"]
-        lines += [f"| {plan} | {n} |" for plan, n in self.plans.most_common()]
-        return "\n".join(lines)
+        return figures(
+            rows, ("where the kills landed", self.kill_points), ("kill aimed at", self.plans)
+        )
 
 
 def run(trials: int, seed: int, directory: Path | None = None) -> Summary:
@@ -571,24 +391,18 @@ def run(trials: int, seed: int, directory: Path | None = None) -> Summary:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark and print its table; exit 1 when a target is missed."""
-    parser = argparse.ArgumentParser(prog="python -m perf.crash_injection")
-    parser.add_argument("--trials", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--dir", type=Path, default=None, help="where the temporary trees go")
-    args = parser.parse_args(argv)
-    summary = run(args.trials, args.seed, args.dir)
-    print(summary.table())
-    for failure in summary.failures:
-        print(failure, file=sys.stderr)
-    met = (
+def _met(summary: Summary) -> bool:
+    return (
         summary.completed == summary.trials
         and summary.lost_entries == 0
         and summary.duplicated_writes == 0
         and summary.orphan_requests == 0
     )
-    return 0 if met else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark and print its table; exit 1 when a target is missed."""
+    return bench_main(argv, "python -m perf.crash_injection", 200, run, _met)
 
 
 if __name__ == "__main__":

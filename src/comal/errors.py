@@ -205,6 +205,32 @@ class UnknownEntryError(LedgerError):
     code = "UNKNOWN_ENTRY"
 
 
+class DiskFullError(LedgerError):
+    """The disk (or the ledger's size limit) is full: nothing more can be recorded."""
+
+    code = "DISK_FULL"
+
+
+class LedgerDamagedError(LedgerError):
+    """The ledger file is damaged: SQLite cannot read part of it."""
+
+    code = "LEDGER_DAMAGED"
+
+
+class FileAccessError(ComalError):
+    """A file or directory Comal needs cannot be read or written (permissions, read-only)."""
+
+    code = "FILE_ACCESS"
+    exit_code = 2
+
+
+class UnexpectedError(ComalError):
+    """A failure Comal does not name more precisely (a bug); one line, never a traceback."""
+
+    code = "UNEXPECTED"
+    exit_code = 1
+
+
 # --- tools, permissions, evidence ------------------------------------------------------------
 
 

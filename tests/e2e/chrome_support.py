@@ -6,16 +6,16 @@ import contextlib
 import json
 import os
 import signal
-import threading
 import urllib.request
 from collections.abc import Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from comal.config import Config, PluginsConfig
 from comal.ledger.entry import Entry
 from comal.messages import JSONObject
+from comal.testing.loopback import LoopbackService
 
 SITE_HTML = """<!doctype html>
 <html><head><title>Comal site</title></head>
@@ -93,7 +93,7 @@ def by_call(entries: Sequence[Entry], kind: str) -> dict[str, Any]:
     }
 
 
-class Gate:
+class Gate(LoopbackService):
     """A loopback switch the test page polls (CORS open): `state` is what it answers.
 
     The page waits for `open` before it is ready, and while the gate says `hold` its main
@@ -117,14 +117,8 @@ class Gate:
             def log_message(self, format: str, *args: object) -> None:
                 return None
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
+        self.start()
 
 
 def gated_html(gate_port: int) -> str:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from comal.ledger.store import Ledger
 from comal.testing.fake_server import FakeServer
 
 WIRES = ("openai-chat", "openai-responses", "anthropic-messages")
+COMAL = (sys.executable, "-m", "comal")
+"""The command that runs Comal."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,19 +55,47 @@ def configure(workspace: Path, server: FakeServer, wire: str, **extra: object) -
     (workspace / ".comal" / "config.toml").write_text("\n".join(lines) + "\n")
 
 
-def comal(
-    *args: str, cwd: Path, env_home: Path, stdin: str | None = None, timeout: float = 60
-) -> Run:
-    """Run `python -m comal ARGS` in `cwd` with its ledger under `env_home`."""
+def comal_env(env_home: Path) -> dict[str, str]:
+    """The environment of a Comal subprocess: no provider or Comal settings of the machine, its
+    ledger and user config under `env_home`."""
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "COMAL_"))
     }
     env["COMAL_HOME"] = str(env_home)
     env["XDG_CONFIG_HOME"] = str(env_home / "xdg-config")
-    proc = subprocess.run(
-        [sys.executable, "-m", "comal", *args],
+    return env
+
+
+def start(
+    *args: str, cwd: Path, env_home: Path, stderr: int = subprocess.PIPE
+) -> subprocess.Popen[bytes]:
+    """Start `python -m comal ARGS` in `cwd` (stdin empty, stdout dropped), for a test that
+    watches or kills it while it runs."""
+    return subprocess.Popen(
+        [*COMAL, *args],
         cwd=cwd,
-        env=env,
+        env=comal_env(env_home),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )
+
+
+def comal(
+    *args: str,
+    cwd: Path,
+    env_home: Path,
+    stdin: str | None = None,
+    timeout: float = 60,
+    extra_env: Mapping[str, str] | None = None,
+    program: Sequence[str] = COMAL,
+) -> Run:
+    """Run `python -m comal ARGS` (or `PROGRAM ARGS`) in `cwd` with its ledger under `env_home`
+    (`comal_env`, plus `extra_env`)."""
+    proc = subprocess.run(
+        [*program, *args],
+        cwd=cwd,
+        env=comal_env(env_home) | dict(extra_env or {}),
         input=stdin,
         # A task given as an argument still reads piped stdin; never inherit the test's own.
         stdin=subprocess.DEVNULL if stdin is None else None,

@@ -19,18 +19,6 @@ from tests.e2e.headless_support import WIRES, comal, configure, ledger_at
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 def task(call_id: str, marker: str, **extra: Any) -> dict[str, Any]:
     arguments = {"description": f"look {marker}", "prompt": f"{marker} find the greeting"}
     return {"id": call_id, "name": "Task", "arguments": arguments | extra}

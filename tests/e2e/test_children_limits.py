@@ -4,9 +4,6 @@ children run at once (`[agents] max_parallel`), against the fake server scriptin
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,23 +13,11 @@ import pytest
 from comal.agent.children import DELEGATION_TOOLS, RECEIPT_KIND, child_session_id
 from comal.ledger import Ledger
 from comal.testing.fake_server import FakeServer
-from tests.e2e.headless_support import comal, configure, ledger_at
+from tests.e2e.headless_support import comal, configure, ledger_at, start
 
 pytestmark = pytest.mark.e2e
 
 WRITING_TOOLS = {"Write", "Edit", "Bash"}
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
 
 
 def task(call_id: str, marker: str, **extra: Any) -> dict[str, Any]:
@@ -173,20 +158,7 @@ def test_parallel_children_each_hold_their_own_lock_while_they_run(
     agents: dict[str, list[Any]] = {m: [{"text": f"{m} answered slowly", **slow}] for m in markers}
     with FakeServer(parent, agents=agents) as server:
         configure(workspace, server, "openai-responses")
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("OPENAI_", "ANTHROPIC_", "COMAL_"))
-        }
-        env |= {"COMAL_HOME": str(home), "XDG_CONFIG_HOME": str(home / "xdg-config")}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "comal", "-p", "two slow looks"],
-            cwd=workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        proc = start("-p", "two slow looks", cwd=workspace, env_home=home)
         holders: dict[str, int] = {}
         try:
             deadline = time.monotonic() + 120

@@ -12,9 +12,8 @@ import hashlib
 import json
 import shutil
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from comal.config import Config, ProviderConfig
 from comal.ledger.store import Ledger
 from comal.providers.factory import make_provider
 from comal.testing.fake_server import FakeServer
+from comal.testing.loopback import LoopbackService
 from tests.e2e.chrome_support import (
     Gate,
     by_call,
@@ -123,7 +123,7 @@ async def test_publish_recover_and_finish(tmp_path: Path, workspace: Path) -> No
     assert server.stats().unexpected_requests == 0
 
 
-class UploadServer:
+class UploadServer(LoopbackService):
     """A "remote" host played on loopback: files are uploaded, then a receipt is returned."""
 
     def __init__(self, with_identity: bool) -> None:
@@ -162,13 +162,8 @@ class UploadServer:
             def log_message(self, format: str, *args: object) -> None:
                 return None
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
+        self.start()
 
 
 PUBLISH_SCRIPT = """
@@ -198,7 +193,7 @@ async def test_a_remote_publication_needs_a_complete_receipt(
             outcome, _ = await run(config, turns, ledger)
             results = by_call(ledger.entries(outcome.session_id), "tool.result")
     finally:
-        remote.close()
+        remote.stop()
     publish = results["c1"]
     assert set(remote.files) == {"index.html", "style.css"}  # the upload itself happened
     if with_identity:
@@ -268,7 +263,7 @@ async def test_an_interrupted_click_stays_uncertain_and_is_never_replayed(
                 if e.kind == "tool.result"
             }
     finally:
-        gate.close()
+        gate.stop()
     results = [e.payload for e in entries if e.kind == "tool.result"]
     statuses = [(r["name"], r["status"]) for r in results]
     assert statuses == [

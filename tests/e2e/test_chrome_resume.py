@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from perf.crash_injection import (
+from perf.crash_harness import (
     FakeServerProcess,
+    ServedWorkspace,
     make_workspace,
-    session_entries,
-    start_comal,
 )
 
 from comal.ledger import Entry
@@ -51,30 +50,11 @@ def call(call_id: str, name: str, arguments: dict[str, Any], **extra: object) ->
     return {"tool_calls": [{"id": call_id, "name": name, "arguments": arguments}], **extra}
 
 
-@dataclass
-class Task:
-    workspace: Path
-    home: Path
-    server: FakeServerProcess
+@dataclass(kw_only=True)
+class Task(ServedWorkspace):
     gate: Gate
-
-    def start(self, *args: str) -> subprocess.Popen[bytes]:
-        return start_comal(self.workspace, self.home, "--plugin", "chrome", *args)
-
-    def entries(self) -> tuple[str, list[Entry]]:
-        sid, entries = session_entries(self.home, self.workspace)
-        assert sid is not None
-        return sid, entries
-
-    def wait(self, proc: subprocess.Popen[bytes], test: Callable[[list[Entry]], bool]) -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            _, entries = session_entries(self.home, self.workspace)
-            if entries and test(entries):
-                return
-            time.sleep(0.05)
-        raise AssertionError("the awaited state never came")
+    flags: tuple[str, ...] = ("--plugin", "chrome")
+    wait_s: float = 60.0
 
 
 @pytest.fixture
@@ -86,14 +66,14 @@ def make_task(tmp_path: Path) -> Iterator[Callable[[list[Any]], Task]]:
         server = FakeServerProcess(tmp_path / "server", turns)
         workspace, home = make_workspace(tmp_path, server.base_url, ["test -f site/index.html"])
         make_site(workspace, gated_html(gate.port))
-        task = Task(workspace, home, server, gate)
+        task = Task(server, workspace, home, gate=gate)
         made.append(task)
         return task
 
     yield make
     for task in made:
         task.server.stop()
-        task.gate.close()
+        task.gate.stop()
         stop_all(task.home)
 
 
@@ -120,10 +100,20 @@ def kill(proc: subprocess.Popen[bytes]) -> None:
     proc.communicate(timeout=30)
 
 
-def run(task: Task, *args: str) -> tuple[int, str]:
-    proc = task.start(*args)
+def killed_publishing(task: Task) -> tuple[str, list[Entry]]:
+    """`-p publish the site`, SIGKILLed once the governed tab is open (before any result)."""
+    proc = task.start("-p", "publish the site")
+    task.wait_for(proc, tab_open("p1"))
+    kill(proc)
+    return task.session()
+
+
+def resumed(task: Task, sid: str) -> list[Entry]:
+    """`--resume SID -p` run to a clean end; the session's entries after it."""
+    proc = task.start("--resume", sid, "-p")
     out, err = proc.communicate(timeout=180)
-    return proc.returncode, out.decode() + err.decode()
+    assert proc.returncode == 0, out.decode() + err.decode()
+    return task.session()[1]
 
 
 def test_killed_during_publish_resumes_reconciled_by_observation(make_task: Any) -> None:
@@ -135,18 +125,13 @@ def test_killed_during_publish_resumes_reconciled_by_observation(make_task: Any)
             "done",
         ]
     )
-    proc = task.start("-p", "publish the site")
-    task.wait(proc, tab_open("p1"))
-    kill(proc)
-    sid, entries = task.entries()
+    sid, entries = killed_publishing(task)
     assert "p1" not in by_call(entries, "tool.result")  # killed mid-publish: an orphan
     assert len(deploys(task.home)) == 1
     task.gate.state = "open"
 
-    code, output = run(task, "--resume", sid, "-p")
+    entries = resumed(task, sid)
 
-    assert code == 0, output
-    _, entries = task.entries()
     results = by_call(entries, "tool.result")
     publish = results["p1"]
     assert publish["status"] == "postcondition_observed"
@@ -179,18 +164,13 @@ def test_a_page_changed_behind_the_tasks_back_stays_blocked(make_task: Any) -> N
             "The publication is blocked; I will not republish without permission.",
         ]
     )
-    proc = task.start("-p", "publish the site")
-    task.wait(proc, tab_open("p1"))
-    kill(proc)
-    sid, _ = task.entries()
+    sid, _ = killed_publishing(task)
     page = task.workspace / "site" / "index.html"
     page.write_text(page.read_text().replace("Hello", "Changed"))
     task.gate.state = "open"
 
-    code, output = run(task, "--resume", sid, "-p")
+    entries = resumed(task, sid)
 
-    assert code == 0, output
-    _, entries = task.entries()
     publish = by_call(entries, "tool.result")["p1"]
     assert publish["status"] == "uncertain"
     assert publish["observed"]["blocked"] is True
@@ -216,19 +196,17 @@ def test_killed_during_recover_repeats_only_the_known_reads(make_task: Any) -> N
     )
     task.gate.state = "open"
     proc = task.start("-p", "publish and look")
-    task.wait(proc, lambda entries: "p1" in by_call(entries, "tool.result"))
+    task.wait_for(proc, lambda entries: "p1" in by_call(entries, "tool.result"))
     task.gate.state = "hold"  # the page's main thread now blocks every read
-    task.wait(proc, lambda entries: "r1" in by_call(entries, "tool.started"))
+    task.wait_for(proc, lambda entries: "r1" in by_call(entries, "tool.started"))
     time.sleep(0.5)
     kill(proc)
-    sid, entries = task.entries()
+    sid, entries = task.session()
     assert "r1" not in by_call(entries, "tool.result")
     task.gate.state = "open"
 
-    code, output = run(task, "--resume", sid, "-p")
+    entries = resumed(task, sid)
 
-    assert code == 0, output
-    _, entries = task.entries()
     recovered = by_call(entries, "tool.result")["r1"]
     assert recovered["status"] == "repeated"
     assert recovered["observed"]["repeated_reads"] == reads
@@ -246,18 +224,13 @@ def test_the_new_processs_permissions_apply_to_the_observation(make_task: Any) -
             "Observation is not allowed here; leaving the publication as it is.",
         ]
     )
-    proc = task.start("-p", "publish the site")
-    task.wait(proc, tab_open("p1"))
-    kill(proc)
-    sid, _ = task.entries()
+    sid, _ = killed_publishing(task)
     task.gate.state = "open"
     config = task.workspace / ".comal" / "config.toml"
     config.write_text(config.read_text() + '\n[permissions]\ndeny = [{ tool = "ChromeRecover" }]\n')
 
-    code, output = run(task, "--resume", sid, "-p")
+    entries = resumed(task, sid)
 
-    assert code == 0, output
-    _, entries = task.entries()
     publish = by_call(entries, "tool.result")["p1"]
     assert publish["status"] == "uncertain"
     assert "permissions do not allow observing" in publish["observed"]["detail"]

@@ -8,7 +8,6 @@ real tmpfs (the suite runs as root in CI, where `.ci/run` runs it).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,24 +16,13 @@ from typing import Any
 
 import pytest
 
-from comal.cli.failures import UnexpectedError, explain
+from comal.cli.failures import explain
+from comal.errors import UnexpectedError
 from comal.ledger import Ledger
 from comal.testing.fake_server import FakeServer
 from tests.e2e.headless_support import Run, comal, configure, ledger_at
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
 
 
 def no_traceback(run: Run) -> None:
@@ -44,22 +32,13 @@ def no_traceback(run: Run) -> None:
 
 def shell(command: str, *, cwd: Path, env_home: Path) -> Run:
     """Run a shell line (for redirections such as `<&-`) with the test's ledger home."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "COMAL_"))
-    }
-    env["COMAL_HOME"] = str(env_home)
-    env["XDG_CONFIG_HOME"] = str(env_home / "xdg-config")
-    env["COMAL_PY"] = sys.executable
-    proc = subprocess.run(
-        ["bash", "-c", command],
+    return comal(
+        command,
         cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+        env_home=env_home,
+        program=("bash", "-c"),
+        extra_env={"COMAL_PY": sys.executable},
     )
-    return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
 @pytest.fixture
@@ -150,29 +129,19 @@ def _stream_failed(run: Run) -> dict[str, Any]:
     return failed
 
 
+def in_json_formats(workspace: Path, home: Path, *args: str) -> tuple[Run, Run]:
+    """`comal ARGS` run twice: with `--output-format json`, then `stream-json`."""
+    as_json, as_stream = (
+        comal(*args, "--output-format", form, cwd=workspace, env_home=home)
+        for form in ("json", "stream-json")
+    )
+    return as_json, as_stream
+
+
 def test_unknown_session_is_an_error_object(workspace: Path, home: Path) -> None:
     with FakeServer([]) as server:
         configure(workspace, server, "openai-chat")
-        as_json = comal(
-            "--resume",
-            "ffffffff",
-            "-p",
-            "x",
-            "--output-format",
-            "json",
-            cwd=workspace,
-            env_home=home,
-        )
-        as_stream = comal(
-            "--resume",
-            "ffffffff",
-            "-p",
-            "x",
-            "--output-format",
-            "stream-json",
-            cwd=workspace,
-            env_home=home,
-        )
+        as_json, as_stream = in_json_formats(workspace, home, "--resume", "ffffffff", "-p", "x")
     assert as_json.code == 3
     assert _json_error(as_json)["code"] == "UNKNOWN_SESSION"
     assert as_stream.code == 3
@@ -185,19 +154,7 @@ def test_locked_session_is_an_error_object(workspace: Path, home: Path) -> None:
         ledger.acquire_lock(sid)  # this live test process holds it
         with FakeServer([]) as server:
             configure(workspace, server, "openai-chat")
-            run = comal(
-                "--resume", sid, "-p", "x", "--output-format", "json", cwd=workspace, env_home=home
-            )
-            streamed = comal(
-                "--resume",
-                sid,
-                "-p",
-                "x",
-                "--output-format",
-                "stream-json",
-                cwd=workspace,
-                env_home=home,
-            )
+            run, streamed = in_json_formats(workspace, home, "--resume", sid, "-p", "x")
     assert run.code == 3
     assert _json_error(run)["code"] == "SESSION_LOCKED"
     assert _stream_failed(streamed)["code"] == "SESSION_LOCKED"
@@ -206,8 +163,7 @@ def test_locked_session_is_an_error_object(workspace: Path, home: Path) -> None:
 def test_bad_config_is_an_error_object(workspace: Path, home: Path) -> None:
     (workspace / ".comal").mkdir()
     (workspace / ".comal" / "config.toml").write_text("default_provider = [broken\n")
-    run = comal("-p", "x", "--output-format", "json", cwd=workspace, env_home=home)
-    streamed = comal("-p", "x", "--output-format", "stream-json", cwd=workspace, env_home=home)
+    run, streamed = in_json_formats(workspace, home, "-p", "x")
     no_traceback(run)
     assert run.code == 2
     assert _json_error(run)["code"] == "CONFIG"

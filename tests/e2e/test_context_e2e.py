@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from comal.testing.fake_server import FakeServer
-from tests.e2e.headless_support import comal, configure, ledger_at
+from tests.e2e.headless_support import Run, comal, configure, ledger_at
 
 pytestmark = pytest.mark.e2e
 
@@ -22,16 +22,50 @@ def entry_kinds(home: Path, session_id: str) -> list[str]:
         return [e.kind for e in ledger.entries(session_id)]
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
+def run_within_window(
+    workspace: Path, home: Path, turns: list[Any], window: int, wire: str, prompt: str, timeout: int
+) -> Run:
+    """`comal -p PROMPT` against a fake server refusing any request over `window`; the run
+    succeeds with no overflow, no orphan call or result, and one request per scripted turn."""
+    with FakeServer(turns, window=window) as server:
+        configure(workspace, server, wire)
+        run = comal(
+            "-p",
+            prompt,
+            "--context-window",
+            str(window),
+            "--max-output-tokens",
+            "1024",
+            "--output-format",
+            "stream-json",
+            cwd=workspace,
+            env_home=home,
+            timeout=timeout,
+        )
+        assert run.code == 0, run.stderr + run.stdout[-2000:]
+        stats = server.stats()
+        assert stats.overflows == 0
+        assert stats.orphan_violations == 0
+        assert stats.requests == len(turns)
+    return run
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
+def go_natively(workspace: Path, home: Path, window: int, config: str) -> Run:
+    """`comal -p go` with `config` added to the workspace's settings and sub-agents off, so the
+    window is sized for the native tools' schemas alone."""
+    with (workspace / ".comal" / "config.toml").open("a") as settings:
+        settings.write(f"\n{config}[agents]\nenabled = false\n")
+    return comal(
+        "-p",
+        "go",
+        "--context-window",
+        str(window),
+        "--max-output-tokens",
+        "1024",
+        cwd=workspace,
+        env_home=home,
+        timeout=120,
+    )
 
 
 # A detailed task: a checkpoint must re-send it, a projection keeps it in the cached prefix, so
@@ -53,26 +87,7 @@ def test_long_session_projects_then_derives_then_finishes(workspace: Path, home:
     small = [(i, f"seq {i * 100_000} {i * 100_000 + 150}") for i in range(7, 40)]
     turns: list[Any] = [bash_turn(i, command) for i, command in big + small]
     turns.append("All outputs inspected.")
-    with FakeServer(turns, window=window) as server:
-        configure(workspace, server, "openai-chat")
-        run = comal(
-            "-p",
-            TASK,
-            "--context-window",
-            str(window),
-            "--max-output-tokens",
-            "1024",
-            "--output-format",
-            "stream-json",
-            cwd=workspace,
-            env_home=home,
-            timeout=120,
-        )
-        assert run.code == 0, run.stderr + run.stdout[-2000:]
-        stats = server.stats()
-        assert stats.overflows == 0
-        assert stats.orphan_violations == 0
-        assert stats.requests == len(turns)
+    run = run_within_window(workspace, home, turns, window, "openai-chat", TASK, timeout=120)
     kinds = entry_kinds(home, run.session_id())
     assert "projection" in kinds
     assert "checkpoint" in kinds
@@ -104,20 +119,7 @@ def test_provider_context_length_is_recovered_once(workspace: Path, home: Path) 
     turns.append("Done.")
     with FakeServer(turns, window=4_500, advertised_window=131_072) as server:
         configure(workspace, server, "openai-chat")
-        with (workspace / ".comal" / "config.toml").open("a") as config:
-            # The server's window is sized for the native tools' schemas alone.
-            config.write("\n[agents]\nenabled = false\n")
-        run = comal(
-            "-p",
-            "go",
-            "--context-window",
-            "12000",
-            "--max-output-tokens",
-            "1024",
-            cwd=workspace,
-            env_home=home,
-            timeout=120,
-        )
+        run = go_natively(workspace, home, 12_000, "")
         assert run.code == 0, run.stderr
         assert server.stats().overflows >= 1
         assert server.stats().orphan_violations == 0
@@ -139,20 +141,7 @@ def test_pressure_loop_stops_with_a_clear_error(workspace: Path, home: Path) -> 
     turns.append("unreachable")
     with FakeServer(turns) as server:
         configure(workspace, server, "openai-chat")
-        with (workspace / ".comal" / "config.toml").open("a") as config:
-            # The window is sized for the native tools' schemas alone.
-            config.write("\n[context]\nthreshold_ratio = 0.5\n\n[agents]\nenabled = false\n")
-        run = comal(
-            "-p",
-            "go",
-            "--context-window",
-            "9000",
-            "--max-output-tokens",
-            "1024",
-            cwd=workspace,
-            env_home=home,
-            timeout=120,
-        )
+        run = go_natively(workspace, home, 9_000, "[context]\nthreshold_ratio = 0.5\n\n")
     assert run.code == 5, run.stderr
     assert "CONTEXT_PRESSURE_LOOP" in run.stderr
     with ledger_at(home) as ledger:
@@ -187,25 +176,9 @@ def test_a_long_mixed_session_never_overflows_the_servers_window(
         commands.append((i, f"seq {i * 10_000} {i * 10_000 + lines}"))
     turns: list[Any] = [bash_turn(i, command) for i, command in commands]
     turns.append("Everything inspected.")
-    with FakeServer(turns, window=window) as server:
-        configure(workspace, server, "anthropic-messages")
-        run = comal(
-            "-p",
-            "Inspect every range and report.",
-            "--context-window",
-            str(window),
-            "--max-output-tokens",
-            "1024",
-            "--output-format",
-            "stream-json",
-            cwd=workspace,
-            env_home=home,
-            timeout=180,
-        )
-        assert run.code == 0, run.stderr + run.stdout[-2000:]
-        stats = server.stats()
-        assert stats.overflows == 0
-        assert stats.orphan_violations == 0
-        assert stats.requests == len(turns)
+    prompt = "Inspect every range and report."
+    run = run_within_window(
+        workspace, home, turns, window, "anthropic-messages", prompt, timeout=180
+    )
     kinds = entry_kinds(home, run.session_id())
     assert "checkpoint" in kinds or "projection" in kinds

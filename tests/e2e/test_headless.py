@@ -15,18 +15,6 @@ from tests.e2e.headless_support import WIRES, comal, configure, ledger_at
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 def kinds(home: Path, session_id: str) -> list[str]:
     with ledger_at(home) as ledger:
         return [e.kind for e in ledger.entries(session_id)]

@@ -16,10 +16,8 @@ second resume repeats nothing.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +30,7 @@ from comal.importers.plan import IMPORTED_MODE, INTERRUPTED_TEXT
 from comal.ledger import Entry, Ledger
 from comal.messages import message_from_json
 from comal.testing.fake_server import FakeServer
-from tests.e2e.headless_support import Run, comal, configure, ledger_at
+from tests.e2e.headless_support import Run, comal, configure, ledger_at, start
 from tests.unit.importers.conftest import trajectory
 
 pytestmark = pytest.mark.e2e
@@ -195,18 +193,6 @@ def _results(entries: list[Entry], call_id: str) -> list[Entry]:
 
 def _snapshot(ledger: Ledger, session_id: str) -> list[tuple[str, str]]:
     return [(e.id, e.content_hash) for e in ledger.entries(session_id)]
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
 
 
 def _assert_imported_open(home: Path, rec: Recording, parent_id: str, child_id: str) -> None:
@@ -383,21 +369,8 @@ def test_a_resume_killed_inside_the_imported_child_resumes_again_exactly(
     # `answered`: the request re-sent after the kill gets the same scripted turn again.
     with FakeServer([PARENT_ANSWER], agents=agents, turn_by="answered") as server:
         configure(workspace, server, "anthropic-messages")
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("OPENAI_", "ANTHROPIC_", "COMAL_"))
-        }
-        env |= {"COMAL_HOME": str(home), "XDG_CONFIG_HOME": str(home / "xdg-config")}
         args = ["--resume", parent_id, "--cwd", str(workspace), "-p"]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "comal", *args],
-            cwd=workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = start(*args, cwd=workspace, env_home=home, stderr=subprocess.DEVNULL)
         try:
             assert _wait_for_request(proc, home, child_id)
             proc.send_signal(signal.SIGKILL)

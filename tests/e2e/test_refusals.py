@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from comal.messages import JSONObject
 from comal.testing.fake_server import FakeServer
+from comal.testing.loopback import LoopbackService
 from tests.e2e.headless_support import WIRES, comal, configure, ledger_at
 from tests.protocol.test_recorded_streams import OPENAI_DIR
 
@@ -20,18 +20,6 @@ pytestmark = pytest.mark.e2e
 
 REFUSAL = "I can't help with that."
 POLICY = "cyber: This request was refused due to policy."
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
 
 
 def refusal_payload(home: Path, session_id: str) -> JSONObject:
@@ -105,14 +93,8 @@ def replay_server() -> Iterator[tuple[str, list[bytes]]]:
         def log_message(self, *_: object) -> None:
             return None
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with LoopbackService(Handler) as server:
+        yield f"{server.root}/v1", seen
 
 
 def test_recorded_gpt4o_refusal_is_not_an_answer(

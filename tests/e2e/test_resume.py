@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from perf.crash_injection import (
+from perf.crash_harness import (
     COMAL,
     FakeServerProcess,
+    ServedWorkspace,
     comal_env,
     make_workspace,
-    session_entries,
     start_comal,
     stream_events,
 )
@@ -44,34 +44,11 @@ class Run:
         return stream_events(self.out.encode())
 
 
-@dataclass
-class Env:
-    server: FakeServerProcess
-    workspace: Path
-    home: Path
-
-    def start(self, *args: str) -> subprocess.Popen[bytes]:
-        return start_comal(self.workspace, self.home, *args)
-
+class Env(ServedWorkspace):
     def run(self, *args: str, timeout: float = 60) -> Run:
         proc = self.start(*args)
         out, err = proc.communicate(timeout=timeout)
         return Run(proc.returncode, out.decode(), err.decode())
-
-    def session(self) -> tuple[str, list[Entry]]:
-        sid, entries = session_entries(self.home, self.workspace)
-        assert sid is not None
-        return sid, entries
-
-    def wait_for(self, proc: subprocess.Popen[bytes], test: Callable[[list[Entry]], bool]) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            _, entries = session_entries(self.home, self.workspace)
-            if entries and test(entries):
-                return
-            time.sleep(0.05)
-        raise AssertionError("the awaited entry never appeared")
 
     def orphans(self) -> int:
         return int(str(self.server.stats()["orphan_violations"]))

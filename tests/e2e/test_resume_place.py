@@ -32,7 +32,10 @@ def dirs(tmp_path: Path) -> tuple[Path, Path, Path]:
     return first, other, home
 
 
-def _answered(first: Path, home: Path, server: FakeServer) -> str:
+def _answered(home: Path, server: FakeServer, first: Path, *others: Path) -> str:
+    """The folders configured for `server`; a first run answered in `first`: its session."""
+    for folder in (first, *others):
+        configure(folder, server, "openai-chat")
     run = comal("-p", "start", "--output-format", "stream-json", cwd=first, env_home=home)
     assert run.code == 0, run.stderr
     return run.session_id()
@@ -41,9 +44,7 @@ def _answered(first: Path, home: Path, server: FakeServer) -> str:
 def test_resume_runs_tools_in_the_recorded_cwd(dirs: tuple[Path, Path, Path]) -> None:
     first, other, home = dirs
     with FakeServer(["ready", _write("marker.txt", "w1"), "written"]) as server:
-        configure(first, server, "openai-chat")
-        configure(other, server, "openai-chat")
-        sid = _answered(first, home, server)
+        sid = _answered(home, server, first, other)
         again = comal("--resume", sid, "-p", "write the marker", cwd=other, env_home=home)
     assert again.code == 0, again.stderr
     assert (first / "marker.txt").read_text() == "here\n"
@@ -53,9 +54,7 @@ def test_resume_runs_tools_in_the_recorded_cwd(dirs: tuple[Path, Path, Path]) ->
 def test_a_gone_cwd_is_refused_and_cwd_moves_the_session(dirs: tuple[Path, Path, Path]) -> None:
     first, other, home = dirs
     with FakeServer(["ready", _write("moved.txt", "w2"), "written"]) as server:
-        configure(first, server, "openai-chat")
-        configure(other, server, "openai-chat")
-        sid = _answered(first, home, server)
+        sid = _answered(home, server, first, other)
         shutil.rmtree(first)
         refused = comal("--resume", sid, "-p", "go on", cwd=other, env_home=home)
         assert refused.code == 2
@@ -79,8 +78,7 @@ def test_a_gone_cwd_is_refused_and_cwd_moves_the_session(dirs: tuple[Path, Path,
 def test_a_finished_session_is_shown_without_a_provider(dirs: tuple[Path, Path, Path]) -> None:
     first, _, home = dirs
     with FakeServer(["ready"]) as server:
-        configure(first, server, "openai-chat")
-        sid = _answered(first, home, server)
+        sid = _answered(home, server, first)
     with ledger_at(home) as ledger:
         ledger.append(sid, "session.finished", {"answer": "all done", "checks": []})
         ledger.set_status(sid, "finished")
@@ -96,8 +94,7 @@ def test_a_failed_follow_up_leaves_the_answer_and_status(dirs: tuple[Path, Path,
     first, _, home = dirs
     cut = {"text": "half of a", "cut_after_events": 3, "chunk_chars": 2}
     with FakeServer(["the first answer", cut, cut, cut]) as server:
-        configure(first, server, "openai-chat")
-        sid = _answered(first, home, server)
+        sid = _answered(home, server, first)
         with ledger_at(home) as ledger:
             before = ledger.session(sid).status
         failed = comal("--resume", sid, "-p", "more please", cwd=first, env_home=home)

@@ -3,36 +3,16 @@ and a missing bubblewrap said once (or Bash refused with `[sandbox] required = t
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from comal.testing.fake_server import FakeServer
-from comal.tools.sandbox import probe
-from tests.e2e.headless_support import configure, ledger_at
+from tests.e2e.headless_support import comal, configure, ledger_at
+from tests.sandbox_support import NEEDS_BUBBLEWRAP
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        probe() is not None and os.environ.get("CI") != "true",
-        reason=f"bubblewrap unusable here: {probe()}",
-    ),
-]
-
-
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    """A directory outside the workspace and outside /tmp (which the sandbox replaces)."""
-    path = Path(tempfile.mkdtemp(prefix="comal-outside-", dir="/var/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+pytestmark = [pytest.mark.e2e, NEEDS_BUBBLEWRAP]
 
 
 def run_bash(
@@ -51,26 +31,22 @@ def run_bash(
         configure(workspace, server, "openai-chat")
         with (workspace / ".comal" / "config.toml").open("a") as fh:
             fh.write(config)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "COMAL_"))}
-        env["COMAL_HOME"] = str(home)
-        env["XDG_CONFIG_HOME"] = str(home / "xdg-config")
-        if path_env is not None:
-            env["PATH"] = path_env
-        proc = subprocess.run(
-            [sys.executable, "-m", "comal", "-p", "go", "--output-format", "stream-json", *args],
+        run = comal(
+            "-p",
+            "go",
+            "--output-format",
+            "stream-json",
+            *args,
             cwd=workspace,
-            env=env,
-            capture_output=True,
-            text=True,
+            env_home=home,
             timeout=120,
-            check=False,
+            extra_env=None if path_env is None else {"PATH": path_env},
         )
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     with ledger_at(home) as ledger:
         (info,) = ledger.sessions()
         (result,) = ledger.entries(info.id, kinds=("tool.result",))
         body = ledger.body(result) or b""
-    return proc.returncode, events, {**result.payload, "output": body.decode()}
+    return run.code, run.events(), {**result.payload, "output": body.decode()}
 
 
 def test_workspace_write_confines_bash_and_full_access_does_not(

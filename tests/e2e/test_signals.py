@@ -9,16 +9,23 @@ import time
 from pathlib import Path
 
 import pytest
-from perf.crash_injection import (
+from perf.crash_harness import (
     FakeServerProcess,
     make_workspace,
     session_entries,
     start_comal,
+    wait_for_entries,
 )
+
+from comal.ledger import Entry
 
 pytestmark = pytest.mark.e2e
 
 DELAYED_WRITE = {"command": "sleep 3; touch late.txt"}
+
+
+def _started(entries: list[Entry]) -> bool:
+    return any(e.kind == "tool.started" for e in entries)
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
@@ -33,13 +40,7 @@ def test_a_stop_signal_kills_the_running_command_and_the_session_resumes(
     try:
         workspace, home = make_workspace(tmp_path, server.base_url, ())
         proc = start_comal(workspace, home, "-p", "write late.txt slowly")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            _, entries = session_entries(home, workspace)
-            if any(e.kind == "tool.started" for e in entries):
-                break
-            time.sleep(0.05)
+        wait_for_entries(proc, home, workspace, _started, timeout_s=30)
         time.sleep(0.3)  # let bash start its `sleep`
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)

@@ -8,14 +8,14 @@ server's own CONTEXT_LENGTH refusal instead, which is what the recovery path mus
 from __future__ import annotations
 
 import http.client
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
+
+from comal.testing.loopback import LoopbackHTTPServer, LoopbackService
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackHTTPServer[Gateway]
     protocol_version = "HTTP/1.0"
 
     def log_message(self, format: str, *args: object) -> None:
@@ -40,7 +40,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length)
-        up = urlsplit(self.server.upstream)
+        up = urlsplit(self.server.owner.upstream)
         conn = http.client.HTTPConnection(up.hostname or "127.0.0.1", up.port, timeout=600)
         conn.request("POST", self.path, body=body, headers={"content-type": "application/json"})
         response = conn.getresponse()
@@ -56,34 +56,16 @@ class _Handler(BaseHTTPRequestHandler):
         conn.close()
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    upstream: str
-
-
-class Gateway:
+class Gateway(LoopbackService):
     """Forward model calls to `upstream` (`http://127.0.0.1:PORT`); a context manager."""
 
+    handler = _Handler
+
     def __init__(self, upstream: str) -> None:
-        self._http = _Server(("127.0.0.1", 0), _Handler)
-        self._http.upstream = upstream
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        self.upstream = upstream
+        super().__init__()
 
     @property
     def base_url(self) -> str:
         """The OpenAI-style base URL clients use."""
-        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
-
-    def __enter__(self) -> Gateway:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join(5)
+        return f"{self.root}/v1"

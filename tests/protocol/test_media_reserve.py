@@ -8,24 +8,18 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
-from comal.agent.session import SessionOptions
-from comal.agent.toolset import standard_tools
-from comal.agent.turns import run_headless
-from comal.config import Config, ContextConfig, ProviderConfig
+from comal.config import ContextConfig
 from comal.context.view.build import IMAGE_TOKENS
 from comal.ledger.store import Ledger
-from comal.providers.factory import make_provider
 from comal.testing.fake_server import FakeServer
 from tests.protocol.golden import check_golden
-from tests.protocol.wiring import WIRES
+from tests.protocol.wiring import WIRES, look, workspace_config
 
 # Three distinct 1x1 PNGs (grey, black, white).
 PNGS = [
@@ -41,29 +35,16 @@ NO_VISION_SENTENCE = "this model has no vision input, so its pixels were not see
 
 
 async def run(tmp_path: Path, wire: str, *, vision: bool) -> tuple[Any, list[Any]]:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
+    config = workspace_config(tmp_path, ContextConfig(media_budget_tokens=2 * IMAGE_TOKENS))
+    workspace = config.workspace
     turns: list[Any] = []
     for i, png in enumerate(PNGS):
         (workspace / f"shot{i}.png").write_bytes(png)
         call = {"id": f"c{i}", "name": "Read", "arguments": {"path": f"shot{i}.png"}}
         turns.append({"tool_calls": [call]})
     turns.append("Three shots seen.")
-    config = Config(
-        home=tmp_path / "home",
-        config_dir=tmp_path / "config",
-        workspace=workspace,
-        env=dict(os.environ),
-        context=ContextConfig(media_budget_tokens=2 * IMAGE_TOKENS),
-    )
     with FakeServer(turns) as server, Ledger.open(tmp_path / "ledger.db") as ledger:
-        base = server.base_url if wire == "anthropic-messages" else server.openai_base_url
-        cfg = ProviderConfig("fake", wire, base, model="fake-model", vision=vision)
-        async with httpx2.AsyncClient() as client:
-            provider = make_provider(cfg, client=client, api_key="k", context_window_override=None)
-            outcome = await run_headless(
-                ledger, config, provider, standard_tools(), SessionOptions(), prompt="look"
-            )
+        outcome = await look(server, wire, ledger, config, vision=vision)
         assert outcome.answer == "Three shots seen.", outcome
         projections = [
             e.payload for e in ledger.entries(outcome.session_id) if e.kind == "projection"
@@ -91,6 +72,17 @@ def stable(value: Any) -> Any:
     return json.loads(text)
 
 
+async def golden_tail(
+    tmp_path: Path, wire: str, *, vision: bool, golden: str
+) -> tuple[str, list[Any]]:
+    """Run the session; the last request's tail (checked against the golden file `GOLDEN_WIRE`)
+    as text, and the projections recorded."""
+    body, projections = await run(tmp_path, wire, vision=vision)
+    request_tail = tail(wire, body)
+    check_golden(f"{golden}_{wire.replace('-', '_')}.json", stable(request_tail))
+    return str(request_tail), projections
+
+
 def b64(png: bytes) -> str:
     return base64.b64encode(png).decode()
 
@@ -99,10 +91,7 @@ def b64(png: bytes) -> str:
 async def test_a_vision_model_sees_the_newest_images_within_the_reserve(
     tmp_path: Path, wire: str
 ) -> None:
-    body, projections = await run(tmp_path, wire, vision=True)
-    request_tail = tail(wire, body)
-    check_golden(f"media_reserve_{wire.replace('-', '_')}.json", stable(request_tail))
-    text = str(request_tail)
+    text, projections = await golden_tail(tmp_path, wire, vision=True, golden="media_reserve")
     assert b64(PNGS[0]) not in text  # the oldest: a reference
     assert b64(PNGS[1]) in text
     assert b64(PNGS[2]) in text
@@ -115,10 +104,7 @@ async def test_a_vision_model_sees_the_newest_images_within_the_reserve(
 async def test_a_model_without_vision_gets_references_and_the_sentence(
     tmp_path: Path, wire: str
 ) -> None:
-    body, projections = await run(tmp_path, wire, vision=False)
-    request_tail = tail(wire, body)
-    check_golden(f"media_no_vision_{wire.replace('-', '_')}.json", stable(request_tail))
-    text = str(request_tail)
+    text, projections = await golden_tail(tmp_path, wire, vision=False, golden="media_no_vision")
     assert not any(b64(png) in text for png in PNGS)
     assert text.count(NO_VISION_SENTENCE) == 3
     assert projections == []  # no pixels in view: the reserve has nothing to do

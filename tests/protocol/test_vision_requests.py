@@ -5,7 +5,6 @@ Read tool, the ledger, the context engine's view and each adapter against the fa
 from __future__ import annotations
 
 import base64
-import os
 from pathlib import Path
 
 import httpx2
@@ -13,7 +12,6 @@ import pytest
 
 from comal.agent.session import SessionOptions, engine_settings, open_session
 from comal.agent.toolset import standard_tools
-from comal.agent.turns import run_headless
 from comal.cli.cmd_context import recorded_engine
 from comal.config import Config, ProviderConfig
 from comal.ledger.store import Ledger
@@ -23,7 +21,7 @@ from comal.providers.factory import make_provider
 from comal.providers.scripted import ScriptedProvider
 from comal.testing.fake_server import FakeServer
 from tests.protocol.golden import check_golden
-from tests.protocol.wiring import WIRES
+from tests.protocol.wiring import WIRES, look, workspace_config
 
 # The smallest valid PNG: 1x1, one grey pixel.
 PNG = base64.b64decode(
@@ -33,27 +31,14 @@ PNG_B64 = base64.b64encode(PNG).decode()
 
 
 async def second_request(tmp_path: Path, wire: str, *, vision: bool) -> JSONValue:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "shot.png").write_bytes(PNG)
+    config = workspace_config(tmp_path)
+    (config.workspace / "shot.png").write_bytes(PNG)
     turns: list[str | dict[str, object]] = [
         {"tool_calls": [{"id": "c1", "name": "Read", "arguments": {"path": "shot.png"}}]},
         "A grey pixel.",
     ]
-    config = Config(
-        home=tmp_path / "home",
-        config_dir=tmp_path / "config",
-        workspace=workspace,
-        env=dict(os.environ),
-    )
     with FakeServer(turns) as server, Ledger.open(tmp_path / "ledger.db") as ledger:
-        base = server.base_url if wire == "anthropic-messages" else server.openai_base_url
-        cfg = ProviderConfig("fake", wire, base, model="fake-model", vision=vision)
-        async with httpx2.AsyncClient() as client:
-            provider = make_provider(cfg, client=client, api_key="k", context_window_override=None)
-            outcome = await run_headless(
-                ledger, config, provider, standard_tools(), SessionOptions(), prompt="look"
-            )
+        outcome = await look(server, wire, ledger, config, vision=vision)
         assert outcome.answer == "A grey pixel.", outcome
         assert len(server.received) == 2
         return server.received[1].body

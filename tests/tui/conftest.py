@@ -16,18 +16,12 @@ from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
 from comal.tui.app import ComalApp, SessionStart
+from comal.tui.widgets.confirm import ConfirmScreen
 from comal.tui.widgets.prompt import PromptArea
 from comal.tui.widgets.transcript import ToolItem
 
 Turns = Sequence[ScriptedTurn | ComalError | str]
 AppFactory = Callable[..., ComalApp]
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
 
 
 @pytest.fixture
@@ -70,6 +64,16 @@ GATE_COMMAND = "while [ ! -f gate ]; do sleep 0.02; done; echo through"
 """A Bash command that blocks until the test creates `gate` in the workspace."""
 
 
+def gated_call() -> ToolCallPart:
+    """A Bash call (`call_1`) running GATE_COMMAND: it stays in flight until `gate` exists."""
+    return ToolCallPart("call_1", "Bash", {"command": GATE_COMMAND})
+
+
+def gated_turns() -> list[ScriptedTurn | str]:
+    """A turn held in `gated_call` until the test creates `gate`, then its answer."""
+    return [ScriptedTurn(text="Working.", tool_calls=(gated_call(),)), "Finished."]
+
+
 async def until(pilot: Pilot[int], predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
     """Wait until `predicate()` holds."""
     waited = 0.0
@@ -83,6 +87,42 @@ async def until(pilot: Pilot[int], predicate: Callable[[], bool], timeout_s: flo
 def running_tools(app: ComalApp) -> list[ToolItem]:
     """Tool items still waiting for their receipt."""
     return [t for t in app.query(ToolItem) if t.status is None]
+
+
+def session_id(app: ComalApp) -> str:
+    """The id of the app's session (which must have started)."""
+    assert app.session is not None
+    return app.session.id
+
+
+async def send_while_running(pilot: Pilot[int], app: ComalApp, prompt: str, then: str) -> None:
+    """Send `prompt`, wait until one of its tool calls runs, then send `then` during it."""
+    await send(pilot, app, prompt)
+    await until(pilot, lambda: bool(running_tools(app)))
+    await send(pilot, app, then)
+
+
+async def command_after_a_turn(pilot: Pilot[int], app: ComalApp, command: str) -> None:
+    """Say `hello`, wait for the answer, then give the slash `command`."""
+    await send(pilot, app, "hello")
+    await settle(pilot, app)
+    await send(pilot, app, command)
+    await pilot.pause()
+
+
+async def compact_during_call(pilot: Pilot[int], app: ComalApp) -> str:
+    """Start the `gated_turns` work and ask `/compact` while its call runs; the session id."""
+    await send_while_running(pilot, app, "do the slow thing", "/compact")
+    return session_id(app)
+
+
+async def permission_prompt(pilot: Pilot[int], app: ComalApp, prompt: str) -> ConfirmScreen:
+    """Send `prompt` and wait for the permission prompt it leads to."""
+    await send(pilot, app, prompt)
+    await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+    screen = app.screen
+    assert isinstance(screen, ConfirmScreen)
+    return screen
 
 
 def reading_turns(workspace: Path, count: int = 6, lines: int = 60) -> list[ScriptedTurn]:

@@ -15,9 +15,8 @@ from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
 from comal.testing.sessions import SessionBuilder
-from comal.tui.widgets.confirm import ConfirmScreen
 from comal.tui.widgets.transcript import AssistantItem, NoticeItem, ToolItem
-from tests.tui.conftest import AppFactory, running_tools, send, settle, until
+from tests.tui.conftest import AppFactory, permission_prompt, running_tools, send, settle, until
 
 pytestmark = pytest.mark.tui
 
@@ -111,18 +110,19 @@ async def test_escape_while_idle_does_nothing(make_app: AppFactory, ledger: Ledg
     assert ledger.sessions() == []
 
 
+def read_outside(tmp_path: Path, text: str) -> ScriptedTurn:
+    """A turn that Reads `outside.txt` (holding `text`), beside the workspace: it asks."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text(text)
+    return ScriptedTurn(tool_calls=(ToolCallPart("call_1", "Read", {"path": str(outside)}),))
+
+
 async def test_a_declined_permission_prompt_records_a_denied_receipt(
     make_app: AppFactory, ledger: Ledger, tmp_path: Path
 ) -> None:
-    outside = tmp_path / "outside.txt"
-    outside.write_text("secret\n")
-    read = ToolCallPart("call_1", "Read", {"path": str(outside)})
-    app = make_app([ScriptedTurn(tool_calls=(read,)), "I could not read it."])
+    app = make_app([read_outside(tmp_path, "secret\n"), "I could not read it."])
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, app, "read the file outside")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        asked = app.screen
-        assert isinstance(asked, ConfirmScreen)
+        asked = await permission_prompt(pilot, app, "read the file outside")
         await pilot.press("n")
         await settle(pilot, app)
         tools = list(app.query(ToolItem))
@@ -144,13 +144,9 @@ async def test_a_declined_permission_prompt_records_a_denied_receipt(
 async def test_an_accepted_permission_prompt_runs_the_call(
     make_app: AppFactory, ledger: Ledger, tmp_path: Path
 ) -> None:
-    outside = tmp_path / "outside.txt"
-    outside.write_text("visible\n")
-    read = ToolCallPart("call_1", "Read", {"path": str(outside)})
-    app = make_app([ScriptedTurn(tool_calls=(read,)), "Read it."])
+    app = make_app([read_outside(tmp_path, "visible\n"), "Read it."])
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, app, "read the file outside")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await permission_prompt(pilot, app, "read the file outside")
         await pilot.press("y")
         await settle(pilot, app)
         assert app.session is not None
@@ -173,10 +169,7 @@ async def test_always_allow_writes_the_rule_and_stops_asking(
     turns = [ScriptedTurn(tool_calls=(first,)), ScriptedTurn(tool_calls=(again,)), "Read twice."]
     app = make_app(turns)
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, app, "read the file outside twice")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        asked = app.screen
-        assert isinstance(asked, ConfirmScreen)
+        asked = await permission_prompt(pilot, app, "read the file outside twice")
         await pilot.press("a")
         await settle(pilot, app)
         assert app.session is not None
@@ -205,10 +198,7 @@ async def test_always_is_not_offered_when_a_rule_would_not_change_the_verdict(
     call = ToolCallPart("call_1", "Bash", {"command": "echo hi"})
     app = make_app([ScriptedTurn(tool_calls=(call,)), "Done."])
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, app, "say hi")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        asked = app.screen
-        assert isinstance(asked, ConfirmScreen)
+        asked = await permission_prompt(pilot, app, "say hi")
         offered = asked.always
         await pilot.press("a")  # not offered: ignored
         await pilot.pause()
@@ -229,10 +219,7 @@ async def test_a_command_that_could_match_a_deny_rule_is_asked(
     dynamic = ToolCallPart("call_1", "Bash", {"command": "p=rm; $p -rf keep"})
     app = make_app([ScriptedTurn(tool_calls=(dynamic,)), "Left it."])
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, app, "clean up")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        asked = app.screen
-        assert isinstance(asked, ConfirmScreen)
+        asked = await permission_prompt(pilot, app, "clean up")
         reason, offered = asked.reason, asked.always
         await pilot.press("n")
         await settle(pilot, app)

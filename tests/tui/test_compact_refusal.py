@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 
 from comal.ledger.store import Ledger
-from comal.messages import ToolCallPart
-from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.reports import CheckpointList, HelpView
 from comal.tui.widgets.transcript import NoticeItem
-from tests.tui.conftest import GATE_COMMAND, AppFactory, running_tools, send, settle, until
+from tests.tui.conftest import AppFactory, compact_during_call, gated_turns, send, settle
 
 pytestmark = pytest.mark.tui
 
@@ -68,14 +66,9 @@ async def test_idle_compact_on_a_short_session_is_refused_and_the_next_turn_work
 async def test_queued_compact_that_would_not_shrink_is_dropped_at_the_boundary(
     make_app: AppFactory, ledger: Ledger, workspace: Path
 ) -> None:
-    gated = ToolCallPart("call_1", "Bash", {"command": GATE_COMMAND})
-    app = make_app([ScriptedTurn(text="Working.", tool_calls=(gated,)), "Finished."])
+    app = make_app(gated_turns())
     async with app.run_test(size=(100, 40)) as pilot:
-        await send(pilot, app, "do the slow thing")
-        await until(pilot, lambda: bool(running_tools(app)))
-        await send(pilot, app, "/compact")
-        assert app.session is not None
-        sid = app.session.id
+        sid = await compact_during_call(pilot, app)
         (workspace / "gate").touch()
         await settle(pilot, app)
         notices = [n.text for n in app.query(NoticeItem)]
@@ -94,6 +87,7 @@ async def test_queued_compact_that_would_not_shrink_is_dropped_at_the_boundary(
     )
     answers = ledger.entries(sid, kinds=("message.assistant",))
     assert "Finished." in str(answers[-1].payload["message"])
+    assert app.session is not None
     assert app.session.engine.pending_compaction() is None
 
 

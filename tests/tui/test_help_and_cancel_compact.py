@@ -8,11 +8,9 @@ from pathlib import Path
 import pytest
 
 from comal.ledger.store import Ledger
-from comal.messages import ToolCallPart
-from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.reports import HelpView
 from comal.tui.widgets.transcript import NoticeItem
-from tests.tui.conftest import GATE_COMMAND, AppFactory, running_tools, send, settle, until
+from tests.tui.conftest import AppFactory, compact_during_call, gated_turns, send, settle
 
 pytestmark = pytest.mark.tui
 
@@ -33,14 +31,10 @@ async def test_help_renders_on_first_open(make_app: AppFactory) -> None:
 async def test_escape_cancels_a_queued_compaction(
     make_app: AppFactory, ledger: Ledger, workspace: Path
 ) -> None:
-    gated = ToolCallPart("call_1", "Bash", {"command": GATE_COMMAND})
-    app = make_app([ScriptedTurn(text="Working.", tool_calls=(gated,)), "Finished."])
+    app = make_app(gated_turns())
     async with app.run_test(size=(100, 40)) as pilot:
-        await send(pilot, app, "do the slow thing")
-        await until(pilot, lambda: bool(running_tools(app)))
-        await send(pilot, app, "/compact")
+        sid = await compact_during_call(pilot, app)
         assert app.session is not None
-        sid = app.session.id
         assert app.session.engine.pending_compaction() == "user"
         await pilot.press("escape")
         await settle(pilot, app)

@@ -9,7 +9,7 @@ import pytest
 from comal.providers.base import Provider
 from comal.providers.scripted import ScriptedProvider
 from comal.tui.widgets.transcript import NoticeItem
-from tests.tui.conftest import AppFactory, send, settle
+from tests.tui.conftest import AppFactory, command_after_a_turn, send, settle
 
 pytestmark = pytest.mark.tui
 
@@ -24,10 +24,7 @@ async def test_effort_then_model_apply_to_the_next_call(make_app: AppFactory) ->
 
     app.start = dataclasses.replace(app.start, switch_model=switch)
     async with app.run_test(size=(100, 40)) as pilot:
-        await send(pilot, app, "hello")
-        await settle(pilot, app)
-        await send(pilot, app, "/effort high")
-        await pilot.pause()
+        await command_after_a_turn(pilot, app, "/effort high")
         await send(pilot, app, "/model model-b")
         await pilot.pause(0.2)
         await send(pilot, app, "/effort")

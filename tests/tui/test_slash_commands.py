@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 
 from comal.ledger.store import Ledger
-from comal.messages import ToolCallPart
-from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.reports import (
     CheckpointList,
     ContextView,
@@ -19,13 +17,14 @@ from comal.tui.widgets.reports import (
 )
 from comal.tui.widgets.transcript import NoticeItem
 from tests.tui.conftest import (
-    GATE_COMMAND,
     AppFactory,
+    command_after_a_turn,
+    compact_during_call,
+    gated_turns,
     reading_turns,
-    running_tools,
     send,
+    session_id,
     settle,
-    until,
 )
 
 pytestmark = pytest.mark.tui
@@ -47,10 +46,7 @@ ROW_NAMES = [
 async def test_context_shows_the_report_rows(make_app: AppFactory) -> None:
     app = make_app(["ok"])
     async with app.run_test(size=(100, 40)) as pilot:
-        await send(pilot, app, "hello")
-        await settle(pilot, app)
-        await send(pilot, app, "/context")
-        await pilot.pause()
+        await command_after_a_turn(pilot, app, "/context")
         view = app.query_one(ContextView)
         table = view.query_one("#context-table", ReportTable)
         names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
@@ -91,8 +87,7 @@ async def test_compact_appends_a_checkpoint_and_lists_it(
         listing = app.query_one(CheckpointList)
         shown = [r for r in app.query(TextReport) if r.body]
         notices = [n.text for n in app.query(NoticeItem)]
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
     checkpoints = ledger.entries(sid, kinds=("checkpoint",))
     assert [(c.payload["number"], c.payload["by"]) for c in checkpoints] == [(1, "user")]
     assert [c.number for c in listing.found] == [1]
@@ -105,24 +100,12 @@ async def test_compact_appends_a_checkpoint_and_lists_it(
 async def test_compact_during_a_turn_waits_for_the_boundary(
     make_app: AppFactory, ledger: Ledger, workspace: Path
 ) -> None:
-    gated = ToolCallPart("call_1", "Bash", {"command": GATE_COMMAND})
-    app = make_app(
-        [
-            *reading_turns(workspace),
-            "Read them.",
-            ScriptedTurn(text="Working.", tool_calls=(gated,)),
-            "Finished.",
-        ]
-    )
+    app = make_app([*reading_turns(workspace), "Read them.", *gated_turns()])
     async with app.run_test(size=(100, 40)) as pilot:
         # Earlier work a checkpoint replaces, so the compaction makes the view smaller.
         await send(pilot, app, "read the parts")
         await settle(pilot, app)
-        await send(pilot, app, "do the slow thing")
-        await until(pilot, lambda: bool(running_tools(app)))
-        await send(pilot, app, "/compact")
-        assert app.session is not None
-        sid = app.session.id
+        sid = await compact_during_call(pilot, app)
         assert ledger.entries(sid, kinds=("checkpoint",)) == []
         (workspace / "gate").touch()
         await settle(pilot, app)
@@ -137,13 +120,9 @@ async def test_compact_during_a_turn_waits_for_the_boundary(
 async def test_state_shows_the_session_view(make_app: AppFactory) -> None:
     app = make_app(["ok"])
     async with app.run_test(size=(100, 40)) as pilot:
-        await send(pilot, app, "hello")
-        await settle(pilot, app)
-        await send(pilot, app, "/state")
-        await pilot.pause()
+        await command_after_a_turn(pilot, app, "/state")
         report = app.query_one(TextReport)
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
     assert report.body.startswith(f"session {sid} · active")
     assert "pending calls: 0" in report.body
     assert "evidence: 0 stored outputs" in report.body

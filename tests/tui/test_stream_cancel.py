@@ -24,7 +24,7 @@ from comal.providers.base import Provider
 from comal.testing.fake_server import FakeServer
 from comal.tui.app import ComalApp, SessionStart
 from comal.tui.widgets.transcript import AssistantItem, NoticeItem
-from tests.tui.conftest import send, settle, until
+from tests.tui.conftest import send, session_id, settle, until
 
 pytestmark = pytest.mark.tui
 
@@ -72,8 +72,7 @@ async def test_escape_mid_stream_closes_the_connection_and_records_no_partial_an
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, app, "tell me a long story")
         await until(pilot, lambda: shown(app) == HEAD)
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
         assert ledger.session(sid).status == "active"
         assert server.stats().abandoned_streams == 0
         pressed = time.monotonic()

@@ -15,10 +15,11 @@ from comal.providers.scripted import ScriptedTurn
 from comal.tui.widgets.status import StatusBar
 from comal.tui.widgets.transcript import AssistantItem, NoticeItem, ToolItem, UserItem
 from tests.tui.conftest import (
-    GATE_COMMAND,
     AppFactory,
-    running_tools,
+    gated_call,
     send,
+    send_while_running,
+    session_id,
     settle,
     until,
 )
@@ -44,8 +45,7 @@ async def test_a_text_answer_streams_into_the_transcript(
         users = [u.text for u in app.query(UserItem)]
         answers = [a.text for a in app.query(AssistantItem)]
         status = app.query_one(StatusBar).line
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
         short = ledger.short_id(sid)
     assert users == ["hi\npasted second line"]
     assert answers == ["Hello **there**, ready."]
@@ -71,8 +71,7 @@ async def test_a_tool_call_runs_bash_in_the_workspace(
         await settle(pilot, app)
         tools = list(app.query(ToolItem))
         answers = [a.text for a in app.query(AssistantItem)]
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
     assert (workspace / "out.txt").read_text() == "made\n"
     assert [(t.call_id, t.status) for t in tools] == [("call_1", "ok")]
     assert "exit 0" in str(tools[0].render())
@@ -85,18 +84,14 @@ async def test_a_tool_call_runs_bash_in_the_workspace(
 async def test_messages_sent_during_a_turn_wait_their_turn(
     make_app: AppFactory, ledger: Ledger, workspace: Path
 ) -> None:
-    gated = ToolCallPart("call_1", "Bash", {"command": GATE_COMMAND})
-    app = make_app([ScriptedTurn(tool_calls=(gated,)), "first done", "second done"])
+    app = make_app([ScriptedTurn(tool_calls=(gated_call(),)), "first done", "second done"])
     async with app.run_test(size=(100, 30)) as pilot:
-        await send(pilot, app, "first")
-        await until(pilot, lambda: bool(running_tools(app)))
-        await send(pilot, app, "second")
+        await send_while_running(pilot, app, "first", "second")
         assert app.queued == ["second"]
         (workspace / "gate").touch()
         await until(pilot, lambda: not app.queued)
         await settle(pilot, app)
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
     users = ledger.entries(sid, kinds=("message.user",))
     assert [message_text(e) for e in users] == ["first", "second"]
 
@@ -134,8 +129,7 @@ async def test_a_refusal_is_shown_as_a_refusal_not_an_answer(
         await settle(pilot, app)
         (reply,) = app.query(AssistantItem)
         notices = [n.text for n in app.query(NoticeItem) if n.kind == "refused"]
-        assert app.session is not None
-        sid = app.session.id
+        sid = session_id(app)
     assert reply.text == "I can't help with that."
     assert reply.has_class("refused")
     assert notices == ["⊘ the model refused — this is not an answer"]

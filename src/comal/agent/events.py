@@ -218,3 +218,16 @@ def event_to_json(event: AgentEvent) -> JSONObject:
         return body
     body.update(asdict(event))
     return body
+
+
+def progress_line(event: AgentEvent) -> str | None:
+    """A tool call or failure as one line of progress, the same in both front ends: `→ summary`
+    when it starts, `← name status` when its receipt is recorded, `✗ CODE: message`. None for
+    any other event."""
+    if isinstance(event, ToolStarted):
+        return f"→ {event.summary}"
+    if isinstance(event, ToolFinished):
+        return f"← {event.name} {event.status}"
+    if isinstance(event, Failed):
+        return f"✗ {event.code}: {event.message}"
+    return None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolFinished, ToolStarted
+from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolStarted
 from comal.agent.hooks import Hooks
 from comal.agent.instructions import load_instructions
 from comal.agent.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
@@ -156,16 +156,7 @@ class Session:
         """Run one tool call through the runner (which records it), telling the front end."""
         self.emit(ToolStarted(call.call_id, call.name, call_summary(call)))
         receipt = await self.runner.run(call)
-        self.emit(
-            ToolFinished(
-                receipt.call_id,
-                receipt.name,
-                receipt.status,
-                receipt.exit_code,
-                receipt.size_bytes,
-                receipt.preview,
-            )
-        )
+        self.emit(receipt)
         return receipt
 
 

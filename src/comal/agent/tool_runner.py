@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import base64
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from comal.agent.events import ToolFinished
 from comal.agent.hooks import Hooks, claude_tool_input, tool_response
 from comal.errors import ComalError, ToolError
 from comal.ledger.records import ToolResult, ToolStarted
@@ -54,16 +55,8 @@ REPEAT_MODE = "uncertain-repeat"
 """Permission mode recorded for a decision of the insistence guard."""
 
 
-@dataclass(frozen=True, slots=True)
-class CallReceipt:
-    """What the runner recorded for one call."""
-
-    call_id: str
-    name: str
-    status: str
-    exit_code: int | None
-    size_bytes: int
-    preview: str
+CallReceipt = ToolFinished
+"""What the runner recorded for one call: the very event the front end is told of it."""
 
 
 def _preparation_json(prep: Preparation) -> JSONObject:

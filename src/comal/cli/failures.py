@@ -1,5 +1,8 @@
 """Every failure the CLI can meet, as one named `ComalError` with its documented exit code.
 
+The errors it names (DISK_FULL, LEDGER_DAMAGED, FILE_ACCESS, UNEXPECTED) stand in comal.errors
+with every other code; this module only decides which one a failure is.
+
 A ComalError passes through (its cause named when SQLite or the OS said more than it did);
 anything else is classified here — a full disk, a read-only or missing directory, a damaged
 ledger file, an unexpected bug — so the user reads one line naming the cause, never a Python
@@ -11,34 +14,14 @@ from __future__ import annotations
 import errno
 import sqlite3
 
-from comal.errors import ComalError, LedgerError
-
-
-class DiskFullError(LedgerError):
-    """The disk (or the ledger's size limit) is full: nothing more can be recorded."""
-
-    code = "DISK_FULL"
-
-
-class LedgerDamagedError(LedgerError):
-    """The ledger file is damaged: SQLite cannot read part of it."""
-
-    code = "LEDGER_DAMAGED"
-
-
-class FileAccessError(ComalError):
-    """A file or directory Comal needs cannot be read or written (permissions, read-only)."""
-
-    code = "FILE_ACCESS"
-    exit_code = 2
-
-
-class UnexpectedError(ComalError):
-    """A failure Comal does not name more precisely (a bug); one line, never a traceback."""
-
-    code = "UNEXPECTED"
-    exit_code = 1
-
+from comal.errors import (
+    ComalError,
+    DiskFullError,
+    FileAccessError,
+    LedgerDamagedError,
+    LedgerError,
+    UnexpectedError,
+)
 
 _FULL_MARKERS = ("database or disk is full", "no space left on device")
 _DAMAGE_MARKERS = (

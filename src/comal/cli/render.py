@@ -32,6 +32,7 @@ from comal.agent.events import (
     ToolStarted,
     TurnFinished,
     event_to_json,
+    progress_line,
 )
 from comal.errors import ComalError, RefusedError
 from comal.messages import JSONObject
@@ -140,12 +141,9 @@ class Renderer:
             tag = event.session_id
             event = event.event
         tag = self.shorten(tag)
-        if isinstance(event, ToolStarted):
-            self._line(f"    [{tag}] → {event.summary}")
-        elif isinstance(event, ToolFinished):
-            self._line(f"    [{tag}] ← {event.name} {event.status}")
-        elif isinstance(event, Failed):
-            self._line(f"    [{tag}] ✗ {event.code}: {event.message}")
+        line = progress_line(event)
+        if line is not None:
+            self._line(f"    [{tag}] {line}")
 
     def _json_object(
         self,

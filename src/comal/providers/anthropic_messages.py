@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from comal.messages import (
@@ -40,7 +39,7 @@ from comal.providers.base import (
 from comal.providers.error_mapping import classify_error_object
 from comal.providers.http_stream import WireProvider
 from comal.providers.reasoning import is_replayable
-from comal.providers.sse import SseEvent, StreamDecoder, drive, parse_json_object
+from comal.providers.sse import SseEvent, decoding, parse_json_object
 from comal.providers.tool_calls import decode_tool_call
 from comal.providers.usage_mapping import merge_anthropic_usage, usage_from_anthropic
 
@@ -294,19 +293,15 @@ class AnthropicDecoder:
         return self._complete() if self._stop is not None else []
 
 
-def decode_stream(lines: Iterable[str], *, model: str = "") -> Iterator[ProviderEvent]:
-    """Decode a Messages SSE body (pure).
-
-    Raises:
-        ProviderError: error events, malformed data, or a stream cut before it finished.
-    """
-    return drive(lines, AnthropicDecoder(model))
+decode_stream = decoding(AnthropicDecoder)
+"""Decode a Messages SSE body (pure; see `decoding`)."""
 
 
 class AnthropicMessagesProvider(WireProvider):
     """Messages API over an injected `httpx2.AsyncClient`."""
 
     wire = WIRE
+    decoder_type = AnthropicDecoder
 
     def url(self) -> str:
         """`{base_url}/v1/messages` (the base URL is the host, as for the official SDK)."""
@@ -326,7 +321,3 @@ class AnthropicMessagesProvider(WireProvider):
     def encode_json(self, request: ModelRequest) -> JSONObject:
         """See `encode_request`."""
         return encode_request(request)
-
-    def decoder(self, request: ModelRequest) -> StreamDecoder:
-        """An `AnthropicDecoder` for the request's model."""
-        return AnthropicDecoder(request.model)

@@ -52,7 +52,7 @@ def _positive(value: JSONValue) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-async def _get_json(
+async def fetch_json(
     client: httpx2.AsyncClient,
     method: str,
     url: str,
@@ -60,6 +60,8 @@ async def _get_json(
     timeout_s: float,
     body: JSONObject | None = None,
 ) -> JSONValue:
+    """The JSON a server answers with 200, or None for anything else (an error status, no
+    answer in time, a body that is not JSON): discovery never fails a session."""
     try:
         response = await client.request(
             method, url, headers=headers, json=body, timeout=httpx2.Timeout(timeout_s)
@@ -87,7 +89,7 @@ async def _anthropic(
     client: httpx2.AsyncClient, cfg: ProviderConfig, headers: dict[str, str], timeout_s: float
 ) -> DiscoveredWindow | None:
     root = server_root(cfg.base_url)
-    info = await _get_json(
+    info = await fetch_json(
         client, "GET", f"{root}/v1/models/{quote(cfg.model, safe='')}", headers, timeout_s
     )
     if not isinstance(info, dict):
@@ -103,14 +105,14 @@ async def _anthropic(
 async def _ollama(
     client: httpx2.AsyncClient, cfg: ProviderConfig, root: str, timeout_s: float
 ) -> DiscoveredWindow | None:
-    show = await _get_json(client, "POST", f"{root}/api/show", {}, timeout_s, {"model": cfg.model})
+    show = await fetch_json(client, "POST", f"{root}/api/show", {}, timeout_s, {"model": cfg.model})
     if not isinstance(show, dict):
         return None
     params = show.get("parameters")
     match = re.search(r"(?m)^\s*num_ctx\s+(\d+)", params) if isinstance(params, str) else None
     if match:
         return DiscoveredWindow(int(match.group(1)), None, "Ollama /api/show parameters num_ctx")
-    running = await _get_json(client, "GET", f"{root}/api/ps", {}, timeout_s)
+    running = await fetch_json(client, "GET", f"{root}/api/ps", {}, timeout_s)
     models = running.get("models") if isinstance(running, dict) else None
     for loaded in models if isinstance(models, list) else []:
         if isinstance(loaded, dict) and cfg.model in (loaded.get("name"), loaded.get("model")):
@@ -132,13 +134,13 @@ async def _openai_compatible(
 ) -> DiscoveredWindow | None:
     root = server_root(cfg.base_url)
     entry = _entry(
-        await _get_json(client, "GET", f"{cfg.base_url}/models", headers, timeout_s), cfg.model
+        await fetch_json(client, "GET", f"{cfg.base_url}/models", headers, timeout_s), cfg.model
     )
     if entry is not None and _positive(entry.get("max_model_len")):
         return DiscoveredWindow(
             int(str(entry["max_model_len"])), None, "vLLM /v1/models max_model_len"
         )
-    props = await _get_json(client, "GET", f"{root}/props", headers, timeout_s)
+    props = await fetch_json(client, "GET", f"{root}/props", headers, timeout_s)
     settings = props.get("default_generation_settings") if isinstance(props, dict) else None
     n_ctx = _positive(settings.get("n_ctx")) if isinstance(settings, dict) else None
     if n_ctx:
@@ -151,7 +153,7 @@ async def _openai_compatible(
     if ollama is not None:
         return ollama
     studio = _entry(
-        await _get_json(client, "GET", f"{root}/api/v0/models", headers, timeout_s), cfg.model
+        await fetch_json(client, "GET", f"{root}/api/v0/models", headers, timeout_s), cfg.model
     )
     if studio is not None:
         for key in ("loaded_context_length", "max_context_length"):

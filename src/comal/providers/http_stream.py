@@ -14,6 +14,7 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import replace
+from typing import ClassVar
 
 import httpx2
 
@@ -29,7 +30,7 @@ from comal.providers.base import (
     encode_request,
 )
 from comal.providers.error_mapping import classify_error_object, classify_http_error, redact
-from comal.providers.sse import StreamDecoder, adrive
+from comal.providers.sse import StreamDecoder, WireDecoder, adrive
 
 
 def merge_extra_body(body: JSONObject, extra: JSONObject) -> JSONObject:
@@ -68,6 +69,28 @@ def encode_body(body: JSONObject) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+def transport_failure(exc: Exception, url: str, secrets: tuple[str, ...]) -> NetworkError:
+    """A failure to talk to `url` as the NetworkError reported (secrets redacted)."""
+    if isinstance(exc, httpx2.TimeoutException):
+        return NetworkError(f"timed out talking to {url}: {type(exc).__name__}")
+    message = redact(str(exc), secrets) or type(exc).__name__
+    return NetworkError(f"connection to {url} failed: {message}")
+
+
+def http_failure(
+    response: httpx2.Response, text: str, url: str, secrets: tuple[str, ...], provider: str
+) -> ProviderError:
+    """An HTTP error status (400 and up) with its body `text`, classified."""
+    return classify_http_error(
+        response.status_code,
+        text,
+        dict(response.headers),
+        secrets=secrets,
+        url=url,
+        provider=provider,
+    )
+
+
 async def post_sse(
     client: httpx2.AsyncClient,
     url: str,
@@ -90,14 +113,7 @@ async def post_sse(
         ) as response:
             if response.status_code >= 400:
                 text = (await response.aread()).decode("utf-8", "replace")
-                raise classify_http_error(
-                    response.status_code,
-                    text,
-                    dict(response.headers),
-                    secrets=secrets,
-                    url=url,
-                    provider=provider,
-                )
+                raise http_failure(response, text, url, secrets, provider)
             ctype = response.headers.get("content-type", "")
             if "event-stream" not in ctype:
                 text = redact((await response.aread()).decode("utf-8", "replace"), secrets)
@@ -115,11 +131,8 @@ async def post_sse(
                 )
             async for line in response.aiter_lines():
                 yield line
-    except httpx2.TimeoutException as exc:
-        raise NetworkError(f"timed out talking to {url}: {type(exc).__name__}") from None
     except (httpx2.TransportError, httpx2.DecodingError, httpx2.StreamError) as exc:
-        message = redact(str(exc), secrets) or type(exc).__name__
-        raise NetworkError(f"connection to {url} failed: {message}") from None
+        raise transport_failure(exc, url, secrets) from None
 
 
 class _AnsweredUnstreamed(EmptyStreamError):
@@ -136,6 +149,8 @@ class WireProvider:
     """Shared state and `stream()` of the HTTP adapters."""
 
     wire: WireApi = WireApi.OPENAI_CHAT
+    decoder_type: ClassVar[type[WireDecoder]]
+    """The wire's stream decoder class, built for one model."""
     whole_reply_decodes: bool = False
     """Whether `decoder()` also decodes a whole non-streamed reply given as one event (Chat
     Completions: a choice's `message` in place of `delta`). Such an adapter asks a server that
@@ -176,8 +191,8 @@ class WireProvider:
         raise NotImplementedError
 
     def decoder(self, request: ModelRequest) -> StreamDecoder:
-        """A fresh stream decoder for one response."""
-        raise NotImplementedError
+        """A fresh stream decoder for one response: the wire's, for the request's model."""
+        return self.decoder_type(request.model)
 
     def encode(self, request: ModelRequest) -> bytes:
         """The request body bytes: the wire JSON plus the `extra_body` that applies to it,
@@ -281,21 +296,11 @@ class WireProvider:
         url = self.url()
         try:
             response = await self._post_unstreamed(content)
-        except httpx2.TimeoutException as exc:
-            raise NetworkError(f"timed out talking to {url}: {type(exc).__name__}") from None
         except httpx2.HTTPError as exc:
-            message = redact(str(exc), secrets) or type(exc).__name__
-            raise NetworkError(f"connection to {url} failed: {message}") from None
+            raise transport_failure(exc, url, secrets) from None
         text = redact(response.text, secrets)
         if response.status_code >= 400:
-            raise classify_http_error(
-                response.status_code,
-                text,
-                dict(response.headers),
-                secrets=secrets,
-                url=url,
-                provider=self.name,
-            )
+            raise http_failure(response, text, url, secrets, self.name)
         async with aclosing(adrive(_lines_of(text), self.decoder(request))) as events:
             async for event in events:
                 yield event

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import httpx2
 
 from comal.messages import JSONObject, JSONValue
+from comal.providers.discovery import fetch_json
 
 LOOPBACK_PORTS: tuple[tuple[int, str], ...] = (
     (11434, "ollama"),
@@ -58,14 +59,7 @@ class DetectedServer:
 
 
 async def _json(client: httpx2.AsyncClient, url: str, timeout_s: float) -> JSONValue:
-    try:
-        response = await client.get(url, timeout=httpx2.Timeout(timeout_s))
-        if response.status_code != 200:
-            return None
-        value: JSONValue = response.json()
-    except (httpx2.HTTPError, ValueError):
-        return None
-    return value
+    return await fetch_json(client, "GET", url, {}, timeout_s)
 
 
 def _listed(listing: JSONValue, key: str, field: str) -> list[JSONObject] | None:

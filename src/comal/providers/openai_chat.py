@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from comal.messages import (
@@ -45,7 +44,7 @@ from comal.providers.error_mapping import classify_error_object
 from comal.providers.http_stream import WireProvider
 from comal.providers.reasoning import is_replayable
 from comal.providers.server_counts import llamacpp_count
-from comal.providers.sse import SseEvent, StreamDecoder, drive, parse_json_object
+from comal.providers.sse import SseEvent, decoding, parse_json_object
 from comal.providers.tool_calls import decode_tool_call
 from comal.providers.usage_mapping import usage_from_openai_chat
 
@@ -304,19 +303,15 @@ class ChatDecoder:
         return self._complete() if self._finish is not None else []
 
 
-def decode_stream(lines: Iterable[str], *, model: str = "") -> Iterator[ProviderEvent]:
-    """Decode a Chat Completions SSE body (pure).
-
-    Raises:
-        ProviderError: error chunks, malformed data, or a stream cut before it finished.
-    """
-    return drive(lines, ChatDecoder(model))
+decode_stream = decoding(ChatDecoder)
+"""Decode a Chat Completions SSE body (pure; see `decoding`)."""
 
 
 class OpenAIChatProvider(WireProvider):
     """Chat Completions over an injected `httpx2.AsyncClient`."""
 
     wire = WIRE
+    decoder_type = ChatDecoder
     whole_reply_decodes = True
     _counts: bool | None = None
     """Whether the server counts tokens (`count_input_tokens`); None until asked."""
@@ -332,10 +327,6 @@ class OpenAIChatProvider(WireProvider):
     def encode_json(self, request: ModelRequest) -> JSONObject:
         """See `encode_request`."""
         return encode_request(request, max_tokens_field=self.max_tokens_field())
-
-    def decoder(self, request: ModelRequest) -> StreamDecoder:
-        """A `ChatDecoder` for the request's model."""
-        return ChatDecoder(request.model)
 
     async def count_input_tokens(self, request: ModelRequest) -> int | None:
         """llama.cpp's exact count of the request (see `server_counts`); None elsewhere.

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from comal.messages import (
@@ -43,7 +42,7 @@ from comal.providers.base import (
 from comal.providers.error_mapping import classify_error_object
 from comal.providers.http_stream import WireProvider
 from comal.providers.reasoning import is_replayable
-from comal.providers.sse import SseEvent, StreamDecoder, drive, parse_json_object
+from comal.providers.sse import SseEvent, decoding, parse_json_object
 from comal.providers.tool_calls import decode_tool_call
 from comal.providers.usage_mapping import usage_from_openai_responses
 
@@ -286,19 +285,15 @@ class ResponsesDecoder:
         return []
 
 
-def decode_stream(lines: Iterable[str], *, model: str = "") -> Iterator[ProviderEvent]:
-    """Decode a Responses SSE body (pure).
-
-    Raises:
-        ProviderError: error events, malformed data, or a stream cut before it finished.
-    """
-    return drive(lines, ResponsesDecoder(model))
+decode_stream = decoding(ResponsesDecoder)
+"""Decode a Responses SSE body (pure; see `decoding`)."""
 
 
 class OpenAIResponsesProvider(WireProvider):
     """Responses API over an injected `httpx2.AsyncClient`."""
 
     wire = WIRE
+    decoder_type = ResponsesDecoder
 
     def url(self) -> str:
         """`{base_url}/responses`."""
@@ -307,7 +302,3 @@ class OpenAIResponsesProvider(WireProvider):
     def encode_json(self, request: ModelRequest) -> JSONObject:
         """See `encode_request`."""
         return encode_request(request)
-
-    def decoder(self, request: ModelRequest) -> StreamDecoder:
-        """A `ResponsesDecoder` for the request's model."""
-        return ResponsesDecoder(request.model)

@@ -84,6 +84,12 @@ class StreamDecoder(Protocol):
         ...
 
 
+class WireDecoder(StreamDecoder, Protocol):
+    """A wire's stream decoder class: built for the model that answers."""
+
+    def __init__(self, model: str) -> None: ...
+
+
 def parse_json_object(data: str, what: str) -> JSONObject:
     """Decode an event's data as a JSON object.
 
@@ -108,38 +114,75 @@ def _guarded(decoder: StreamDecoder, event: SseEvent | None) -> list[ProviderEve
         raise InvalidRequestError(f"malformed stream: {type(exc).__name__}: {exc}") from exc
 
 
+class _Run:
+    """One decoding run, line by line, shared by `drive` and `adrive`: stops after `Completed`."""
+
+    def __init__(self, decoder: StreamDecoder) -> None:
+        self._decoder = decoder
+        self._parser = SseParser()
+        self._seen = False
+        self.done = False
+        """True once `Completed` was decoded: nothing after it is read."""
+
+    def line(self, line: str) -> list[ProviderEvent]:
+        """The events a line completes, up to and including `Completed`."""
+        event = self._parser.feed_line(line)
+        if event is None:
+            return []
+        self._seen = True
+        out: list[ProviderEvent] = []
+        for item in _guarded(self._decoder, event):
+            out.append(item)
+            if isinstance(item, Completed):
+                self.done = True
+                break
+        return out
+
+    def end(self) -> list[ProviderEvent]:
+        """The lines ran out before `Completed`: see `_end`."""
+        return _end(self._decoder, self._parser, self._seen)
+
+
 def drive(lines: Iterable[str], decoder: StreamDecoder) -> Iterator[ProviderEvent]:
     """Run a decoder over lines; stops after `Completed`."""
-    parser = SseParser()
-    seen = False
+    run = _Run(decoder)
     for line in lines:
-        event = parser.feed_line(line)
-        if event is None:
-            continue
-        seen = True
-        for out in _guarded(decoder, event):
-            yield out
-            if isinstance(out, Completed):
-                return
-    yield from _end(decoder, parser, seen)
+        yield from run.line(line)
+        if run.done:
+            return
+    yield from run.end()
+
+
+class BodyDecoder(Protocol):
+    """Decode a whole SSE body of one wire (pure), for `model` (see `decoding`)."""
+
+    def __call__(self, lines: Iterable[str], *, model: str = "") -> Iterator[ProviderEvent]: ...
+
+
+def decoding(decoder_type: type[WireDecoder]) -> BodyDecoder:
+    """A wire's `decode_stream`: `drive` over a whole body with a fresh decoder of the model.
+
+    The function it returns raises ProviderError for error events, malformed data, or a stream
+    cut before it finished.
+    """
+
+    def decode_stream(lines: Iterable[str], *, model: str = "") -> Iterator[ProviderEvent]:
+        return drive(lines, decoder_type(model))
+
+    return decode_stream
 
 
 async def adrive(
     lines: AsyncIterator[str], decoder: StreamDecoder
 ) -> AsyncGenerator[ProviderEvent, None]:
     """`drive` over a live response body (same decoder, same rules)."""
-    parser = SseParser()
-    seen = False
+    run = _Run(decoder)
     async for line in lines:
-        event = parser.feed_line(line)
-        if event is None:
-            continue
-        seen = True
-        for out in _guarded(decoder, event):
+        for out in run.line(line):
             yield out
-            if isinstance(out, Completed):
-                return
-    for out in _end(decoder, parser, seen):
+        if run.done:
+            return
+    for out in run.end():
         yield out
 
 

@@ -1,9 +1,10 @@
 """The fake server's HTTP side: routes, discovery answers, JSON bodies and SSE streams.
 
-`FakeHTTPServer` answers every request with its `FakeServer`: model calls get the turn (or
-error) it decides, rendered in the wire of the endpoint (`fake_wires`), as JSON or as an SSE
-stream with the turn's scripted faults (a cut, possibly mid-event; a stall; a per-event delay);
-`GET` discovery endpoints report the advertised window in each server family's shape. Every
+`FakeHandler` answers every request for its `FakeServer` (`self.server.owner`): model calls
+get the turn (or error) it decides, rendered in the wire of the endpoint (`fake_wires`), as
+JSON or as an SSE stream with the turn's scripted faults (a cut, possibly mid-event; a stall;
+a per-event delay); `GET` discovery endpoints report the advertised window in each server
+family's shape. Every
 answer closes its connection. A stall or delay watches the socket while it waits: a client
 that closes the stream meanwhile ends it at once, and the server counts it as abandoned
 (`FakeStats.abandoned_streams`), as it does a client whose socket breaks under a write.
@@ -16,7 +17,7 @@ import select
 import socket
 import time
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 from comal.messages import JSONObject, JSONValue, digest_bytes
@@ -24,6 +25,7 @@ from comal.testing.fake_checks import requested_output_tokens
 from comal.testing.fake_errors import stream_error_event
 from comal.testing.fake_script import FakeTurn
 from comal.testing.fake_wires import RENDERERS, STREAM_PREFIX, ErrorAnswer, SseItem
+from comal.testing.loopback import LoopbackHTTPServer
 
 if TYPE_CHECKING:
     from comal.testing.fake_server import FakeServer
@@ -41,19 +43,11 @@ def wire_of(path: str) -> str | None:
     return next((wire for suffix, wire in WIRES if path.endswith(suffix)), None)
 
 
-class FakeHTTPServer(ThreadingHTTPServer):
-    """The HTTP server of one `FakeServer`: a daemon thread per request, all answered by it."""
+class FakeHandler(BaseHTTPRequestHandler):
+    """The HTTP side of one `FakeServer`, served on loopback by a daemon thread per request."""
 
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], fake: FakeServer) -> None:
-        super().__init__(address, _Handler)
-        self.fake = fake
-
-
-class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: FakeHTTPServer
+    server: LoopbackHTTPServer[FakeServer]
     body_digest: str = ""
     """`sha256:…` of the last request body read."""
 
@@ -84,7 +78,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         """Stats, received requests and discovery endpoints."""
-        fake = self.server.fake
+        fake = self.server.owner
         path = self.path.split("?", 1)[0].rstrip("/")
         style = fake.options.discovery_style
         window = fake.advertised_window()
@@ -121,7 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         """Model calls and Ollama's `/api/show`."""
-        fake = self.server.fake
+        fake = self.server.owner
         path = self.path.split("?", 1)[0].rstrip("/")
         body = self._body()
         if path == "/api/show" and fake.options.discovery_style in ("all", "ollama"):

@@ -50,9 +50,10 @@ from comal.testing.fake_checks import (
     requested_output_tokens,
 )
 from comal.testing.fake_errors import error_answer, invalid_request_answer
-from comal.testing.fake_http import FakeHTTPServer, wire_of
+from comal.testing.fake_http import FakeHandler, wire_of
 from comal.testing.fake_script import FakeTurn, load_script, parse_turns
 from comal.testing.fake_wires import ErrorAnswer, RenderContext
+from comal.testing.loopback import LoopbackService
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +151,10 @@ def _as_turns(turns: Sequence[FakeTurn | str | Mapping[str, Any]]) -> list[FakeT
     return out
 
 
-class FakeServer:
+class FakeServer(LoopbackService):
     """The loopback fake provider (see the module docstring)."""
+
+    handler = FakeHandler
 
     def __init__(
         self,
@@ -177,42 +180,13 @@ class FakeServer:
             {marker: _Queue(_as_turns(script)) for marker, script in (agents or {}).items()},
         )
         self._lock = threading.Lock()
-        self._httpd = FakeHTTPServer(("127.0.0.1", port), self)
-        self._thread: threading.Thread | None = None
-
-    # --- lifecycle ---------------------------------------------------------------------------
-
-    def start(self) -> FakeServer:
-        """Serve in a daemon thread; returns self."""
         # A short poll interval keeps `stop()` (which waits for the loop to notice) fast.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        """The bound port."""
-        return int(self._httpd.server_address[1])
+        super().__init__(port=port, poll_interval=0.02)
 
     @property
     def base_url(self) -> str:
         """`http://127.0.0.1:PORT` (Anthropic-style base URL)."""
-        return f"http://127.0.0.1:{self.port}"
+        return self.root
 
     @property
     def openai_base_url(self) -> str:

@@ -13,15 +13,15 @@ from __future__ import annotations
 import json
 import threading
 from collections import defaultdict, deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
 
 from comal.messages import JSONObject, JSONValue
+from comal.testing.loopback import LoopbackHTTPServer, LoopbackService
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: LoopbackHTTPServer[ReplayServer]
 
     def log_message(self, format: str, *args: object) -> None:
         """Silent: tests read `received`."""
@@ -34,7 +34,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         path = self.path.split("?", 1)[0]
-        replay = self.server.replay
+        replay = self.server.owner
         with replay.lock:
             replay.received.append({"method": method, "path": path, "body": body})
             queue = replay.queues.get((method, path))
@@ -66,13 +66,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer("GET")
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    replay: ReplayServer
-
-
-class ReplayServer:
+class ReplayServer(LoopbackService):
     """Serve a recording on `127.0.0.1` (use as a context manager)."""
+
+    handler = _Handler
 
     def __init__(self, recording: Path) -> None:
         doc = json.loads(recording.read_text(encoding="utf-8"))
@@ -83,30 +80,9 @@ class ReplayServer:
             self.queues[(request["method"], request["path"])].append(response)
         self.received: list[JSONObject] = []
         self.lock = threading.Lock()
-        self._http = _Server(("127.0.0.1", 0), _Handler)
-        self._http.replay = self
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
-
-    @property
-    def root(self) -> str:
-        """`http://127.0.0.1:PORT`."""
-        return f"http://127.0.0.1:{self._http.server_address[1]}"
+        super().__init__()
 
     @property
     def openai_base_url(self) -> str:
         """The OpenAI-style base URL."""
         return f"{self.root}/v1"
-
-    def __enter__(self) -> ReplayServer:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join(5)

@@ -194,6 +194,13 @@ class Rebuildable(Protocol):
         ...
 
 
+FILE_PATH: JSONObject = {
+    "type": "string",
+    "description": "File path, relative to the workspace or absolute.",
+}
+"""The schema of a file tool's `path` argument (Read, Write, Edit): one wording for all."""
+
+
 class PathArgument:
     """Base for tools that act on the file or directory named by their `path` argument.
 

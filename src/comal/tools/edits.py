@@ -27,6 +27,7 @@ from pathlib import Path
 from comal.errors import ToolError
 from comal.messages import JSONObject, ToolSpec, digest_bytes
 from comal.tools.base import (
+    FILE_PATH,
     Observation,
     PathArgument,
     Preparation,
@@ -49,10 +50,7 @@ WRITE_SPEC = ToolSpec(
     parameters={
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "description": "File path, relative to the workspace or absolute.",
-            },
+            "path": FILE_PATH,
             "content": {"type": "string", "description": "The complete new file content."},
         },
         "required": ["path", "content"],
@@ -71,10 +69,7 @@ EDIT_SPEC = ToolSpec(
     parameters={
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "description": "File path, relative to the workspace or absolute.",
-            },
+            "path": FILE_PATH,
             "edits": {
                 "type": "array",
                 "minItems": 1,

@@ -17,6 +17,7 @@ from pathlib import Path
 from comal.errors import ToolError
 from comal.messages import JSONObject, MediaPart, ToolSpec, digest_bytes
 from comal.tools.base import (
+    FILE_PATH,
     NoPreparation,
     PathArgument,
     Preparation,
@@ -53,10 +54,7 @@ READ_SPEC = ToolSpec(
     parameters={
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "description": "File path, relative to the workspace or absolute.",
-            },
+            "path": FILE_PATH,
             "offset": {
                 "type": "integer",
                 "minimum": 1,

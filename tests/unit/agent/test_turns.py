@@ -38,13 +38,6 @@ def ledger(tmp_path: Path) -> Iterator[Ledger]:
         yield opened
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
 def config(ledger: Ledger, workspace: Path) -> Config:
     return Config(
         home=ledger.path.parent,

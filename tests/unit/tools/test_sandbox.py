@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import socket
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,19 +17,9 @@ from comal.tools.base import ToolContext
 from comal.tools.permissions import PermissionPolicy
 from comal.tools.sandbox import Sandbox, probe, session_sandbox
 from comal.tools.shell import BashTool
+from tests.sandbox_support import NEEDS_BUBBLEWRAP
 
-pytestmark = pytest.mark.skipif(
-    probe() is not None and os.environ.get("CI") != "true",
-    reason=f"bubblewrap unusable here: {probe()}",
-)
-
-
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    """A directory outside the workspace and outside /tmp (which the sandbox replaces)."""
-    path = Path(tempfile.mkdtemp(prefix="comal-outside-", dir="/var/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+pytestmark = NEEDS_BUBBLEWRAP
 
 
 def context(workspace: Path, mode: str, sandbox: SandboxConfig | None = None) -> ToolContext:

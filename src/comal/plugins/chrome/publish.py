@@ -187,6 +187,16 @@ class ChromePublishTool:
             raise ToolError(f"the loopback server for {folder} did not answer on port {port}")
         return True
 
+    async def _launch(self, cdp: int) -> None:
+        """Start the task's own browser on CDP port `cdp` (off the event loop)."""
+        await asyncio.to_thread(
+            br.launch_browser,
+            self.executable,
+            cdp,
+            self.store.profile(cdp),
+            self.store.pid_file("browser", cdp),
+        )
+
     async def _loopback(self, intent: JSONObject) -> ToolOutcome:
         folder, url = str(intent["folder"]), str(intent["url"])
         port, cdp = int(str(intent["server_port"])), int(str(intent["cdp_port"]))
@@ -202,13 +212,7 @@ class ChromePublishTool:
                 f"{', '.join(bad)}; nothing was opened"
             )
         if not br.cdp_alive(cdp):
-            await asyncio.to_thread(
-                br.launch_browser,
-                self.executable,
-                cdp,
-                self.store.profile(cdp),
-                self.store.pid_file("browser", cdp),
-            )
+            await self._launch(cdp)
         async with br.connected(cdp) as browser:
             page = br.find_tab(browser, url)
             opened = page is None
@@ -298,13 +302,7 @@ class ChromePublishTool:
         cdp = notes.cdp_port if notes.cdp_port and br.cdp_alive(notes.cdp_port) else None
         if cdp is None:
             cdp = br.free_port()
-            await asyncio.to_thread(
-                br.launch_browser,
-                self.executable,
-                cdp,
-                self.store.profile(cdp),
-                self.store.pid_file("browser", cdp),
-            )
+            await self._launch(cdp)
         async with br.connected(cdp) as browser:
             page = br.find_tab(browser, url) or await br.open_tab(browser, url)
             self.store.save(TaskNotes(str(intent["folder"]), None, cdp, url, "remote"))

@@ -22,7 +22,7 @@ from comal.messages import JSONObject, JSONValue, MediaPart
 from comal.plugins.chrome import _browser as br
 from comal.plugins.chrome._task import TaskNotes, TaskStore
 from comal.plugins.chrome.publish import mismatches, served_digests, snapshot_json
-from comal.plugins.chrome.tools import ChromeRecoverTool, known_reads
+from comal.plugins.chrome.tools import ChromeRecoverTool, known_reads, requested_reads
 from comal.tools.base import ToolContext
 from comal.tools.plugin import Reconciliation, RecordedCall
 
@@ -52,12 +52,16 @@ def _blocked(detail: str, needs: str, observed: JSONObject) -> Reconciliation:
     return Reconciliation("uncertain", text, payload | observed)
 
 
-class PublishReconciler:
-    """Settles an orphaned ChromePublish from a fresh observation."""
+class _Observer:
+    """A reconciler observing the governed task through `observer` (its permissions apply)."""
 
     def __init__(self, store: TaskStore, observer: ChromeRecoverTool) -> None:
         self.store = store
         self.observer = observer
+
+
+class PublishReconciler(_Observer):
+    """Settles an orphaned ChromePublish from a fresh observation."""
 
     async def reconcile(
         self,
@@ -143,12 +147,8 @@ class PublishReconciler:
         return Reconciliation("postcondition_observed", text, observed, media)
 
 
-class RecoverReconciler:
+class RecoverReconciler(_Observer):
     """Repeats only the known reads of an orphaned ChromeRecover."""
-
-    def __init__(self, store: TaskStore, observer: ChromeRecoverTool) -> None:
-        self.store = store
-        self.observer = observer
 
     async def reconcile(
         self,
@@ -159,8 +159,7 @@ class RecoverReconciler:
         """Make the declared reads again (reads change nothing)."""
         raw = started.get("arguments")
         args: JSONObject = raw if isinstance(raw, dict) else {}
-        reads_raw = args.get("reads")
-        reads = [str(r) for r in reads_raw] if isinstance(reads_raw, list) else []
+        reads = requested_reads(args)
         decision = ctx.permissions.decide(self.observer, args)
         if not decision.allowed:
             text = f"uncertain: not repeated; this process does not allow it ({decision.reason})"

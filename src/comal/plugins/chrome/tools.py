@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
@@ -87,7 +89,12 @@ FINISH_SPEC = ToolSpec(
 )
 
 
-class _NoTarget:
+class _GovernedTool(NoPreparation):
+    """A tool over the governed task's tab: it holds the task's notes and matches no rule target."""
+
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+
     def target(self, arguments: JSONObject) -> str | None:  # noqa: ARG002
         """No path or command to match rules on."""
         return None
@@ -111,24 +118,45 @@ def governed(store: TaskStore) -> tuple[TaskNotes, int, str]:
     return notes, notes.cdp_port, notes.tab_url
 
 
+@dataclass(frozen=True, slots=True)
+class GovernedTab:
+    """The governed task's notes, its CDP port and tab URL, and the open tab itself."""
+
+    notes: TaskNotes
+    cdp: int
+    url: str
+    page: Page
+
+
+@asynccontextmanager
+async def governed_tab(store: TaskStore) -> AsyncIterator[GovernedTab]:
+    """The governed tab, connected for the block.
+
+    Raises:
+        ToolError: no governed tab is open (see `governed`), or it is not open any more.
+    """
+    notes, cdp, url = governed(store)
+    async with br.connected(cdp) as browser:
+        page = br.find_tab(browser, url)
+        if page is None:
+            raise ToolError(f"the governed tab {url} is not open any more")
+        yield GovernedTab(notes, cdp, url, page)
+
+
 async def known_reads(store: TaskStore, reads: Sequence[str]) -> ToolOutcome:
     """Make the known reads `reads` on the governed tab."""
     unknown = [r for r in reads if r not in READ_IDS]
     if unknown:
         return error_outcome(f"unknown reads {unknown}; known: {', '.join(READ_IDS)}")
     try:
-        _, cdp, url = governed(store)
+        async with governed_tab(store) as tab:
+            values = await br.read(tab.page, [r for r in reads if r != "screenshot"])
+            png = await tab.page.screenshot(type="png") if "screenshot" in reads else None
     except ToolError as exc:
         return error_outcome(exc.message)
-    async with br.connected(cdp) as browser:
-        page = br.find_tab(browser, url)
-        if page is None:
-            return error_outcome(f"the governed tab {url} is not open any more")
-        values = await br.read(page, [r for r in reads if r != "screenshot"])
-        png = await page.screenshot(type="png") if "screenshot" in reads else None
     lines = [f"{name}: {values[name]}" for name in values]
     media: tuple[MediaPart, ...] = ()
-    observed: JSONObject = {"reads": list(reads), "tab": url, **values}
+    observed: JSONObject = {"reads": list(reads), "tab": tab.url, **values}
     if png is not None:
         lines.append(f"screenshot: {len(png):,} bytes (media of this result)")
         media = (MediaPart("image/png", br.b64(png)),)
@@ -136,19 +164,17 @@ async def known_reads(store: TaskStore, reads: Sequence[str]) -> ToolOutcome:
     return ToolOutcome("\n".join(lines).encode(), media=media, observed=observed)
 
 
-def _reads(arguments: JSONObject) -> list[str]:
+def requested_reads(arguments: JSONObject) -> list[str]:
+    """The read ids a ChromeRecover call's arguments name."""
     raw = arguments.get("reads")
     return [str(r) for r in raw] if isinstance(raw, list) else []
 
 
-class ChromeRecoverTool(_NoTarget, NoPreparation):
+class ChromeRecoverTool(_GovernedTool):
     """The ChromeRecover tool."""
 
     spec = RECOVER_SPEC
     read_only = True
-
-    def __init__(self, store: TaskStore) -> None:
-        self.store = store
 
     async def run(
         self,
@@ -157,17 +183,14 @@ class ChromeRecoverTool(_NoTarget, NoPreparation):
         preparation: Preparation | None,  # noqa: ARG002
     ) -> ToolOutcome:
         """Make the requested known reads."""
-        return await known_reads(self.store, _reads(arguments))
+        return await known_reads(self.store, requested_reads(arguments))
 
 
-class ChromeActTool(_NoTarget, NoPreparation):
+class ChromeActTool(_GovernedTool):
     """The ChromeAct tool (no recovery adapter, on purpose)."""
 
     spec = ACT_SPEC
     read_only = False
-
-    def __init__(self, store: TaskStore) -> None:
-        self.store = store
 
     async def run(
         self,
@@ -176,23 +199,21 @@ class ChromeActTool(_NoTarget, NoPreparation):
         preparation: Preparation | None,  # noqa: ARG002
     ) -> ToolOutcome:
         """Click or fill once."""
+        selector = str(arguments.get("selector", ""))
+        action = arguments.get("action")
         try:
-            _, cdp, url = governed(self.store)
+            async with governed_tab(self.store) as tab:
+                try:
+                    if action == "fill":
+                        value = str(arguments.get("value", ""))
+                        await tab.page.fill(selector, value, timeout=10_000)
+                    else:
+                        await tab.page.click(selector, timeout=10_000)
+                except PlaywrightError as exc:
+                    return error_outcome(f"{action} {selector} failed: {exc}")
         except ToolError as exc:
             return error_outcome(exc.message)
-        selector = str(arguments.get("selector", ""))
-        async with br.connected(cdp) as browser:
-            page = br.find_tab(browser, url)
-            if page is None:
-                return error_outcome(f"the governed tab {url} is not open any more")
-            try:
-                if arguments.get("action") == "fill":
-                    await page.fill(selector, str(arguments.get("value", "")), timeout=10_000)
-                else:
-                    await page.click(selector, timeout=10_000)
-            except PlaywrightError as exc:
-                return error_outcome(f"{arguments.get('action')} {selector} failed: {exc}")
-        return ToolOutcome(f"{arguments.get('action')} {selector}: done".encode())
+        return ToolOutcome(f"{action} {selector}: done".encode())
 
 
 async def _check(page: Page, check: JSONObject, console: list[str]) -> tuple[bool, str]:
@@ -216,7 +237,7 @@ async def _check(page: Page, check: JSONObject, console: list[str]) -> tuple[boo
     return False, f"malformed check {check}"
 
 
-class ChromeFinishTool(_NoTarget, NoPreparation):
+class ChromeFinishTool(_GovernedTool):
     """The ChromeFinish tool.
 
     Args:
@@ -229,7 +250,7 @@ class ChromeFinishTool(_NoTarget, NoPreparation):
     """It reads the page and stops the task's own processes; it changes no file."""
 
     def __init__(self, store: TaskStore, checks: Sequence[JSONObject]) -> None:
-        self.store = store
+        super().__init__(store)
         self.checks = list(checks)
 
     async def run(
@@ -247,25 +268,26 @@ class ChromeFinishTool(_NoTarget, NoPreparation):
                 "ChromeFinish has no browser check to run: declare `checks` (or configure "
                 "[plugins.chrome] checks); the task stays open"
             )
-        try:
-            notes, cdp, url = governed(self.store)
-        except ToolError as exc:
-            return error_outcome(exc.message)
         results: list[JSONValue] = []
         lines: list[str] = []
         passed_all = True
-        async with br.connected(cdp) as browser:
-            page = br.find_tab(browser, url)
-            if page is None:
-                return error_outcome(f"the governed tab {url} is not open any more")
-            console = (await br.read(page, ["console_errors"])).get("console_errors")
-            errors = [str(x) for x in console] if isinstance(console, list) else []
-            for check in plan:
-                passed, detail = await _check(page, check, errors)
-                passed_all = passed_all and passed
-                results.append({"check": check, "passed": passed, "detail": detail})
-                lines.append(f"{'PASS' if passed else 'FAIL'} {detail}")
-        observed: JSONObject = {"browser_checks_passed": passed_all, "checks": results, "tab": url}
+        try:
+            async with governed_tab(self.store) as tab:
+                console = (await br.read(tab.page, ["console_errors"])).get("console_errors")
+                errors = [str(x) for x in console] if isinstance(console, list) else []
+                for check in plan:
+                    passed, detail = await _check(tab.page, check, errors)
+                    passed_all = passed_all and passed
+                    results.append({"check": check, "passed": passed, "detail": detail})
+                    lines.append(f"{'PASS' if passed else 'FAIL'} {detail}")
+        except ToolError as exc:
+            return error_outcome(exc.message)
+        notes, cdp = tab.notes, tab.cdp
+        observed: JSONObject = {
+            "browser_checks_passed": passed_all,
+            "checks": results,
+            "tab": tab.url,
+        }
         if not passed_all:
             text = "ChromeFinish: a browser check failed; the task stays open.\n"
             return ToolOutcome(

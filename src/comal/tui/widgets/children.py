@@ -16,11 +16,11 @@ from comal.agent.events import (
     ChildActivity,
     ChildFinished,
     ChildStarted,
-    Failed,
     Notice,
     ToolFinished,
     ToolStarted,
     TurnStarted,
+    progress_line,
 )
 
 
@@ -58,14 +58,10 @@ class ChildPanel(Collapsible):
         if isinstance(event, TurnStarted):
             self.used_tokens = event.estimated_tokens
             self.title = self._heading()
-        elif isinstance(event, ToolStarted):
-            self._add(f"→ {event.summary}")
-        elif isinstance(event, ToolFinished):
-            self._add(f"← {event.name} {event.status}")
+        elif (line := progress_line(event)) is not None:
+            self._add(line)
         elif isinstance(event, Notice):
             self._add(f"! {event.code}: {event.message}")
-        elif isinstance(event, Failed):
-            self._add(f"✗ {event.code}: {event.message}")
         elif isinstance(event, ChildStarted):
             self._add(f"⤷ child {event.session_id[:8]} · {event.description}")
         elif isinstance(event, ChildFinished):
