@@ -38,7 +38,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from comal.ledger.entry import Entry
-from comal.ledger.records import AssistantMessage, ResponseDiscarded, ToolResult, ToolStarted
+from comal.ledger.records import (
+    AssistantMessage,
+    ResponseDiscarded,
+    ToolStarted,
+    call_id_of,
+)
 from comal.messages import JSONObject, Message, ToolCallPart, message_from_json
 
 PAIRING_KINDS = ("message.assistant", "tool.started", "tool.result", "response.discarded")
@@ -74,8 +79,7 @@ class CallSite:
 
 
 def _call_id(entry: Entry) -> str:
-    record = ToolStarted if entry.kind == "tool.started" else ToolResult
-    return record.from_entry(entry).call_id or ""
+    return call_id_of(entry) or ""
 
 
 _PARSED: dict[str, tuple[JSONObject, Message | None]] = {}

@@ -34,6 +34,7 @@ from comal.ledger.records.conversation import (
     ToolResult,
     ToolStarted,
     UserMessage,
+    call_id_of,
 )
 from comal.ledger.records.process import (
     ChildReceipt,
@@ -86,6 +87,7 @@ __all__ = [
     "ToolStarted",
     "UserMessage",
     "WarningRecord",
+    "call_id_of",
     "kind_table",
     "record_of",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Self
 
+from comal.ledger.entry import Entry
 from comal.ledger.records import fields as f
 from comal.ledger.records.base import Record
 from comal.messages import JSONObject, JSONValue, digest_bytes
@@ -327,3 +328,10 @@ class ToolResult(Record):
             f.obj_or_none(payload, "cut"),
             f.obj_or_none(payload, "body"),
         )
+
+
+def call_id_of(entry: Entry) -> str | None:
+    """The `call_id` of a `tool.started` or `tool.result` entry, read alone: the pairing reads
+    every such entry's id first, most of them never read whole (`ToolStarted` and `ToolResult`
+    read it the same way)."""
+    return f.text_or_none(entry.payload, "call_id")
