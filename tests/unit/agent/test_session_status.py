@@ -7,46 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from comal.agent.session import Session, SessionOptions, open_session
 from comal.agent.session_facts import render_state, session_state
 from comal.agent.session_status import derive, session_status
-from comal.agent.toolset import standard_tools
 from comal.agent.turns import resume_session, run_session
 from comal.cli.main import main
-from comal.config import Config, load_config
+from comal.config import load_config
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart, message_to_json, user_text
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
+from tests.unit.agent.session_support import opened
 
 ANSWER = "greeting.txt says hello"
-
-
-def config(ledger: Ledger, workspace: Path) -> Config:
-    return Config(
-        home=ledger.path.parent,
-        config_dir=ledger.path.parent / "config",
-        workspace=workspace,
-        env=dict(os.environ),
-    )
-
-
-def opened(
-    ledger: Ledger, workspace: Path, provider: ScriptedProvider, session_id: str | None = None
-) -> Session:
-    return open_session(
-        ledger,
-        config(ledger, workspace),
-        provider,
-        standard_tools(),
-        SessionOptions(),
-        session_id=session_id,
-        workspace=workspace,
-    )
 
 
 def finished_with_a_stale_row(ledger: Ledger, workspace: Path) -> str:
@@ -167,7 +142,7 @@ def test_continue_and_resume_read_the_derived_status(
         crashed = crashed_mid_turn(ledger, workspace)
 
         # Resume of the finished one: its answer and no model call (the script has none).
-        session = opened(ledger, workspace, ScriptedProvider([]), finished)
+        session = opened(ledger, workspace, ScriptedProvider([]), session_id=finished)
         outcome = asyncio.run(resume_session(session, None))
         assert (outcome.status, outcome.answer) == ("finished", ANSWER)
         assert ledger.session(finished).status == "finished"
@@ -176,7 +151,7 @@ def test_continue_and_resume_read_the_derived_status(
         # Resume of the crashed one: opened, it is indexed `interrupted`; the unanswered
         # message gets its answer and the session is active again.
         provider = ScriptedProvider(["It adds two numbers."])
-        session = opened(ledger, workspace, provider, crashed)
+        session = opened(ledger, workspace, provider, session_id=crashed)
         assert ledger.session(crashed).status == "interrupted"
         outcome = asyncio.run(resume_session(session, None))
         assert (outcome.status, outcome.answer) == ("answered", "It adds two numbers.")

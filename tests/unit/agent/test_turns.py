@@ -6,17 +6,15 @@ cancel, or refused when it would not make the view smaller."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from comal.agent.events import AgentEvent, TextStreamed, ToolStarted, TurnStarted
-from comal.agent.session import Session, SessionOptions, open_session
+from comal.agent.session import SessionOptions
 from comal.agent.session_facts import open_calls
 from comal.agent.session_status import session_status
-from comal.agent.toolset import standard_tools
 from comal.agent.turns import (
     CANCELLED_BEFORE_START,
     cancel_turn,
@@ -25,45 +23,17 @@ from comal.agent.turns import (
     run_session,
     start_turn,
 )
-from comal.config import Config
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
 from comal.testing.sessions import SessionBuilder
+from tests.unit.agent.session_support import opened
 
 
 @pytest.fixture
 def ledger(tmp_path: Path) -> Iterator[Ledger]:
     with Ledger.open(tmp_path / "home" / "ledger.db") as opened:
         yield opened
-
-
-def config(ledger: Ledger, workspace: Path) -> Config:
-    return Config(
-        home=ledger.path.parent,
-        config_dir=ledger.path.parent / "config",
-        workspace=workspace,
-        env=dict(os.environ),
-    )
-
-
-def opened(
-    ledger: Ledger,
-    workspace: Path,
-    provider: ScriptedProvider,
-    *,
-    session_id: str | None = None,
-    options: SessionOptions | None = None,
-) -> Session:
-    return open_session(
-        ledger,
-        config(ledger, workspace),
-        provider,
-        standard_tools(),
-        options or SessionOptions(),
-        session_id=session_id,
-        workspace=workspace,
-    )
 
 
 async def test_a_cancel_mid_tool_call_denies_the_unstarted_calls_and_the_session_resumes(
