@@ -240,11 +240,9 @@ class WireProvider:
         """
         request = encoded.request
         if self._streams_fail:
-            # `encode` makes unstreamed bytes now: those recorded are POSTed as they are (a
-            # request encoded before the server was seen failing streams is encoded again).
-            fresh = self._unstreamed_body(request)
-            body = encoded.body if encoded.body == fresh else fresh
-            async for event in self._unstreamed(request, body):
+            # `encode` makes this same unstreamed body now, so it is the one the caller
+            # recorded; encoding it here also covers a request encoded before the flip.
+            async for event in self._unstreamed(request, self._unstreamed_body(request)):
                 yield event
             return
         secrets = (self._api_key,) if self._api_key else ()
