@@ -83,25 +83,26 @@ def _call_id(entry: Entry) -> str:
 
 
 _PARSED: dict[str, tuple[JSONObject, Message | None]] = {}
-"""Assistant messages already parsed, by entry id, with the raw object they came from (the
-pairing and the conversation view read the same messages)."""
+"""Assistant messages already parsed, by entry id, with the payload object they came from
+(the pairing and the conversation view read the same messages; a payload is never modified,
+so the same payload object always holds the same message)."""
 
 
 def assistant_message(entry: Entry) -> Message | None:
     """The message of a `message.assistant` entry (None when it does not parse)."""
-    raw = AssistantMessage.from_entry(entry).message
-    if raw is None:
-        return None
     hit = _PARSED.get(entry.id)
-    if hit is not None and hit[0] is raw:
+    if hit is not None and hit[0] is entry.payload:
         return hit[1]
-    try:
-        message: Message | None = message_from_json(raw)
-    except (ValueError, KeyError):
-        message = None
+    raw = AssistantMessage.from_entry(entry).message
+    message: Message | None = None
+    if raw is not None:
+        try:
+            message = message_from_json(raw)
+        except (ValueError, KeyError):
+            message = None
     if len(_PARSED) >= 100_000:
         _PARSED.clear()
-    _PARSED[entry.id] = (raw, message)
+    _PARSED[entry.id] = (entry.payload, message)
     return message
 
 
