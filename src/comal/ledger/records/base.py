@@ -14,10 +14,14 @@ from typing import Any, ClassVar, Self, cast
 from comal.ledger.entry import Entry
 from comal.messages import JSONObject
 
-_READ: dict[tuple[type, str], tuple[JSONObject, Any]] = {}
-"""Records already read, by class and entry id, with the payload object they were read from:
-a session's entries are read by the view, the pairing, the work state and the budget alike,
-and one payload object always reads as the same record."""
+_READ: dict[type, dict[str, tuple[JSONObject, Any]]] = {}
+"""Records already read, by class, then by entry id, with the payload object they were read
+from: a session's entries are read by the view, the pairing, the work state and the budget
+alike, and one payload object always reads as the same record. (One table per class: the
+entry id alone is the key, so a lookup builds no key of its own.)"""
+
+_READ_MAX = 100_000
+"""Records kept per class; a full table is emptied (a record is then simply read again)."""
 
 
 class Record:
@@ -44,12 +48,15 @@ class Record:
         """The record an entry holds (its kind is not checked: callers select by kind).
 
         Memoized per payload object (records are frozen; the payload is never modified)."""
-        key = (cls, entry.id)
-        hit = _READ.get(key)
-        if hit is not None and hit[0] is entry.payload:
+        read = _READ.get(cls)
+        if read is None:
+            read = _READ[cls] = {}
+        payload = entry.payload
+        hit = read.get(entry.id)
+        if hit is not None and hit[0] is payload:
             return cast(Self, hit[1])
-        record = cls.from_payload(entry.payload)
-        if len(_READ) >= 200_000:
-            _READ.clear()
-        _READ[key] = (entry.payload, record)
+        record = cls.from_payload(payload)
+        if len(read) >= _READ_MAX:
+            read.clear()
+        read[entry.id] = (payload, record)
         return record
