@@ -125,9 +125,10 @@ class Pairing:
     """Results that answer no call, in ledger order."""
 
     def __init__(self) -> None:
-        self._by_message: dict[str, list[int]]
+        self._by_message: dict[str, tuple[int, ...]]
         self._waiting: dict[str, list[int]]
-        """Per call id, the message call sites still waiting on it, oldest first."""
+        """Per call id, the message call sites still waiting on it, oldest first (an id no
+        site waits on any more is dropped: a long session answers thousands of ids)."""
         self._bare: dict[str, list[int]]
         """Per call id, the bare starts still waiting on it, oldest first."""
         self._by_entry: dict[str, int]
@@ -201,7 +202,7 @@ class Pairing:
             self.sites.append(CallSite(call, entry, position))
             self._waiting.setdefault(call.call_id, []).append(index)
             indices.append(index)
-        self._by_message[entry.id] = indices
+        self._by_message[entry.id] = tuple(indices)
 
     def _newest_waiting(self, call_id: str) -> list[int]:
         """The waiting sites on `call_id` of the most recent message waiting on it."""
@@ -235,7 +236,10 @@ class Pairing:
         candidates = self._newest_waiting(call_id)
         if candidates:
             index = candidates[0]
-            self._waiting[call_id].remove(index)
+            waiting = self._waiting[call_id]
+            waiting.remove(index)
+            if not waiting:
+                del self._waiting[call_id]
         elif self._bare.get(call_id):
             index = self._bare[call_id].pop()
         else:
