@@ -17,7 +17,7 @@ from comal.agent.session_facts import open_calls, recorded_calls, uncertain_call
 from comal.context.relief import workstate
 from comal.context.relief.workstate import Call, collect_calls, describe_call, work_state
 from comal.context.view.conversation import conversation_blocks
-from comal.context.view.pairing import pair
+from comal.context.view.pairing import pair, tool_calls
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, Message, TextPart, ToolCallPart, message_to_json
@@ -283,3 +283,17 @@ def test_a_checkpoint_names_the_call_the_view_pairs_when_ids_are_reused(
     assert lines["a.py"].split(": ", 1)[1].startswith("read · ")
     assert edited.id in lines["b.py"]
     assert lines["b.py"].split(": ", 1)[1].startswith("edited · ")
+
+
+def test_an_assistant_message_is_parsed_from_its_own_payload_object() -> None:
+    def entry(call_id: str) -> Entry:
+        message = Message("assistant", (ToolCallPart(call_id, "Read", {"path": "a.py"}),))
+        payload: JSONObject = {"message": message_to_json(message)}
+        return Entry(1, "evt_same_id", "s", "message.assistant", payload, "sha256:x", 0)
+
+    first, other = entry("c1"), entry("c2")
+    assert [c.call_id for c in tool_calls(first)] == ["c1"]
+    assert tool_calls(first) == tool_calls(first)
+    # Same id, another payload object (another ledger holding that id): its own message.
+    assert [c.call_id for c in tool_calls(other)] == ["c2"]
+    assert [c.call_id for c in tool_calls(first)] == ["c1"]

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from comal.ledger import Ledger
 from comal.ledger.canonical import content_hash, encode_payload
+from comal.ledger.entry import Entry
 from comal.ledger.records import (
     RECORDS,
     CompactRequested,
@@ -24,6 +25,8 @@ from comal.ledger.records import (
     PressureDeferred,
     SessionConfigured,
     SessionPlugins,
+    ToolResult,
+    ToolStarted,
     with_table,
 )
 from comal.ledger.records.base import Record
@@ -171,3 +174,19 @@ def test_any_json_object_reads_as_a_typed_record(kind: str, payload: JSONObject)
 def test_the_docs_table_is_the_records_table() -> None:
     doc = (ROOT / "docs" / "ledger.md").read_text(encoding="utf-8")
     assert with_table(doc) == doc, "regenerate: python -m comal.ledger.records --write-doc"
+
+
+def test_a_record_is_read_once_per_payload_object_and_per_class() -> None:
+    def entry(payload: JSONObject) -> Entry:
+        return Entry(1, "evt_memo", "s", "tool.result", payload, "sha256:x", 0)
+
+    first = entry({"call_id": "c1", "status": "ok"})
+    read = ToolResult.from_entry(first)
+    assert ToolResult.from_entry(first) is read
+    # The same id with another payload object (another ledger, a salvaged copy): its own record.
+    other = entry({"call_id": "c2", "status": "error"})
+    assert ToolResult.from_entry(other).call_id == "c2"
+    assert ToolResult.from_entry(first).call_id == "c1"
+    # Another class reading the same entry gets a record of its own class.
+    assert ToolStarted.from_entry(first).call_id == "c1"
+    assert isinstance(ToolStarted.from_entry(first), ToolStarted)
