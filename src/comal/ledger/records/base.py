@@ -14,14 +14,15 @@ from typing import Any, ClassVar, Self, cast
 from comal.ledger.entry import Entry
 from comal.messages import JSONObject
 
-_READ: dict[type, dict[str, tuple[JSONObject, Any]]] = {}
-"""Records already read, by class, then by entry id, with the payload object they were read
-from: a session's entries are read by the view, the pairing, the work state and the budget
-alike, and one payload object always reads as the same record. (One table per class: the
-entry id alone is the key, so a lookup builds no key of its own.)"""
+_READ: dict[type, tuple[dict[str, Any], dict[str, JSONObject]]] = {}
+"""Records already read, by class: each entry id's record, and beside it the payload object it
+was read from. A session's entries are read by the view, the pairing, the work state and the
+budget alike, and one payload object always reads as the same record. (A table per class, and
+the record and its payload in two tables by id: a lookup builds no key, and no pair is kept
+per record for the collector to walk.)"""
 
 _READ_MAX = 100_000
-"""Records kept per class; a full table is emptied (a record is then simply read again)."""
+"""Records kept per class; full tables are emptied (a record is then simply read again)."""
 
 
 class Record:
@@ -48,15 +49,20 @@ class Record:
         """The record an entry holds (its kind is not checked: callers select by kind).
 
         Memoized per payload object (records are frozen; the payload is never modified)."""
-        read = _READ.get(cls)
-        if read is None:
-            read = _READ[cls] = {}
+        tables = _READ.get(cls)
+        if tables is None:
+            tables = _READ[cls] = ({}, {})
+        records, payloads = tables
         payload = entry.payload
-        hit = read.get(entry.id)
-        if hit is not None and hit[0] is payload:
-            return cast(Self, hit[1])
+        # Read the record before its payload, write the payload before its record: a reader
+        # racing a writer of the same id then never takes one payload's record for another's.
+        record = records.get(entry.id)
+        if record is not None and payloads.get(entry.id) is payload:
+            return cast(Self, record)
         record = cls.from_payload(payload)
-        if len(read) >= _READ_MAX:
-            read.clear()
-        read[entry.id] = (payload, record)
+        if len(records) >= _READ_MAX:
+            records.clear()
+            payloads.clear()
+        payloads[entry.id] = payload
+        records[entry.id] = record
         return record
