@@ -7,12 +7,16 @@ call and its result (sizes drawn from a fixed-seed mix of small results, file re
 large logs), then times `prepare()` — reading new entries, building the view, estimating, and
 projecting or deriving when pressure demands it. Figures go to stdout as Markdown: wall time,
 and beside it the process's CPU time (`time.process_time`), which other jobs on a shared machine
-inflate far less.
+inflate far less. The derivation and resume rows also say how much of that CPU time the cyclic
+garbage collector took inside the timed section, and whether a collection of the whole process
+(the oldest generation) ran there: when one does depends on everything the process allocated
+before, so it moves between runs and between versions of the code.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import platform
 import random
 import shutil
@@ -48,6 +52,36 @@ def _output(rnd: random.Random, n: int) -> tuple[str, int]:
         f"src/pkg/mod_{n % 50}.py:{i}: value = compute({i}, {n})\n" for i in range(lines)
     )
     return text, rnd.choice((0, 0, 0, 1))
+
+
+class Collector:
+    """CPU time the cyclic garbage collector takes, read around a timed section."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.full = 0
+        self._start = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.process_time()
+            return
+        self.seconds += time.process_time() - self._start
+        self.full += info["generation"] == 2
+
+    def mark(self) -> tuple[float, int]:
+        """The totals so far, to subtract from a later `since`."""
+        return self.seconds, self.full
+
+    def since(self, mark: tuple[float, int]) -> str:
+        """What the collector took since `mark`, for a table cell."""
+        seconds, full = self.seconds - mark[0], self.full - mark[1]
+        whole = f", {full} of the whole process" if full else ""
+        return f"collector {seconds * 1e3:.0f} ms{whole}"
+
+
+COLLECTOR = Collector()
 
 
 def _pct(values: list[float], share: float) -> float:
@@ -107,6 +141,7 @@ def bench_prepare(directory: Path, calls: int, window: int) -> tuple[list[str], 
 def _timed_compact(engine: ContextEngine) -> tuple[float, float, str]:
     """(wall s, CPU s, outcome) of one `compact`: a refusal (the view would not get smaller)
     comes after the whole derivation too, so it is timed the same."""
+    mark = COLLECTOR.mark()
     cpu = time.process_time()
     start = time.perf_counter()
     outcome = "derived"
@@ -114,7 +149,8 @@ def _timed_compact(engine: ContextEngine) -> tuple[float, float, str]:
         engine.compact(by="user")
     except CompactNotSmallerError:
         outcome = "refused: not smaller"
-    return time.perf_counter() - start, time.process_time() - cpu, outcome
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return wall, cpu, f"{outcome}; {COLLECTOR.since(mark)}"
 
 
 def bench_derivation(ledger: Ledger, session_id: str, window: int) -> list[str]:
@@ -162,6 +198,7 @@ def bench_resume(directory: Path, entries: int, window: int) -> list[str]:
         engine.prepare()
         session_id = builder.session_id
         count = len(engine.entries())
+    mark = COLLECTOR.mark()
     cpu = time.process_time()
     start = time.perf_counter()
     with Ledger.open(path, durable=True) as ledger:
@@ -173,9 +210,10 @@ def bench_resume(directory: Path, entries: int, window: int) -> list[str]:
         view = engine.prepare()
         done = time.perf_counter()
     cpu = time.process_time() - cpu
+    collected = COLLECTOR.since(mark)
     return [
         f"| resume of a {count:,}-entry session (open, read back, first `prepare()`) |"
-        f" {(done - start) * 1e3:.0f} ms, CPU {cpu * 1e3:.0f} ms (open"
+        f" {(done - start) * 1e3:.0f} ms, CPU {cpu * 1e3:.0f} ms ({collected}; open"
         f" {(opened - start) * 1e3:.0f} · read {(scanned - opened) * 1e3:.0f} · prepare"
         f" {(done - scanned) * 1e3:.0f}; actions"
         f" {list(view.actions)}) |",
