@@ -2,7 +2,10 @@
 
 Such work makes only live, acyclic objects (dicts, entries, blocks), thousands of them: the
 cyclic garbage collector would walk every object of the process again and again while they
-pile up, for nothing. It is paused for the duration.
+pile up, for nothing. It is paused for the duration (`paused_gc`), and what the work made is
+then moved to the collector's oldest generation at once (`settle`): left to the collector, it
+would be walked by the next young collection and again by the one that promotes it, at
+whatever later moments those come (inside the next request's preparation, often).
 """
 
 from __future__ import annotations
@@ -30,3 +33,13 @@ def paused_gc() -> Iterator[None]:
     finally:
         if was_on:
             gc.enable()
+
+
+def settle() -> None:
+    """Move the objects bulk work just made to the collector's oldest generation, now, in one
+    pass (a collection of the two young generations; nothing when the collector is off).
+
+    Only after bulk work (`BULK_ENTRIES` or more entries): a pass also walks what else is young.
+    """
+    if gc.isenabled():
+        gc.collect(1)
