@@ -113,7 +113,7 @@ from comal.errors import (
     InvariantError,
 )
 from comal.ids import now_ms
-from comal.ledger.bulk import BULK_ENTRIES, paused_gc, settle
+from comal.ledger.bulk import BULK_ENTRIES, paused_gc
 from comal.ledger.entry import Entry
 from comal.ledger.history import REWOUND_KIND
 from comal.ledger.records import SessionRewound
@@ -201,14 +201,11 @@ class ContextEngine:
             self._truncated = truncated_reserves(self._entries)
             self._kind_lists.clear()
         elif new:
-            bulk = len(new) >= BULK_ENTRIES
-            with paused_gc() if bulk else nullcontext():
+            with paused_gc(settle=True) if len(new) >= BULK_ENTRIES else nullcontext():
                 self._entries.extend(new)
                 self._anchors.extend(new)
                 self._outputs.extend(session_outputs(new))
                 self._truncated.extend(truncated_reserves(new))
-            if bulk:
-                settle()
         return self._entries
 
     def _of_kinds(self, *kinds: str) -> list[Entry]:
@@ -241,12 +238,10 @@ class ContextEngine:
         if last != self._blocks_seq:
             # A resumed session indexes all its entries at once: only live objects are made.
             bulk = len(entries) - self._indexed >= BULK_ENTRIES
-            with paused_gc() if bulk else nullcontext():
+            with paused_gc(settle=True) if bulk else nullcontext():
                 self._index.extend(entries[self._indexed :])
                 self._indexed = len(entries)
                 self._blocks = self._index.blocks()
-            if bulk:
-                settle()
             self._blocks_seq = last
         return self._blocks
 

@@ -13,7 +13,7 @@ from collections.abc import Collection
 from comal.errors import LedgerError
 from comal.ids import new_id, now_ms
 from comal.ledger.blobs import has_blob
-from comal.ledger.bulk import BULK_ENTRIES, paused_gc, settle
+from comal.ledger.bulk import BULK_ENTRIES, paused_gc
 from comal.ledger.canonical import check_kind, content_hash, decode_payload, encode_payload
 from comal.ledger.entry import Entry
 from comal.messages import JSONObject, JSONValue, digest_bytes
@@ -106,12 +106,10 @@ def select_entries(
         params.extend(wanted)
     # The fetch itself makes a tuple per row: thousands of them for a resumed session, so it
     # runs with the collector paused too (a few new rows cost no collection either way).
-    with paused_gc():
+    with paused_gc() as pause:
         rows = conn.execute(sql + " ORDER BY seq", params).fetchall()
-        found = [entry_from_row(row) for row in rows]
-    if len(found) >= BULK_ENTRIES:
-        settle()
-    return found
+        pause.settle = len(rows) >= BULK_ENTRIES
+        return [entry_from_row(row) for row in rows]
 
 
 def first_entries(conn: sqlite3.Connection, kind: str) -> dict[str, Entry]:
