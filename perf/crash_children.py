@@ -12,13 +12,14 @@ against its own fake server process (`turn_by = "answered"`, one child script pe
   `finish_call` (which runs the step's check again).
 
 Each run is SIGKILLed once or twice — after a uniform random delay, or a short random delay
-after a chosen entry appears in *any* session of the tree (a child's task, a child's request,
-a child's receipt, the coordinator's write preparation) — and `python -m comal --resume PARENT
--p` continues it; the last resume runs unkilled. Counted over the whole tree: coordinators
-resumed to completion, fragments duplicated in `doc.md`, writes repeated (a second recorded
-result for the coordinator's write, or the log line twice), finished children run again (a
-second receipt or task message), calls left without a result in any session, requests with
-an orphan call or result (the fake server's count), and committed entries lost.
+after a chosen entry appears in *any* session of the tree (a child's task, a child's request, a
+child's receipt or result, the coordinator's write preparation, its finish_call's start) — and
+`python -m comal --resume PARENT -p` continues it; the last resume runs unkilled. Counted over
+the whole tree: coordinators resumed to completion, fragments duplicated in `doc.md`, writes
+repeated (a second recorded result for the coordinator's write, or the log line twice), finished
+children run again (a second receipt or task message), calls left without a result in any
+session, requests with an orphan call or result (the fake server's count), and committed entries
+lost.
 """
 
 from __future__ import annotations
@@ -113,6 +114,8 @@ def kill_plan(rng: random.Random, span: float, scenario: str) -> KillPlan:
         KillPlan("child receipt", rng.uniform(0.0, 0.05), RECEIPT_KIND),
         KillPlan("write", rng.uniform(0.0, 0.006), "tool.started", write),
         KillPlan("child result", rng.uniform(0.0, 0.05), "tool.result", children_only=True),
+        # The coordinator's finish_call, while its checks run.
+        KillPlan("finish", rng.uniform(0.0, 0.004), "tool.started", "f1"),
     ]
     return rng.choice(choices)
 

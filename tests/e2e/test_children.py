@@ -268,6 +268,46 @@ def test_a_work_draft_of_three_fragments_is_assembled_into_one_file(
 
 
 @pytest.mark.parametrize("wire", WIRES)
+def test_a_call_id_reused_in_a_later_turn_runs_its_own_children_and_write(
+    wire: str, workspace: Path, home: Path
+) -> None:
+    # Some servers number calls per response (`call_0` every turn): the second WorkDraft is a
+    # new call, so it must not read back the first one's children or its recorded write, and
+    # no request may carry one id twice.
+    parent: list[Any] = [
+        draft("call_0", "first.md", "one"),
+        draft("call_0", "second.md", "two"),
+        "both drafted.",
+    ]
+    agents: dict[str, list[Any]] = {
+        "[frag-one]": ["# First\n\nThe first file."],
+        "[frag-two]": ["# Second\n\nThe second file."],
+    }
+    with FakeServer(parent, agents=agents) as server:
+        configure(workspace, server, wire)
+        run = comal("-p", "draft both", cwd=workspace, env_home=home)
+        assert run.code == 0, run.stderr
+        assert server.stats().orphan_violations == 0
+        last = str(server.received[-1].body)
+    assert "call_0~1" in last  # the second use, as sent
+    assert (workspace / "first.md").read_text() == "# First\n\nThe first file.\n"
+    assert (workspace / "second.md").read_text() == "# Second\n\nThe second file.\n"
+    with ledger_at(home) as ledger:
+        (parent_id,) = [s.id for s in ledger.sessions() if s.parent_id is None]
+        children = ledger.children(parent_id)
+        assert len(children) == 2
+        assert child_session_id(parent_id, "call_0", "one") in children  # the first use's id
+        writes = [
+            e.payload["call_id"]
+            for e in ledger.entries(parent_id, kinds=("tool.started",))
+            if e.payload["name"] == "Write"
+        ]
+        assert writes == ["call_0/write", "call_0/write/1"]
+        results = [e.payload["call_id"] for e in ledger.entries(parent_id, kinds=("tool.result",))]
+        assert results.count("call_0") == 2  # the ledger keeps the ids as the server sent them
+
+
+@pytest.mark.parametrize("wire", WIRES)
 def test_evidence_of_a_grandchild_or_an_unrelated_session_is_refused(
     wire: str, workspace: Path, home: Path
 ) -> None:

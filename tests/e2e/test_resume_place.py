@@ -68,11 +68,17 @@ def test_a_gone_cwd_is_refused_and_cwd_moves_the_session(dirs: tuple[Path, Path,
     with ledger_at(home) as ledger:
         (move,) = ledger.entries(sid, kinds=("session.moved",))
     assert move.payload == {"from": str(first.resolve()), "to": str(other.resolve())}
-    # Once moved, later resumes run there without being told again.
-    with FakeServer(["still here"]) as server:
+    # Once moved, later resumes run there without being told again, and `--continue` in the
+    # new folder finds the session.
+    with FakeServer(["still here", "and here"]) as server:
         configure(other, server, "openai-chat")
         later = comal("--resume", sid, "-p", "and now?", cwd=other, env_home=home)
-    assert later.code == 0, later.stderr
+        assert later.code == 0, later.stderr
+        continued = comal(
+            "--continue", "-p", "again?", "--output-format", "stream-json", cwd=other, env_home=home
+        )
+    assert continued.code == 0, continued.stderr
+    assert continued.session_id() == sid
 
 
 def test_a_finished_session_is_shown_without_a_provider(dirs: tuple[Path, Path, Path]) -> None:

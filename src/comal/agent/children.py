@@ -41,6 +41,7 @@ from comal.agent.session import Session, SessionOptions, open_session
 from comal.agent.session_facts import RECEIPT_KIND, last_answer, usage_totals
 from comal.agent.session_status import index_status
 from comal.config import Config
+from comal.context.view.pairing import PAIRING_KINDS, call_occurrence
 from comal.errors import BudgetError, ComalError, StepLimitError, ToolError
 from comal.ledger.records import SessionStarted, ToolResult, UserMessage, WarningRecord
 from comal.ledger.store import Ledger
@@ -170,7 +171,8 @@ class Delegation:
     async def run(self, call_id: str, task: ChildTask) -> ChildReceipt:
         """Run (or resume, or read back) the child of `call_id` and return its receipt."""
         parent = self.session
-        child_id = find_child(self.ledger, parent.id, call_id, task.key)
+        occurrence = self.occurrence(call_id)
+        child_id = find_child(self.ledger, parent.id, call_id, task.key, occurrence)
         if child_id is not None:
             receipt = recorded_receipt(self.ledger, child_id)
             if receipt is not None:
@@ -181,9 +183,15 @@ class Delegation:
         async with self._slots:
             return await self._run(call_id, task, child_id, tools, offer)
 
+    def occurrence(self, call_id: str) -> int:
+        """Which use of `call_id` in the coordinator the running call is
+        (`pairing.call_occurrence`): a reused id starts new children, never reads back old."""
+        entries = self.ledger.entries(self.session.id, kinds=PAIRING_KINDS)
+        return call_occurrence(entries, call_id)
+
     def _create(self, call_id: str, task: ChildTask) -> str:
         parent = self.session
-        child_id = child_session_id(parent.id, call_id, task.key)
+        child_id = child_session_id(parent.id, call_id, task.key, self.occurrence(call_id))
         self.ledger.create_session(
             cwd=str(parent.runner.context.workspace),
             model=self.provider.model,

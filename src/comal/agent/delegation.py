@@ -326,10 +326,13 @@ class WorkDraftTool(_DelegationTool):
         return text_outcome(text) if written else error_outcome(text)
 
     async def _write(self, call_id: str, path: str, content: str) -> tuple[str, str]:
-        """Write the artifact once, as the call `<call_id>/write` of the coordinator:
-        (status of its result, what happened)."""
+        """Write the artifact once, as the call `<call_id>/write` of the coordinator
+        (`<call_id>/write/<n>` for the n-th reuse of a call id): (status of its result, what
+        happened)."""
         session = self.delegation.session
-        call = ToolCallPart(f"{call_id}/write", "Write", {"path": path, "content": content})
+        occurrence = self.delegation.occurrence(call_id)
+        write_id = f"{call_id}/write" + (f"/{occurrence}" if occurrence else "")
+        call = ToolCallPart(write_id, "Write", {"path": path, "content": content})
         size = f"{len(content.encode('utf-8', 'surrogatepass')):,} bytes"
         started = None
         for entry in session.ledger.entries(session.id, kinds=("tool.started", "tool.result")):

@@ -17,6 +17,8 @@ Invariants kept here:
 
 from __future__ import annotations
 
+from functools import partial
+
 from comal.agent.events import (
     ContextActed,
     Notice,
@@ -27,7 +29,7 @@ from comal.agent.events import (
     TurnStarted,
 )
 from comal.agent.mentions import mention_message
-from comal.agent.recording import error_record, record_reply, record_request
+from comal.agent.recording import error_record, record_reply, record_request, record_resent
 from comal.agent.server_count import prepare_first
 from comal.agent.session import Session
 from comal.errors import (
@@ -45,6 +47,7 @@ from comal.providers.base import (
     ModelRequest,
     ProviderEvent,
     ReasoningDelta,
+    Resent,
     TextDelta,
     encode_request,
 )
@@ -97,7 +100,8 @@ async def run_turn(s: Session, text: str | None) -> str:
         request_entry = record_request(s, encoded, view.estimated_tokens, view.checkpoint_number)
         s.emit(TurnStarted(step, view.estimated_tokens, view.measured_base, view.output_reserve))
         try:
-            reply = await collect(s.provider.send(encoded), on_event=lambda e: _relay(s, e))
+            relay = partial(_relay, s, request_entry)
+            reply = await collect(s.provider.send(encoded), on_event=relay)
         except ContextLengthError as exc:
             s.write(error_record(exc))
             if overflow_retried:
@@ -148,8 +152,11 @@ def _check_budget(s: Session) -> None:
         raise BudgetError(f"the session used {used:,} of its {budget:,}-token budget")
 
 
-def _relay(s: Session, event: ProviderEvent) -> None:
-    if isinstance(event, TextDelta):
+def _relay(s: Session, request_entry: str, event: ProviderEvent) -> None:
+    """Stream text to the front end as it arrives; record a body sent again beside its request."""
+    if isinstance(event, Resent):
+        record_resent(s, request_entry, event)
+    elif isinstance(event, TextDelta):
         s.emit(TextStreamed(event.text))
     elif isinstance(event, ReasoningDelta):
         s.emit(ReasoningStreamed(event.text))

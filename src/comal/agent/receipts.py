@@ -114,9 +114,16 @@ class ChildReceipt:
         return "\n".join(lines)
 
 
-def child_session_id(parent_id: str, call_id: str, key: str = "") -> str:
-    """The id of the child a call starts: the same on every resume of the coordinator."""
-    return str(uuid.uuid5(_NAMESPACE, f"{parent_id}\x00{call_id}\x00{key}"))
+def child_session_id(parent_id: str, call_id: str, key: str = "", occurrence: int = 0) -> str:
+    """The id of the child a call starts: the same on every resume of the coordinator.
+
+    `occurrence` (`pairing.call_occurrence`) tells apart calls of different turns that reuse
+    one id; the first use keeps the id such calls always had.
+    """
+    name = f"{parent_id}\x00{call_id}\x00{key}"
+    if occurrence:
+        name += f"\x00{occurrence}"
+    return str(uuid.uuid5(_NAMESPACE, name))
 
 
 def _origin(ledger: Ledger, session_id: str) -> JSONObject:
@@ -125,16 +132,18 @@ def _origin(ledger: Ledger, session_id: str) -> JSONObject:
     return origin or {}
 
 
-def find_child(ledger: Ledger, parent_id: str, call_id: str, key: str = "") -> str | None:
-    """The child session of `call_id`: Comal's derived id, else an imported child linked to
-    that call by `origin.parent_call`."""
-    derived = child_session_id(parent_id, call_id, key)
+def find_child(
+    ledger: Ledger, parent_id: str, call_id: str, key: str = "", occurrence: int = 0
+) -> str | None:
+    """The child session of `call_id` (its `occurrence`): Comal's derived id, else an imported
+    child linked to that call by `origin.parent_call`."""
+    derived = child_session_id(parent_id, call_id, key, occurrence)
     try:
         ledger.session(derived)
         return derived
     except UnknownSessionError:
         pass
-    if key:
+    if key or occurrence:
         return None
     for child in ledger.children(parent_id):
         if _origin(ledger, child).get("parent_call") == call_id:

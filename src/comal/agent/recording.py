@@ -15,10 +15,11 @@ from comal.ledger.records import (
     AssistantMessage,
     ProviderErrorRecord,
     ProviderRequest,
+    ProviderResent,
     WarningRecord,
 )
 from comal.messages import JSONObject, Message, ToolCallPart, digest_bytes, message_to_json
-from comal.providers.base import EncodedRequest
+from comal.providers.base import EncodedRequest, Resent
 from comal.providers.discovery import detect_prompt_truncation
 from comal.providers.reply import Reply
 
@@ -93,6 +94,13 @@ def record_request(
         )
     )
     return entry.id
+
+
+def record_resent(s: Session, request_entry: str, resent: Resent) -> None:
+    """Record a body the provider POSTed again for the request `request_entry` (a probe, or
+    the request unstreamed), so the ledger names every body sent."""
+    body = resent.body
+    s.write(ProviderResent(request_entry, resent.reason, digest_bytes(body), len(body)))
 
 
 def error_record(exc: ProviderError) -> ProviderErrorRecord:

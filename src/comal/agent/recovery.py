@@ -12,6 +12,12 @@ first model call. It works only from the ledger:
   - a plugin tool with a recovery adapter (a `Reconciler`) → what the plugin's fresh
     observation shows: `postcondition_observed` (its intent is observed), `repeated` (only
     known reads, made again) or `uncertain` (blocked, saying what it would need);
+  - a finish_call whose `session.finished` is recorded after its start (the process stopped
+    between the close and the result) → its result now, read from that entry (`ok`);
+  - a read-only tool (Read, Grep, Glob, EvidenceRead, Board, finish_call) changed nothing
+    outside this session's ledger, and its ledger effects are idempotent, so it is made again
+    now with this process's permissions (`repeated`; a finish_call made again runs its checks
+    again, and closes the session only if they pass);
   - anything else — a different file, a denied or failed read, a start without preparation, a
     tool without a recovery adapter (Bash, MCP, plugin tools without one, clicks and fills)
     → `uncertain`, with what was observed.
@@ -25,9 +31,10 @@ first model call. It works only from the ledger:
   insistence guard, which asks the user before an identical re-issue (headless: refuses).
 - An incomplete response at the tail (`response.discarded`, or a `provider.request` with no
   reply) is not in the conversation at all, so nothing of it runs.
+- A finished session settles its started calls the same way, and nothing else runs.
 - An answered session with an open board gets one recorded user message saying so, so
-  `--resume UUID -p` continues the plan without a new prompt. Recovering never closes a session:
-  only finish_call does.
+  `--resume UUID -p` continues the plan without a new prompt. Recovering never closes a session
+  on its own: only a finish_call the model made, whose checks pass, does.
 """
 
 from __future__ import annotations
@@ -37,11 +44,12 @@ from dataclasses import dataclass
 from comal.agent.events import Notice, ToolFinished, ToolStarted
 from comal.agent.session import Session
 from comal.agent.session_facts import OpenCall, board_of, last_answer, open_calls, recorded_calls
+from comal.agent.session_status import FINISHED
 from comal.agent.tool_runner import call_summary, media_json
 from comal.agent.toolset import CALL_KINDS
 from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
-from comal.ledger.records import ToolResult, UserMessage
+from comal.ledger.records import SessionFinished, ToolResult, UserMessage
 from comal.ledger.records import ToolStarted as StartedRecord
 from comal.ledger.records import fields as f
 from comal.messages import (
@@ -53,6 +61,7 @@ from comal.messages import (
 )
 from comal.tools.base import Observation, Preparation, Rebuildable
 from comal.tools.board import board_is_open, render_board
+from comal.tools.finish import FINISH_NAME
 from comal.tools.plugin import Reconciler
 
 CONTINUE_PLAN = (
@@ -72,7 +81,8 @@ class RecoveredCall:
     name: str
     status: str
     """`postcondition_observed`, `uncertain`, `denied`, `error`, `rebuilt` (from child
-    receipts), or `ran` (never started)."""
+    receipts), `closed` (finish_call, from its recorded close), `repeated` (read-only, made
+    again) or `ran` (never started)."""
     detail: str
 
 
@@ -184,6 +194,13 @@ async def _settle_started(s: Session, call: OpenCall, started: Entry) -> Recover
     reconciler = s.options.plugins.reconciler(name) if s.runner.registry.get(name) else None
     if reconciler is not None:
         return await _reconcile(s, call, started, reconciler)
+    closed = _close_after(s, call, started)
+    if closed is not None:
+        return closed
+    receipt = await s.runner.repeat_read(call.call)
+    if receipt is not None:
+        detail = f"made again (read-only, its first run changed nothing): {receipt.status}"
+        return RecoveredCall(call_id, name, "repeated", detail)
     prep = _preparation(started)
     adapter = s.runner.registry.recovery(name)
     if prep is None or adapter is None:
@@ -221,6 +238,24 @@ async def _settle_started(s: Session, call: OpenCall, started: Entry) -> Recover
     )
     _record(s, call, "uncertain", text, observed)
     return RecoveredCall(call_id, name, "uncertain", seen.detail)
+
+
+def _close_after(s: Session, call: OpenCall, started: Entry) -> RecoveredCall | None:
+    """A finish_call's result from the `session.finished` it recorded before the process
+    stopped; None when it is not one or closed nothing."""
+    if call.call.name != FINISH_NAME:
+        return None
+    closes = s.ledger.entries(s.id, after_seq=started.seq, kinds=(SessionFinished.KIND,))
+    if not closes:
+        return None
+    checks = SessionFinished.from_entry(closes[0]).checks
+    text = (
+        f"The session was closed (its session.finished entry is recorded, {len(checks)} "
+        "checks passed) before the process stopped; this result is recorded now from that "
+        "entry, and nothing was run again."
+    )
+    _record(s, call, "ok", text, {"postcondition_observed": True, "detail": text})
+    return RecoveredCall(call.call.call_id, call.call.name, "closed", text)
 
 
 async def settle_started(s: Session, call: ToolCallPart, started: Entry) -> RecoveredCall:
@@ -299,11 +334,8 @@ async def recover(s: Session, *, continue_plan: bool = True) -> RecoveryReport:
     Returns:
         What was recovered and whether a model call should follow.
     """
-    status = s.ledger.session(s.id).status
+    finished = s.ledger.session(s.id).status == FINISHED
     entries = s.ledger.entries(s.id)
-    if status == "finished":
-        held = _hold_uncertain(s, entries)
-        return RecoveryReport(s.id, (), "finished", held, last_answer(entries))
     done: list[RecoveredCall] = []
     ran = False
     for call in open_calls(entries):
@@ -311,6 +343,8 @@ async def recover(s: Session, *, continue_plan: bool = True) -> RecoveryReport:
             rebuilt = await _rebuild(s, call, call.started)
             done.append(rebuilt or await _settle_started(s, call, call.started))
             continue
+        if finished:
+            continue  # a closed session runs nothing new
         # Never started: no effect can have happened, so it runs now like any call.
         part = call.call
         receipt = await s.run_call(part)
@@ -318,7 +352,10 @@ async def recover(s: Session, *, continue_plan: bool = True) -> RecoveryReport:
         ran = True
     entries = s.ledger.entries(s.id)
     held = _hold_uncertain(s, entries)
-    continuation = _continuation(entries, ran or any(c.status != "ran" for c in done))
+    if s.ledger.session(s.id).status == FINISHED:  # closed before, or by a finish made again
+        continuation = "finished"
+    else:
+        continuation = _continuation(entries, ran or any(c.status != "ran" for c in done))
     if continuation == "open_plan" and continue_plan:
         text = CONTINUE_PLAN.format(board=render_board(board_of(entries)))
         s.write(UserMessage(message_to_json(user_text(text))))

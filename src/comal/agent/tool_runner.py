@@ -75,6 +75,12 @@ def _decision_json(decision: PermissionDecision) -> JSONObject:
     return {"decision": decision.decision, "mode": decision.mode, "reason": decision.reason}
 
 
+def _denied(decision: PermissionDecision) -> ToolOutcome:
+    return ToolOutcome(
+        output=f"permission denied: {decision.reason}".encode(), is_error=True, status="denied"
+    )
+
+
 def media_json(media: tuple[MediaPart, ...]) -> tuple[JSONObject, ...]:
     """Media of a result as recorded: type, bytes (base64), size and digest of the bytes."""
     out: list[JSONObject] = []
@@ -249,22 +255,10 @@ class ToolRunner:
             repeat = await self._repeat_allowed(call, held)
             if not repeat.allowed:
                 return self.refuse(call, f"not run: {repeat.reason}", mode=REPEAT_MODE)
-        try:
-            decision = await self.permissions.authorize(
-                tool, call.arguments, interactive=self.context.interactive
-            )
-        except ComalError as exc:
-            decision = PermissionDecision("deny", "policy", exc.message)
+        decision = await self._authorize(tool, call)
         if decision.decision != "allow":
             self._started(call, decision)
-            return self._result(
-                call,
-                ToolOutcome(
-                    output=f"permission denied: {decision.reason}".encode(),
-                    is_error=True,
-                    status="denied",
-                ),
-            )
+            return self._result(call, _denied(decision))
         context = self.context_for(call)
         try:
             preparation = await tool.prepare(call.arguments, context)
@@ -274,13 +268,7 @@ class ToolRunner:
                 call, ToolOutcome(output=exc.message.encode(), is_error=True, status="error")
             )
         self._started(call, decision, preparation)
-        try:
-            outcome = await tool.run(call.arguments, context, preparation)
-        except ToolError as exc:
-            outcome = ToolOutcome(output=exc.message.encode(), is_error=True, status="error")
-        except asyncio.CancelledError:
-            self._cancelled(call, tool, preparation)
-            raise
+        outcome = await self._execute(tool, call, context, preparation)
         receipt = self._result(call, outcome)
         if self.hooks is not None and self.hooks.configured("PostToolUse"):
             fields = self._hook_fields(call)
@@ -293,6 +281,44 @@ class ToolRunner:
                     f"PostToolUse hook on {call.name} ({call.call_id}): {verdict.reason}"
                 )
         return receipt
+
+    async def repeat_read(self, call: ToolCallPart) -> CallReceipt | None:
+        """Make again a read-only call whose `tool.started` is recorded but whose result is not.
+
+        A read-only tool changed nothing the first time, so running it again is exact; this
+        process's permissions decide, and the recorded start stands (no second one). None when
+        this process offers no read-only tool of that name.
+        """
+        tool = self.registry.get(call.name)
+        if tool is None or not tool.read_only:
+            return None
+        decision = await self._authorize(tool, call)
+        if decision.decision != "allow":
+            return self._result(call, _denied(decision))
+        return self._result(call, await self._execute(tool, call, self.context_for(call), None))
+
+    async def _authorize(self, tool: Tool, call: ToolCallPart) -> PermissionDecision:
+        try:
+            return await self.permissions.authorize(
+                tool, call.arguments, interactive=self.context.interactive
+            )
+        except ComalError as exc:
+            return PermissionDecision("deny", "policy", exc.message)
+
+    async def _execute(
+        self,
+        tool: Tool,
+        call: ToolCallPart,
+        context: ToolContext,
+        preparation: Preparation | None,
+    ) -> ToolOutcome:
+        try:
+            return await tool.run(call.arguments, context, preparation)
+        except ToolError as exc:
+            return ToolOutcome(output=exc.message.encode(), is_error=True, status="error")
+        except asyncio.CancelledError:
+            self._cancelled(call, tool, preparation)
+            raise
 
     @staticmethod
     def _hook_fields(call: ToolCallPart) -> JSONObject:

@@ -103,15 +103,17 @@ async def resume_session(session: Session, prompt: str | None) -> Outcome:
         session: a resumed, locked session.
         prompt: a new user message, or None.
     """
-    if lifecycle(session.ledger, session.id).status(running=False) == FINISHED:
-        if prompt is None:
-            answer = final_answer(session.ledger.entries(session.id)) or ""
-            session.emit(TextStreamed(answer + "\n"))
-            session.emit(Notice("STATE", render_state(session_state(session.ledger, session.id))))
-            session.emit(TurnFinished(session.id, answer, 0, "finished"))
-            return Outcome(session.id, "finished", answer, None)
+    finished = lifecycle(session.ledger, session.id).status(running=False) == FINISHED
+    if finished and prompt is not None:
         index_running(session.ledger, session.id)  # recovery settles a reopened session
+    # A finished session too: a call the close left without a result gets one.
     report = await recover(session, continue_plan=prompt is None)
+    if prompt is None and report.continuation == "finished":
+        answer = final_answer(session.ledger.entries(session.id)) or ""
+        session.emit(TextStreamed(answer + "\n"))
+        session.emit(Notice("STATE", render_state(session_state(session.ledger, session.id))))
+        session.emit(TurnFinished(session.id, answer, 0, "finished"))
+        return Outcome(session.id, "finished", answer, None)
     if prompt is None and not report.needs_model_call:
         answer = report.last_answer or ""
         detail = "no pending calls, open plan or unanswered message; add one with -p TEXT"

@@ -26,7 +26,7 @@ from comal.agent.custom_commands import command_folders, expand_command, load_co
 from comal.agent.events import Notice, TextStreamed, TurnFinished
 from comal.agent.plugins import load_plugins
 from comal.agent.session import SessionOptions
-from comal.agent.session_facts import final_answer, render_state, session_state
+from comal.agent.session_facts import final_answer, open_calls, render_state, session_state
 from comal.agent.session_status import FINISHED, reindex, session_status
 from comal.agent.tool_catalog import configured_mcp_tools
 from comal.agent.toolset import standard_tools
@@ -236,7 +236,7 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
             if workspace != config.workspace:
                 config = _load(args, workspace)  # the session's workspace config applies
             finished = session_status(ledger, session_id) == FINISHED
-            if prompt is None and not interactive and finished:
+            if prompt is None and not interactive and finished and _settled(ledger, session_id):
                 return _show_finished(renderer, ledger, session_id)
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=10.0)) as client:
             cfg = await choose_provider(config, args.provider, args.model)
@@ -307,6 +307,12 @@ def _place(args: argparse.Namespace, ledger: Ledger, session_id: str) -> Path:
         ledger.acquire_lock(session_id)
         ledger.append_record(session_id, SessionMoved(str(recorded), str(target)))
     return target
+
+
+def _settled(ledger: Ledger, session_id: str) -> bool:
+    """No started call is left without a result (else the session opens, and recovery settles
+    it, before its answer is shown)."""
+    return all(call.started is None for call in open_calls(ledger.entries(session_id)))
 
 
 def _show_finished(renderer: Renderer, ledger: Ledger, session_id: str) -> int:

@@ -244,7 +244,14 @@ def _result_lines(entry: Entry, body: bytes | None) -> list[str]:
 
 
 _QUIET_KINDS = frozenset(
-    {"lock.acquired", "lock.reclaimed", "provider.request", "session.tools", "session.started"}
+    {
+        "lock.acquired",
+        "lock.reclaimed",
+        "provider.request",
+        "provider.resent",
+        "session.tools",
+        "session.started",
+    }
 )
 """Bookkeeping a transcript leaves out (`--json` and `--all` keep every entry)."""
 

@@ -58,6 +58,7 @@ from comal.ledger.pages import (
     write_page_index,
 )
 from comal.ledger.records.base import Record
+from comal.ledger.records.session import SessionMoved
 from comal.ledger.salvage import SalvageReport, salvage
 from comal.ledger.schema import connect
 from comal.ledger.session_rows import (
@@ -322,6 +323,12 @@ class Ledger:
             else:
                 require_body_blob(conn, decoded.get("body"))
             seq = insert_entry(conn, session_id, kind, text, entry_id, created)
+            if kind == SessionMoved.KIND:
+                # The row's cwd indexes where the session works (what `--continue` looks up):
+                # the move updates it in the same transaction, so the two never disagree.
+                moved = SessionMoved.from_payload(decoded)
+                if moved.to is not None:
+                    conn.execute("UPDATE sessions SET cwd = ? WHERE id = ?", (moved.to, session_id))
         return Entry(seq, entry_id, session_id, kind, decoded, content_hash(kind, text), created)
 
     def append_record(self, session_id: str, record: Record, *, body: bytes | None = None) -> Entry:

@@ -135,8 +135,22 @@ class Completed:
     """The wire's own explanation of the finish, when it sends one (Anthropic `stop_details`)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Resent:
+    """The request went out again with other bytes: `body`, POSTed as is.
+
+    `reason`: `probe` (asked once unstreamed, one output token, to learn why a stream came back
+    empty) or `unstreamed` (sent again without streaming; the events that follow are its
+    reply). The caller records it beside the request, so the ledger holds every body posted.
+    """
+
+    body: bytes
+    reason: str
+
+
 ProviderEvent: TypeAlias = (
-    TextDelta
+    Resent
+    | TextDelta
     | RefusalDelta
     | ReasoningDelta
     | ToolCallDone

@@ -26,6 +26,7 @@ from comal.providers.base import (
     EncodedRequest,
     ModelRequest,
     ProviderEvent,
+    Resent,
     WireApi,
     encode_request,
 )
@@ -241,8 +242,12 @@ class WireProvider:
         request = encoded.request
         if self._streams_fail:
             # `encode` makes this same unstreamed body now, so it is the one the caller
-            # recorded; encoding it here also covers a request encoded before the flip.
-            async for event in self._unstreamed(request, self._unstreamed_body(request)):
+            # recorded; a request encoded before the flip (a child's, running beside the
+            # call that flipped it) is sent unstreamed, and says so.
+            body = self._unstreamed_body(request)
+            if body != encoded.body:
+                yield Resent(body, "unstreamed")
+            async for event in self._unstreamed(request, body):
                 yield event
             return
         secrets = (self._api_key,) if self._api_key else ()
@@ -261,11 +266,15 @@ class WireProvider:
                     yield event
             return
         except EmptyStreamError:
-            failure = await self.diagnose_empty_stream(request)
+            probe = self._unstreamed_body(replace(request, max_output_tokens=1))
+            yield Resent(probe, "probe")
+            failure = await self.diagnose_empty_stream(probe)
         if not (isinstance(failure, _AnsweredUnstreamed) and self.whole_reply_decodes):
             raise failure
         self._streams_fail = True
-        async for event in self._unstreamed(request, self._unstreamed_body(request)):
+        body = self._unstreamed_body(request)
+        yield Resent(body, "unstreamed")
+        async for event in self._unstreamed(request, body):
             yield event
 
     async def _post_unstreamed(self, content: bytes) -> httpx2.Response:
@@ -303,8 +312,9 @@ class WireProvider:
             async for event in events:
                 yield event
 
-    async def diagnose_empty_stream(self, request: ModelRequest) -> ProviderError:
-        """Ask once without streaming (one output token) to learn why a stream was empty.
+    async def diagnose_empty_stream(self, probe: bytes) -> ProviderError:
+        """POST `probe` (the request unstreamed, one output token) to learn why a stream was
+        empty.
 
         Some servers (llama-cpp-python over its `n_ctx`) fail a streamed request with HTTP 200
         and no body while the same request without streaming gets a proper error: that error is
@@ -313,8 +323,7 @@ class WireProvider:
         secrets = (self._api_key,) if self._api_key else ()
         url = self.url()
         try:
-            probe = replace(request, max_output_tokens=1)
-            response = await self._post_unstreamed(self._unstreamed_body(probe))
+            response = await self._post_unstreamed(probe)
         except httpx2.HTTPError as exc:
             found = f"asking again without streaming failed too ({type(exc).__name__})"
         else:

@@ -31,6 +31,7 @@ from comal.providers.base import (
     ProviderEvent,
     ReasoningDelta,
     RefusalDelta,
+    Resent,
     TextDelta,
     ToolCallDone,
     ToolCallInvalid,
@@ -155,6 +156,8 @@ async def collect(
                 build.parts.append(_call_part(event))
             elif isinstance(event, UsageReport):
                 usage, usage_raw = event.usage, event.raw
+            elif isinstance(event, Resent):
+                continue  # not part of the reply: the caller records it (`on_event`)
             else:
                 completed = event
     finally:

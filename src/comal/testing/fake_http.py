@@ -48,8 +48,6 @@ class FakeHandler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server: LoopbackHTTPServer[FakeServer]
-    body_digest: str = ""
-    """`sha256:…` of the last request body read."""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence per-request logging."""
@@ -66,15 +64,15 @@ class FakeHandler(BaseHTTPRequestHandler):
         self.close_connection = True
         self.wfile.write(data)
 
-    def _body(self) -> JSONValue:
+    def _body(self) -> tuple[JSONValue, str]:
+        """The request body as JSON (None when it is not JSON) and the digest of its bytes."""
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
-        self.body_digest = digest_bytes(raw)
         try:
             value: JSONValue = json.loads(raw or b"null")
         except ValueError:
-            return None
-        return value
+            value = None
+        return value, digest_bytes(raw)
 
     def do_GET(self) -> None:
         """Stats, received requests and discovery endpoints."""
@@ -117,7 +115,7 @@ class FakeHandler(BaseHTTPRequestHandler):
         """Model calls and Ollama's `/api/show`."""
         fake = self.server.owner
         path = self.path.split("?", 1)[0].rstrip("/")
-        body = self._body()
+        body, digest = self._body()
         if path == "/api/show" and fake.options.discovery_style in ("all", "ollama"):
             show: JSONObject = {
                 "model_info": {
@@ -149,7 +147,7 @@ class FakeHandler(BaseHTTPRequestHandler):
             )
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
-        wire, answer, ctx = fake.answer(path, body, headers, self.body_digest)
+        wire, answer, ctx = fake.answer(path, body, headers, digest)
         if isinstance(answer, ErrorAnswer):
             self._json(answer.status, answer.body, answer.headers)
             return

@@ -194,7 +194,9 @@ def test_every_reader_pairs_by_the_one_rule(
                 assert opened.seq < site.result.seq
                 assert site.started is None or site.started.seq < site.result.seq
 
-        # The view: each block carries the results of its own calls, in call order.
+        # The view: each block carries the results of its own calls, in call order, and sends
+        # each call and its result under one id no other call of the view uses.
+        sent_ids: list[str] = []
         for block in conversation_blocks(entries):
             if block.role != "assistant":
                 continue
@@ -203,6 +205,13 @@ def test_every_reader_pairs_by_the_one_rule(
                 made[c.result].id for c in mine if c.result is not None
             ]
             assert block.missing == tuple(c.call_id for c in mine if c.result is None)
+            sent = [call.call_id for call in block.message.tool_calls]
+            assert [r.call_id for r in block.results] == [
+                sent[i] for i, c in enumerate(mine) if c.result is not None
+            ]
+            assert [i.split("~")[0] for i in sent] == [c.call_id for c in mine]
+            sent_ids += sent
+        assert len(sent_ids) == len(set(sent_ids))
 
         # The work state reads each result against the same call.
         workstate._FOLDS.clear()

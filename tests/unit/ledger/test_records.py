@@ -23,6 +23,7 @@ from comal.ledger.records import (
     CompactRequested,
     LockReclaimed,
     PressureDeferred,
+    ProviderResent,
     SessionConfigured,
     SessionPlugins,
     ToolResult,
@@ -39,6 +40,7 @@ NOT_IN_FIXTURE = {
     "session.plugins",
     "pressure.deferred",
     "lock.reclaimed",
+    "provider.resent",
 }
 
 
@@ -72,6 +74,7 @@ def test_kinds_the_fixture_lacks_round_trip_too() -> None:
             ({"name": "p", "tools": ["T"], "recovery": [], "checks": [], "schema_bytes": 10},), ()
         ),
         PressureDeferred("threshold", "turn_boundary", 10, 8, 9, 2, 1, ({"action": "defer"},)),
+        ProviderResent("evt_" + "0" * 32, "probe", "sha256:" + "ab" * 32, 120),
         LockReclaimed(
             1,
             "h",

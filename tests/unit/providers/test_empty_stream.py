@@ -14,7 +14,7 @@ import pytest
 from comal.config import ProviderConfig
 from comal.errors import ContextLengthError, EmptyStreamError
 from comal.messages import digest_bytes, user_text
-from comal.providers.base import Capabilities, ModelRequest, encode_request
+from comal.providers.base import Capabilities, ModelRequest, Resent, encode_request
 from comal.providers.factory import make_provider
 from comal.providers.reply import Reply, collect
 from comal.testing.fake_server import FakeServer
@@ -186,7 +186,11 @@ async def test_once_a_server_answers_only_unstreamed_the_recorded_bytes_are_thos
             provider = make_provider(
                 cfg, client=client, api_key=None, context_window_override=None, capabilities=CAPS
             )
-            await collect(provider.stream(REQUEST))
+            resent: list[Resent] = []
+            await collect(
+                provider.stream(REQUEST),
+                on_event=lambda e: resent.append(e) if isinstance(e, Resent) else None,
+            )
             recorded = []
             for text in ("again", "once more"):
                 encoded = encode_request(provider, replace(REQUEST, messages=(user_text(text),)))
@@ -197,5 +201,10 @@ async def test_once_a_server_answers_only_unstreamed_the_recorded_bytes_are_thos
     # The stream, the probe and the first unstreamed answer, then one POST per later request:
     # each of those is the very bytes the caller encoded (and would record).
     assert len(received) == 5
+    # The first request's probe and unstreamed re-send are told to the caller, byte for byte.
+    assert [(r.reason, digest_bytes(r.body)) for r in resent] == [
+        ("probe", received[1].digest),
+        ("unstreamed", received[2].digest),
+    ]
     assert [r.digest for r in received[3:]] == recorded
     assert all(r.body["stream"] is False for r in received[3:])

@@ -12,13 +12,18 @@ sent), and second results for an already answered call. Which result answers whi
 rule of `pairing`. Operational entries (receipts, usage,
 locks, decisions) never enter the conversation.
 
+A call id used again (some servers number calls per response: `call_0` every turn) is sent as
+`<id>~<n>`, its n-th use, in its call and its result alike: a request never holds one id twice
+(wires refuse it), while the ledger keeps the ids as the server sent them. The n of a call is
+fixed when its message is taken, from the messages before it, so it never changes later.
+
 Everything here is a pure function of the entries.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from comal.context.view.pairing import Pairing, assistant_message
@@ -31,7 +36,7 @@ from comal.ledger.records import (
     UserMessage,
 )
 from comal.ledger.records import fields as f
-from comal.messages import JSONObject, Message, TextPart, message_from_json
+from comal.messages import JSONObject, Message, TextPart, ToolCallPart, message_from_json
 
 SUMMARY_MARK = "[summary recorded by"
 
@@ -159,6 +164,10 @@ class ConversationIndex:
         """Block index of each assistant message, by entry id."""
         self._superseded: set[str] = set()
         self._dirty: set[int] = set()
+        self._uses: dict[str, int] = {}
+        """How many calls so far used each id (as sent, renamed ones included)."""
+        self._sent_ids: dict[str, tuple[str, ...]] = {}
+        """The ids an assistant message's calls are sent with, by entry id, when any differs."""
 
     def extend(self, entries: Sequence[Entry]) -> ConversationIndex:
         """Take newly appended entries into account."""
@@ -177,6 +186,7 @@ class ConversationIndex:
             message = assistant_message(entry)
             if message is None:
                 return
+            message = self._unique_ids(entry, message)
             index = len(self._blocks)
             self._blocks.append(Block("assistant", entry, message))
             self._assistant[entry.id] = index
@@ -197,7 +207,12 @@ class ConversationIndex:
         for index in sorted(self._dirty):
             block = self._blocks[index]
             sites = self._pairing.sites_of(block.entry)
-            ordered = tuple(self._result(s.result) for s in sites if s.result is not None)
+            sent = self._sent_ids.get(block.entry.id)
+            ordered = tuple(
+                self._result(s.result, None if sent is None else sent[s.position])
+                for s in sites
+                if s.result is not None
+            )
             missing = tuple(s.call.call_id for s in sites if s.result is None)
             self._blocks[index] = Block("assistant", block.entry, block.message, ordered, missing)
         self._dirty.clear()
@@ -205,11 +220,36 @@ class ConversationIndex:
             return list(self._blocks)
         return [b for b in self._blocks if b.entry.id not in self._superseded]
 
-    def _result(self, entry: Entry) -> ResultEntry:
+    def _result(self, entry: Entry, sent_id: str | None = None) -> ResultEntry:
         found = self._results.get(entry.id)
         if found is None:
             found = self._results[entry.id] = result_entry(entry)
+        if sent_id is not None and sent_id != found.call_id:
+            found = self._results[entry.id] = replace(found, call_id=sent_id)
         return found
+
+    def _unique_ids(self, entry: Entry, message: Message) -> Message:
+        """`message` with each call id used before sent as its n-th use (module docstring)."""
+        calls = message.tool_calls
+        sent: list[str] = []
+        for call in calls:
+            n = self._uses.get(call.call_id, 0)
+            name = call.call_id if n == 0 else f"{call.call_id}~{n}"
+            while n and name in self._uses:  # a server's own id could look like a renamed one
+                n += 1
+                name = f"{call.call_id}~{n}"
+            self._uses[call.call_id] = max(n, self._uses.get(call.call_id, 0)) + 1
+            self._uses.setdefault(name, 1)
+            sent.append(name)
+        if sent == [c.call_id for c in calls]:
+            return message
+        self._sent_ids[entry.id] = tuple(sent)
+        renamed = iter(sent)
+        parts = tuple(
+            replace(p, call_id=next(renamed)) if isinstance(p, ToolCallPart) else p
+            for p in message.parts
+        )
+        return Message(message.role, parts)
 
 
 def conversation_blocks(entries: Sequence[Entry]) -> list[Block]:

@@ -285,3 +285,19 @@ def pair(entries: Sequence[Entry]) -> Pairing:
     pairing = Pairing()
     pairing.extend(entries)
     return pairing
+
+
+def call_occurrence(entries: Sequence[Entry], call_id: str) -> int:
+    """Which use of `call_id` the latest assistant message making a call with it is: 0 for the
+    first (and for an id never reused), 1 when one earlier message made a call with that id.
+
+    With the id, it tells a call apart from the calls of earlier turns that reused its id
+    (`call_0` every turn): what names derived from a call (a child session's id, a delegated
+    write's call id) key on. Superseded messages made no call and are not counted.
+    """
+    messages = {
+        site.message.id
+        for site in pair(entries).sites
+        if site.message is not None and site.call.call_id == call_id
+    }
+    return max(0, len(messages) - 1)

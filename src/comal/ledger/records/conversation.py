@@ -138,6 +138,39 @@ class ProviderRequest(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class ProviderResent(Record):
+    """The request of `request_entry` went out again with other bytes (`sha256`, `size_bytes`
+    of the exact body POSTed): `reason` `probe` (asked once unstreamed, one output token, to
+    learn why a stream came back empty) or `unstreamed` (sent again without streaming to a
+    server that answers only so; the reply that follows is that POST's)."""
+
+    KIND: ClassVar[str] = "provider.resent"
+    WRITTEN_BY: ClassVar[str] = "agent"
+
+    request_entry: str
+    reason: str
+    sha256: str
+    size_bytes: int
+
+    def to_payload(self) -> JSONObject:
+        return {
+            "request_entry": self.request_entry,
+            "reason": self.reason,
+            "sha256": self.sha256,
+            "size_bytes": self.size_bytes,
+        }
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.text(payload, "request_entry"),
+            f.text(payload, "reason"),
+            f.text(payload, "sha256"),
+            f.int_or_none(payload, "size_bytes") or 0,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderErrorRecord(Record):
     """A provider call that failed: the typed error's `code`, `message` and HTTP `status`
     (null when none)."""
