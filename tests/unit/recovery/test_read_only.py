@@ -7,10 +7,14 @@ close, and its checks never run twice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from comal.agent.recovery import recover
+from comal.agent.session import Session
 from comal.agent.session_facts import open_calls
 from comal.agent.turns import resume_session
 from comal.config import PermissionRule
+from comal.providers.scripted import ScriptedProvider
 from tests.unit.recovery.conftest import (
     Bench,
     call,
@@ -22,6 +26,17 @@ from tests.unit.recovery.conftest import (
 
 FINISH = {"answer": "notes checked"}
 CHECK = "echo ran >> checks.log"
+
+
+async def _killed_finish(
+    bench: Bench, turns: Sequence[str] = (), *, effect: bool = False
+) -> tuple[Session, ScriptedProvider]:
+    """A session whose finish_call started and left no result (its close too, with `effect`)."""
+    s, provider = bench.open(turns)
+    finish = call("f1", "finish_call", FINISH)
+    record_reply(s, finish)
+    await record_started(s, finish, effect=effect)
+    return s, provider
 
 
 def _starts(bench: Bench, session_id: str, call_id: str) -> int:
@@ -68,10 +83,7 @@ async def test_a_finish_killed_before_its_close_runs_its_checks_again_and_closes
     bench: Bench,
 ) -> None:
     bench.checks = (CHECK,)
-    s, provider = bench.open()
-    finish = call("f1", "finish_call", FINISH)
-    record_reply(s, finish)
-    await record_started(s, finish)
+    s, provider = await _killed_finish(bench)
 
     outcome = await resume_session(s, None)
 
@@ -88,10 +100,7 @@ async def test_a_finish_whose_checks_fail_when_made_again_leaves_the_session_ope
     bench: Bench,
 ) -> None:
     bench.checks = ("test -f missing.txt",)
-    s, _ = bench.open(["I will create it"])
-    finish = call("f1", "finish_call", FINISH)
-    record_reply(s, finish)
-    await record_started(s, finish)
+    s, _ = await _killed_finish(bench, ["I will create it"])
 
     outcome = await resume_session(s, None)
 
@@ -106,10 +115,7 @@ async def test_a_finish_killed_after_its_close_gets_its_result_from_the_close(
     bench: Bench,
 ) -> None:
     bench.checks = (CHECK,)
-    s, provider = bench.open()
-    finish = call("f1", "finish_call", FINISH)
-    record_reply(s, finish)
-    await record_started(s, finish, effect=True)  # the close is recorded, the result is not
+    s, provider = await _killed_finish(bench, effect=True)  # the close is recorded, not the result
     assert s.ledger.session(s.id).status == "finished"
     assert len(open_calls(s.ledger.entries(s.id))) == 1
 

@@ -28,7 +28,6 @@ from comal.context.relief.evidence_names import INDEX_CALL, evidence_names, resu
 from comal.context.relief.projection import min_projectable_tokens
 from comal.context.relief.workstate import (
     PATH_KEYS,
-    Call,
     WorkState,
     clip,
     collect_calls,
@@ -157,22 +156,6 @@ def _last_statement(blocks: Sequence[Block], size: int) -> str | None:
     return None
 
 
-_PATHS: dict[str, tuple[Call, str | None]] = {}
-"""The file each call works on, by call id, with the call it was read from (every draft a
-derivation weighs asks again for the same calls)."""
-
-
-def _path_of(call: Call) -> str | None:
-    hit = _PATHS.get(call.call_id)
-    if hit is not None and hit[0] is call:
-        return hit[1]
-    path = first_arg(call.arguments, PATH_KEYS)
-    if len(_PATHS) >= 100_000:
-        _PATHS.clear()
-    _PATHS[call.call_id] = (call, path)
-    return path
-
-
 def _evidence_section(
     covered: list[ResultEntry],
     last_turn: Sequence[ResultEntry],
@@ -198,7 +181,7 @@ def _evidence_section(
 
     def on_tail_file(item: ResultEntry) -> bool:
         call = calls.get(item.entry.id)
-        return call is not None and bool(tail_paths) and _path_of(call) in tail_paths
+        return call is not None and bool(tail_paths) and call.path in tail_paths
 
     wanted = [*last_turn, *(i for i in reversed(covered) if on_tail_file(i))]
     priority: list[ResultEntry] = []

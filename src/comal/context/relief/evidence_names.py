@@ -26,7 +26,6 @@ from typing import Final
 from comal.context.measure.tokens import TokenCounter
 from comal.context.relief.workstate import (
     COMMAND_KEYS,
-    PATH_KEYS,
     Call,
     clip,
     describe_call,
@@ -112,7 +111,7 @@ def _listed(call: Call | None, item: ResultEntry, ordinal: int) -> tuple[str, _F
     if call is None:
         label, what = item.facts.name, ""
     else:
-        path = first_arg(call.arguments, PATH_KEYS)
+        path = call.path
         if path is not None and first_arg(call.arguments, COMMAND_KEYS) is None:
             label, what = f"{call.name} {clip(path, 80)}", ""
         else:

@@ -37,6 +37,11 @@ class Call:
     name: str
     arguments: JSONObject
     started: Entry | None = None
+    path: str | None = field(init=False)
+    """The file it works on (its first `PATH_KEYS` argument), read once when it is made."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", first_arg(self.arguments, PATH_KEYS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +154,7 @@ class _Fold:
                 self.calls[entry.id] = call
             name = call.name if call else item.facts.name
             args = call.arguments if call else {}
-            path = first_arg(args, PATH_KEYS)
+            path = call.path if call else None
             op = _file_op(name)
             if path and op and call:
                 self.files.pop(path, None)
