@@ -218,12 +218,14 @@ def _hot_ranks(lines: list[str]) -> dict[int, int | None]:
     words: tuple[str, ...] = _TRIGGERS
     if text.isascii():
         text, words = text.lower(), _TRIGGERS_FOLDED
-    # ends[i]: where line i + 1 starts in `text`.
-    ends = [end + i + 1 for i, end in enumerate(accumulate(map(len, lines)))]
+    # ends[i]: where line i + 1 starts in `text`, made at the first hit (most logs have none).
+    ends: list[int] = []
     hot: set[int] = set()
     for word in words:
         # str.find runs at memory speed; one hit per line is enough, so skip to the next line.
         at = text.find(word)
+        if at != -1 and not ends:
+            ends = [end + i + 1 for i, end in enumerate(accumulate(map(len, lines)))]
         while at != -1:
             index = bisect_right(ends, at)
             hot.add(index)
