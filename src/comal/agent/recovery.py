@@ -31,7 +31,8 @@ first model call. It works only from the ledger:
   insistence guard, which asks the user before an identical re-issue (headless: refuses).
 - An incomplete response at the tail (`response.discarded`, or a `provider.request` with no
   reply) is not in the conversation at all, so nothing of it runs.
-- A finished session settles its started calls the same way, and nothing else runs.
+- A finished session settles its started calls the same way (a child-running call is
+  settled, not rebuilt), and nothing else runs.
 - An answered session with an open board gets one recorded user message saying so, so
   `--resume UUID -p` continues the plan without a new prompt. Recovering never closes a session
   on its own: only a finish_call the model made, whose checks pass, does.
@@ -340,7 +341,8 @@ async def recover(s: Session, *, continue_plan: bool = True) -> RecoveryReport:
     ran = False
     for call in open_calls(entries):
         if call.started is not None:
-            rebuilt = await _rebuild(s, call, call.started)
+            # A closed session resumes no child: what it left running is settled, no more.
+            rebuilt = None if finished else await _rebuild(s, call, call.started)
             done.append(rebuilt or await _settle_started(s, call, call.started))
             continue
         if finished:
