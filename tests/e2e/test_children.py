@@ -289,7 +289,7 @@ def test_a_call_id_reused_in_a_later_turn_runs_its_own_children_and_write(
         assert run.code == 0, run.stderr
         assert server.stats().orphan_violations == 0
         last = str(server.received[-1].body)
-    assert "call_0~1" in last  # the second use, as sent
+    assert "call_0-1" in last  # the second use, as sent
     assert (workspace / "first.md").read_text() == "# First\n\nThe first file.\n"
     assert (workspace / "second.md").read_text() == "# Second\n\nThe second file.\n"
     with ledger_at(home) as ledger:

@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 
 from comal.messages import (
@@ -59,6 +61,22 @@ _THINKING_BUDGET = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
 _CACHE: JSONObject = {"type": "ephemeral"}
 
 
+_TOOL_ID = re.compile(r"[A-Za-z0-9_-]+")
+_NOT_TOOL_ID = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def tool_id(call_id: str) -> str:
+    """`call_id` as the Messages API takes a tool id (it refuses any other than
+    `^[a-zA-Z0-9_-]+$` with a 400): unchanged when it is one; otherwise each other character
+    becomes `_` and a digest of the whole id follows, so two ids never meet. Such ids come from
+    elsewhere: another server's, or an imported session's `<id>#<n>`. A call and its result map
+    alike, so they stay paired; the ledger keeps the id as recorded."""
+    if _TOOL_ID.fullmatch(call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{_NOT_TOOL_ID.sub('_', call_id)}_{digest}"
+
+
 def _image(media: MediaPart) -> JSONObject:
     return {
         "type": "image",
@@ -71,7 +89,7 @@ def _user_blocks(message: Message) -> list[JSONObject]:
     rest: list[JSONObject] = []
     for part in message.parts:
         if isinstance(part, ToolResultPart):
-            block: JSONObject = {"type": "tool_result", "tool_use_id": part.call_id}
+            block: JSONObject = {"type": "tool_result", "tool_use_id": tool_id(part.call_id)}
             if part.media:
                 content: list[JSONValue] = [{"type": "text", "text": part.content or "(no text)"}]
                 content.extend(_image(m) for m in part.media)
@@ -105,8 +123,9 @@ def _assistant_blocks(message: Message, model: str) -> list[JSONObject]:
             if part.text:
                 blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ToolCallPart):
+            call_id = tool_id(part.call_id)
             blocks.append(
-                {"type": "tool_use", "id": part.call_id, "name": part.name, "input": part.arguments}
+                {"type": "tool_use", "id": call_id, "name": part.name, "input": part.arguments}
             )
     return blocks
 

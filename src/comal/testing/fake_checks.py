@@ -9,6 +9,8 @@ Invariants (the harness must never break them; each break is a counted violation
 - no result without its call, and no call id used twice.
 - Chat: an assistant message's `content` is never an explicit null (llama-cpp-python's
   validation answers it with HTTP 500; `""` is what every server takes).
+- Anthropic: a `tool_use` id and a `tool_result`'s `tool_use_id` match `^[a-zA-Z0-9_-]+$`
+  (the Messages API refuses any other with a 400, "String should match pattern").
 
 Request size: the o200k token count (toktok) of every text the request carries (instructions,
 message text, tool results, tool-call arguments, tool schemas), plus 4 tokens per message.
@@ -18,6 +20,7 @@ Other facts read from a request: the tool calls it answers and the output limit 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 
 import toktok
@@ -218,6 +221,9 @@ def check_responses(body: JSONObject) -> list[str]:
     return problems
 
 
+_ANTHROPIC_TOOL_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
 def check_anthropic(body: JSONObject) -> list[str]:
     """Violations in a Messages request."""
     problems: list[str] = []
@@ -252,6 +258,11 @@ def check_anthropic(body: JSONObject) -> list[str]:
         if role == "assistant":
             expected = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
             all_ids.extend(expected)
+        problems.extend(
+            f"messages.{i}: tool id {tid!r}: String should match pattern '^[a-zA-Z0-9_-]+$'"
+            for tid in (*expected, *results)
+            if not _ANTHROPIC_TOOL_ID.fullmatch(tid)
+        )
     if expected:
         problems.append(f"tool_use ids without results at the end: {', '.join(expected)}")
     problems.extend(f"duplicate tool call id {d}" for d in _duplicates(all_ids))

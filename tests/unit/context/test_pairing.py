@@ -209,7 +209,7 @@ def test_every_reader_pairs_by_the_one_rule(
             assert [r.call_id for r in block.results] == [
                 sent[i] for i, c in enumerate(mine) if c.result is not None
             ]
-            assert [i.split("~")[0] for i in sent] == [c.call_id for c in mine]
+            assert [i.split("-")[0] for i in sent] == [c.call_id for c in mine]
             sent_ids += sent
         assert len(sent_ids) == len(set(sent_ids))
 

@@ -13,9 +13,10 @@ rule of `pairing`. Operational entries (receipts, usage,
 locks, decisions) never enter the conversation.
 
 A call id used again (some servers number calls per response: `call_0` every turn) is sent as
-`<id>~<n>`, its n-th use, in its call and its result alike: a request never holds one id twice
-(wires refuse it), while the ledger keeps the ids as the server sent them. The n of a call is
-fixed when its message is taken, from the messages before it, so it never changes later.
+`<id>-<n>`, its n-th use (characters every wire accepts in an id), in its call and its result
+alike: a request never holds one id twice (wires refuse it), while the ledger keeps the ids as
+the server sent them. The n of a call is fixed when its message is taken, from the messages
+before it, so it never changes later.
 
 Everything here is a pure function of the entries.
 """
@@ -234,10 +235,10 @@ class ConversationIndex:
         sent: list[str] = []
         for call in calls:
             n = self._uses.get(call.call_id, 0)
-            name = call.call_id if n == 0 else f"{call.call_id}~{n}"
+            name = call.call_id if n == 0 else f"{call.call_id}-{n}"
             while n and name in self._uses:  # a server's own id could look like a renamed one
                 n += 1
-                name = f"{call.call_id}~{n}"
+                name = f"{call.call_id}-{n}"
             self._uses[call.call_id] = max(n, self._uses.get(call.call_id, 0)) + 1
             self._uses.setdefault(name, 1)
             sent.append(name)
