@@ -181,7 +181,7 @@ class Delegation:
                 return receipt
         tools, offer = self.child_tools(task.tools)
         async with self._slots:
-            return await self._run(call_id, task, child_id, tools, offer)
+            return await self._run(call_id, task, child_id, occurrence, tools, offer)
 
     def occurrence(self, call_id: str) -> int:
         """Which use of `call_id` in the coordinator the running call is
@@ -189,9 +189,9 @@ class Delegation:
         entries = self.ledger.entries(self.session.id, kinds=PAIRING_KINDS)
         return call_occurrence(entries, call_id)
 
-    def _create(self, call_id: str, task: ChildTask) -> str:
+    def _create(self, call_id: str, task: ChildTask, occurrence: int) -> str:
         parent = self.session
-        child_id = child_session_id(parent.id, call_id, task.key, self.occurrence(call_id))
+        child_id = child_session_id(parent.id, call_id, task.key, occurrence)
         self.ledger.create_session(
             cwd=str(parent.runner.context.workspace),
             model=self.provider.model,
@@ -252,10 +252,11 @@ class Delegation:
         call_id: str,
         task: ChildTask,
         child_id: str | None,
+        occurrence: int,
         tools: list[Tool],
         offer: tuple[str, ...],
     ) -> ChildReceipt:
-        child_id = child_id or self._create(call_id, task)
+        child_id = child_id or self._create(call_id, task, occurrence)
         self._start(child_id, call_id, task)
         options = self._options(child_id, call_id, task)
         bound = Delegation(self.ledger, self.config, self.provider, tools, options, offer)

@@ -239,7 +239,7 @@ class ConversationIndex:
             while n and name in self._uses:  # a server's own id could look like a renamed one
                 n += 1
                 name = f"{call.call_id}-{n}"
-            self._uses[call.call_id] = max(n, self._uses.get(call.call_id, 0)) + 1
+            self._uses[call.call_id] = n + 1  # n only grew from this id's count
             self._uses.setdefault(name, 1)
             sent.append(name)
         if sent == [c.call_id for c in calls]:
