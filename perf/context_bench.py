@@ -17,15 +17,20 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import platform
 import random
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
+from comal.context.measure.tokens import counter_for_model
 from comal.errors import CompactNotSmallerError
 from comal.evidence.read import read_evidence
 from comal.ledger.store import Ledger
@@ -174,7 +179,53 @@ def bench_derivation(ledger: Ledger, session_id: str, window: int) -> list[str]:
             f"| derivation (`compact`) over {entries:,} entries, {label} |"
             f" {wall * 1e3:.0f} ms (CPU {cpu * 1e3:.0f} ms; {outcome}) |"
         )
+    copy = path.with_name(f"{path.stem}_fresh.db")
+    shutil.copyfile(path, copy)
+    found = _in_fresh_process("derive", copy, session_id, window)
+    rows.append(
+        f"| derivation (`compact`) over {entries:,} entries, in a fresh process (no memo of"
+        f" this one's; after its vocabulary load) | {found['ms']:.0f} ms (CPU"
+        f" {found['cpu_ms']:.0f} ms) |"
+    )
+    rows.append(
+        f"| a fresh process's first token count (loads the `o200k_base` vocabulary, once) |"
+        f" {found['vocabulary_ms']:.0f} ms |"
+    )
     return rows
+
+
+def _in_fresh_process(mode: str, path: Path, session_id: str, window: int) -> dict[str, Any]:
+    """Run `_child` in a new interpreter: what `comal --resume` pays, with no module memo of
+    this process's (the in-process rows reuse memos keyed by the same entry ids)."""
+    command = [sys.executable, "-m", "perf.context_bench", "--child", mode, str(path), session_id]
+    out = subprocess.run(
+        [*command, "--window", str(window)], check=True, capture_output=True, text=True
+    ).stdout
+    found: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return found
+
+
+def _child(mode: str, path: Path, session_id: str, window: int) -> None:
+    """One measurement in this (fresh) process, printed as JSON: the vocabulary is loaded
+    first and timed apart (a fixed cost of the process, not of the session)."""
+    start = time.perf_counter()
+    counter_for_model("gpt-4o").count("warm")
+    vocabulary = time.perf_counter() - start
+    settings = EngineSettings(window_tokens=window, max_output_tokens=16_000)
+    cpu = time.process_time()
+    start = time.perf_counter()
+    with Ledger.open(path, durable=mode == "resume") as ledger:
+        if mode == "resume":
+            ledger.entries(session_id)
+        engine = ContextEngine(ledger, session_id, settings, FIXED, model="gpt-4o")
+        actions: list[str] = ["checkpoint"]
+        if mode == "resume":
+            actions = list(engine.prepare().actions)
+        else:
+            engine.compact(by="user")
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    found = {"ms": wall * 1e3, "cpu_ms": cpu * 1e3, "vocabulary_ms": vocabulary * 1e3}
+    print(json.dumps({**found, "actions": actions}))
 
 
 def bench_resume(directory: Path, entries: int, window: int) -> list[str]:
@@ -211,13 +262,38 @@ def bench_resume(directory: Path, entries: int, window: int) -> list[str]:
         done = time.perf_counter()
     cpu = time.process_time() - cpu
     collected = COLLECTOR.since(mark)
+    fresh = _in_fresh_process("resume", path, session_id, window)
+    deriving = _pressed_copy(path, session_id, window, rnd, n)
+    derives = _in_fresh_process("resume", deriving, session_id, window)
     return [
         f"| resume of a {count:,}-entry session (open, read back, first `prepare()`) |"
         f" {(done - start) * 1e3:.0f} ms, CPU {cpu * 1e3:.0f} ms ({collected}; open"
         f" {(opened - start) * 1e3:.0f} · read {(scanned - opened) * 1e3:.0f} · prepare"
         f" {(done - scanned) * 1e3:.0f}; actions"
         f" {list(view.actions)}) |",
+        f"| the same resume in a fresh process (after its vocabulary load,"
+        f" {fresh['vocabulary_ms']:.0f} ms) | {fresh['ms']:.0f} ms (CPU"
+        f" {fresh['cpu_ms']:.0f} ms) |",
+        f"| a resume whose first `prepare()` derives (turns appended past the threshold while"
+        f" no engine ran), fresh process | {derives['ms']:.0f} ms (CPU"
+        f" {derives['cpu_ms']:.0f} ms; actions {derives['actions']}) |",
     ]
+
+
+def _pressed_copy(path: Path, session_id: str, window: int, rnd: random.Random, n: int) -> Path:
+    """A copy of the resumed session with turns appended, as a crashed run would have left
+    them, until its recorded view is past the threshold: its next `prepare()` must derive."""
+    copy = path.with_name(f"{path.stem}_pressed.db")
+    shutil.copyfile(path, copy)
+    settings = EngineSettings(window_tokens=window, max_output_tokens=16_000)
+    with Ledger.open(copy, durable=False) as ledger:
+        builder = SessionBuilder.resume(ledger, session_id)
+        engine = ContextEngine(ledger, session_id, settings, FIXED, model="gpt-4o")
+        while engine.snapshot().used_tokens <= engine.budget().threshold:
+            text, code = _output(rnd, n)
+            builder.turn(f"Step {n}.", [("Bash", {"command": f"run step {n}"}, text, code)])
+            n += 1
+    return copy
 
 
 def bench_evidence(directory: Path) -> list[str]:
@@ -252,7 +328,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, nargs="+", default=[300, 1_000])
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--resume-entries", type=int, default=10_000)
+    parser.add_argument("--child", nargs=3, metavar=("MODE", "LEDGER", "SESSION"))
     args = parser.parse_args()
+    if args.child is not None:
+        mode, ledger, session_id = args.child
+        _child(mode, Path(ledger), session_id, args.window)
+        return
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         directory = Path(tmp)
         print(f"Python {platform.python_version()} on {platform.machine()}\n")

@@ -527,6 +527,7 @@ class ContextEngine:
             now_ms=self._clock(),
             last_event_seq=last_event,
             deferred=deferred_since(self._of_kinds(DEFERRED_KIND), last_event),
+            index=self._index,
         )
 
     def relief_inputs(self) -> ReliefInputs:

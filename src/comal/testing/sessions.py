@@ -78,6 +78,17 @@ class SessionBuilder:
         )
         ledger.append_record(self.session_id, started)
 
+    @classmethod
+    def resume(cls, ledger: Ledger, session_id: str) -> SessionBuilder:
+        """A builder appending to a recorded session, as its next run would (call ids go on
+        past every id given so far: they start above its entry count)."""
+        builder = cls.__new__(cls)
+        builder.ledger = ledger
+        builder.model = ledger.session(session_id).model
+        builder.session_id = session_id
+        builder._calls = len(ledger.entries(session_id))
+        return builder
+
     def append(self, kind: str, payload: JSONObject, body: bytes | None = None) -> Entry:
         """Append any entry to the session."""
         return self.ledger.append(self.session_id, kind, payload, body=body)

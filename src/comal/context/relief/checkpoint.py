@@ -37,7 +37,7 @@ from comal.context.relief.workstate import (
     work_state,
 )
 from comal.context.view.build import ResultTexts, ViewState, block_tokens
-from comal.context.view.conversation import Block, ResultEntry
+from comal.context.view.conversation import Block, ConversationIndex, ResultEntry
 from comal.context.view.rendering import evidence_call
 from comal.ledger.entry import Entry
 
@@ -164,6 +164,7 @@ def _evidence_section(
     limits: Limits,
     counter: TokenCounter,
     named: str,
+    index: ConversationIndex | None = None,
 ) -> list[str]:
     """Every covered output, named by ordinal (`evidence_names`), the likeliest needed first.
 
@@ -171,7 +172,7 @@ def _evidence_section(
     from — and those on the files the tail's calls work on, unless the work state (`named`)
     already names them, at most `limits.evidence_items`; then every other one by tool and file.
     """
-    calls = collect_calls(entries)
+    calls = collect_calls(entries, index)
     tail_paths = {
         path
         for block in tail
@@ -225,14 +226,16 @@ def checkpoint_text(
     blobs_texts: ResultTexts,
     counter: TokenCounter,
     limits: Limits,
+    index: ConversationIndex | None = None,
 ) -> tuple[str, str]:
     """The checkpoint as the model sees it, and its title (memoized: the same entries, blocks
-    object, cut and bounds give the same text)."""
+    object, cut and bounds give the same text; `index`, the conversation index the blocks came
+    from, lends the work state its pairing)."""
     key = (number, prefix_key(entries), id(blocks), covered, id(blobs_texts), counter.name, limits)
     hit = _TEXTS.get(key)
     if hit is not None and hit[0] is blocks and hit[1] is blobs_texts:
         return hit[2]
-    found = _checkpoint_text(number, entries, blocks, covered, blobs_texts, counter, limits)
+    found = _checkpoint_text(number, entries, blocks, covered, blobs_texts, counter, limits, index)
     if len(_TEXTS) >= 8:
         _TEXTS.clear()
     _TEXTS[key] = (blocks, blobs_texts, found)
@@ -247,6 +250,7 @@ def _checkpoint_text(
     blobs_texts: ResultTexts,
     counter: TokenCounter,
     limits: Limits,
+    index: ConversationIndex | None,
 ) -> tuple[str, str]:
     """The checkpoint as the model sees it, and its title.
 
@@ -258,10 +262,11 @@ def _checkpoint_text(
         blobs_texts: result renderings (for bodies of open errors).
         counter: token counter.
         limits: section bounds.
+        index: the conversation index `blocks` came from, if it has taken exactly `entries`.
     """
     # What the verbatim tail shows is not repeated: every later call would re-bill it twice.
     tail_refs = {item.facts.ref for block in blocks[covered:] for item in block.results}
-    state = without_refs(work_state(entries, blobs_texts.blobs), tail_refs)
+    state = without_refs(work_state(entries, blobs_texts.blobs, index), tail_refs)
     asks = _user_texts(blocks)
     title = title_for(number, state, asks)
     last_seq = blocks[covered - 1].last_seq if covered else 0
@@ -290,7 +295,7 @@ def _checkpoint_text(
     results = [item for block in blocks[:covered] for item in block.results]
     last_turn = next((b.results for b in reversed(blocks[:covered]) if b.results), ())
     evidence = _evidence_section(
-        results, last_turn, blocks[covered:], entries, limits, counter, "\n".join(work)
+        results, last_turn, blocks[covered:], entries, limits, counter, "\n".join(work), index
     )
     if evidence:
         lines += [
@@ -365,12 +370,13 @@ def deepest_cut(
     fixed_tokens: int,
     *,
     vision: bool = False,
+    index: ConversationIndex | None = None,
 ) -> int:
     """The smallest request a normal checkpoint leaves: fixed parts, the checkpoint covering
     everything but the newest block, and that block (`A₀` of `pressure.landing`)."""
     limits = full_limits(budget.usable)
     covered = max(len(blocks) - 1, 0)
-    text, _ = checkpoint_text(number, entries, blocks, covered, texts, counter, limits)
+    text, _ = checkpoint_text(number, entries, blocks, covered, texts, counter, limits, index)
     newest = block_tokens(blocks[-1], state, texts, counter, vision=vision) if blocks else 0
     return fixed_tokens + counter.count(text) + newest
 
@@ -387,6 +393,7 @@ def derive(
     *,
     landing: int | None = None,
     vision: bool = False,
+    index: ConversationIndex | None = None,
 ) -> Draft:
     """Derive checkpoint `number`; the smallest form is used when the normal one cannot fit.
 
@@ -419,7 +426,9 @@ def derive(
         # The text depends on where the tail starts and vice versa: the tail is sized against
         # a checkpoint covering everything (the largest it can be), then once more against the
         # text that tail leads to (smaller: it leaves out what the tail shows).
-        probe, _ = checkpoint_text(number, entries, blocks, len(blocks), texts, counter, limits)
+        probe, _ = checkpoint_text(
+            number, entries, blocks, len(blocks), texts, counter, limits, index
+        )
         # The newest block — the turn the next request continues — may use the room up to the
         # target even when the landing is lower: without it the next call would not see the
         # results it asked for.
@@ -437,7 +446,9 @@ def derive(
                 room=room,
                 large_bytes=4 * min_projectable_tokens(usable),
             )
-            text, title = checkpoint_text(number, entries, blocks, start, texts, counter, limits)
+            text, title = checkpoint_text(
+                number, entries, blocks, start, texts, counter, limits, index
+            )
         tail_from = blocks[start].seq if start < len(blocks) else last_seq + 1
         covers = blocks[start - 1].last_seq if start else 0
         draft = Draft(number, title, text, covers, tail_from, tuple(sorted(extra)), tail_tokens)

@@ -21,7 +21,7 @@ from comal.context.measure.anchors import Anchor
 from comal.context.measure.budget import Budget
 from comal.context.measure.tokens import ScaledCounter, TokenCounter, calibrated
 from comal.context.view.build import Assembly, FixedParts, ResultTexts, ViewState, build_view
-from comal.context.view.conversation import Block
+from comal.context.view.conversation import Block, ConversationIndex
 from comal.ledger.entry import Entry
 
 
@@ -57,6 +57,9 @@ class ReliefInputs:
     """Seq of the newest projection or checkpoint entry (0 when none)."""
     deferred: bool
     """Whether an event was deferred since the last event (one deferral record per turn)."""
+    index: ConversationIndex | None = None
+    """The conversation index `blocks` came from: a derivation's work state reads its pairing
+    rather than pairing every entry again (it checks that the index took exactly `entries`)."""
 
     @property
     def fixed_tokens(self) -> int:

@@ -92,6 +92,7 @@ def deepest(inputs: ReliefInputs) -> int:
         inputs.budget,
         inputs.fixed_tokens,
         vision=inputs.vision,
+        index=inputs.index,
     )
 
 
@@ -115,6 +116,7 @@ def draft_checkpoint(inputs: ReliefInputs, land: int | None = None) -> tuple[Dra
         inputs.fixed_tokens,
         landing=land,
         vision=inputs.vision,
+        index=inputs.index,
     )
     trial = state_with_draft(state, draft, entries[-1].seq + 1 if entries else 1)
     return draft, inputs.estimate_of(trial)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from comal.context.view.build import BlobSource
-from comal.context.view.conversation import ResultEntry, result_entry
+from comal.context.view.conversation import ConversationIndex, ResultEntry, result_entry
 from comal.context.view.pairing import CallSite, Pairing
 from comal.context.view.rendering import evidence_text, salient_lines
 from comal.ledger.entry import Entry
@@ -95,14 +95,17 @@ def is_prefix(key: tuple[str, str, int], entries: Sequence[Entry]) -> bool:
     return 0 < count <= len(entries) and entries[0].id == first and entries[count - 1].id == last
 
 
-def collect_calls(entries: Sequence[Entry]) -> dict[str, Call]:
+def collect_calls(
+    entries: Sequence[Entry], index: ConversationIndex | None = None
+) -> dict[str, Call]:
     """The call each result answers, by the result's entry id (paired by `pairing`; orphaned
     results have none). A call's `tool.started` receipt gives its name and arguments.
 
     Memoized for the last entries seen (a derivation reads the same calls several times) and
-    extended from there when the session grew. The result is shared: callers must not modify
-    it."""
-    return _fold(entries).calls
+    extended from there when the session grew; `index`, a conversation index that has taken
+    exactly `entries`, lends its pairing and results instead of reading them again. The result
+    is shared: callers must not modify it."""
+    return _fold(entries, index).calls
 
 
 def _call(site: CallSite) -> Call:
@@ -140,14 +143,15 @@ class _Fold:
             list(self.uncertain),
         )
 
-    def take(self, entries: Sequence[Entry]) -> None:
-        """Fold in `entries` (already in `pairing`)."""
+    def take(self, entries: Sequence[Entry], index: ConversationIndex | None = None) -> None:
+        """Fold in `entries` (already in `pairing`); `index` lends the results it read."""
+        read = result_entry if index is None else index.result_of
         for entry in entries:
             if entry.kind == "board.updated":
                 self.board = _board_lines(BoardUpdated.from_entry(entry).criteria)
             if entry.kind != "tool.result":
                 continue
-            item = result_entry(entry)
+            item = read(entry)
             site = self.pairing.site_of(entry)
             call = _call(site) if site is not None else None
             if call is not None:
@@ -181,7 +185,7 @@ _FOLDS: list[_Fold] = []
 """The last fold made (one: a process works on one session's derivations at a time)."""
 
 
-def _fold(entries: Sequence[Entry]) -> _Fold:
+def _fold(entries: Sequence[Entry], index: ConversationIndex | None = None) -> _Fold:
     key = prefix_key(entries)
     last = _FOLDS[0] if _FOLDS else None
     if last is not None and last.key == key:
@@ -195,9 +199,12 @@ def _fold(entries: Sequence[Entry]) -> _Fold:
         else:
             fold.take(newer)
     if fold is None:
-        fold = _Fold(key)
-        fold.pairing.extend(entries)
-        fold.take(entries)
+        # A resumed session's first derivation: the view has just paired every entry.
+        lent = None if index is None else index.pairing_of(entries)
+        fold = _Fold(key, Pairing() if lent is None else lent.copy())
+        if lent is None:
+            fold.pairing.extend(entries)
+        fold.take(entries, None if lent is None else index)
     _FOLDS[:] = [fold]
     return fold
 
@@ -240,19 +247,24 @@ def _failed(item: ResultEntry) -> bool:
     return item.is_error or item.facts.exit_code not in (None, 0)
 
 
-def work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
-    """The work state of a session from its entries (memoized for the last entries seen)."""
+def work_state(
+    entries: Sequence[Entry], blobs: BlobSource, index: ConversationIndex | None = None
+) -> WorkState:
+    """The work state of a session from its entries (memoized for the last entries seen;
+    `index` as for `collect_calls`)."""
     key = (prefix_key(entries), id(blobs))
     hit = _STATES.get(key)
     if hit is None:
-        hit = _work_state(entries, blobs)
+        hit = _work_state(entries, blobs, index)
         _STATES.clear()
         _STATES[key] = hit
     return hit
 
 
-def _work_state(entries: Sequence[Entry], blobs: BlobSource) -> WorkState:
-    fold = _fold(entries)
+def _work_state(
+    entries: Sequence[Entry], blobs: BlobSource, index: ConversationIndex | None
+) -> WorkState:
+    fold = _fold(entries, index)
     pending = list(fold.uncertain)
     for site in fold.pairing.sites:
         if site.started is not None and site.result is None:

@@ -35,6 +35,7 @@ from comal.ledger.records import (
     SummaryMessage,
     ToolResult,
     UserMessage,
+    call_id_of,
 )
 from comal.ledger.records import fields as f
 from comal.messages import JSONObject, Message, TextPart, ToolCallPart, message_from_json
@@ -169,12 +170,32 @@ class ConversationIndex:
         """How many calls so far used each id (as sent, renamed ones included)."""
         self._sent_ids: dict[str, tuple[str, ...]] = {}
         """The ids an assistant message's calls are sent with, by entry id, when any differs."""
+        self._taken = 0
+        self._last_id = ""
 
     def extend(self, entries: Sequence[Entry]) -> ConversationIndex:
         """Take newly appended entries into account."""
         for entry in entries:
             self._take(entry)
+        if entries:
+            self._taken += len(entries)
+            self._last_id = entries[-1].id
         return self
+
+    def pairing_of(self, entries: Sequence[Entry]) -> Pairing | None:
+        """The pairing of exactly `entries` when they are what this index has taken (None
+        otherwise): the work state reads the same pairing instead of pairing them again.
+        Shared: callers copy it before taking more entries into it."""
+        if len(entries) != self._taken or (entries and entries[-1].id != self._last_id):
+            return None
+        return self._pairing
+
+    def result_of(self, entry: Entry) -> ResultEntry:
+        """`result_entry(entry)`, read once (the view's, with the id as recorded)."""
+        found = self._results.get(entry.id)
+        if found is None or found.call_id != (call_id_of(entry) or ""):
+            return result_entry(entry)
+        return found
 
     def _take(self, entry: Entry) -> None:
         if self._pairing.take(entry):
