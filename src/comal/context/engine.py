@@ -167,6 +167,16 @@ class ContextEngine:
         self.fingerprint = fingerprint or Fingerprint(
             model, tools_digest=tools_digest(fixed.all_tools)
         )
+        self._texts: tuple[int, ResultTexts] | None = None
+        self._last_counted: tuple[int, int] | None = None
+        self._send_cap: int | None = None
+        self._clock = clock
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop everything read from the entries: a new engine's state, and what a conversation
+        rewind leaves (it takes earlier entries out of the history, so nothing built on them
+        by extension holds any more: the view, its blocks and pairing, the folds and scans)."""
         self._entries: list[Entry] = []
         self._index = ConversationIndex()
         self._indexed = 0
@@ -174,10 +184,6 @@ class ContextEngine:
         self._builder = ViewBuilder()
         self._pairs = PairChecker()
         self._blocks_seq = -1
-        self._texts: tuple[int, ResultTexts] | None = None
-        self._last_counted: tuple[int, int] | None = None
-        self._send_cap: int | None = None
-        self._clock = clock
         # Scans of the whole ledger, memoized by the last seq they saw (the ledger only grows,
         # so the same last seq means the same entries and the same answer).
         self._memo: dict[str, tuple[int, object]] = {}
@@ -192,15 +198,11 @@ class ContextEngine:
         last = self._entries[-1].seq if self._entries else 0
         new = self.ledger.entries(self.session_id, after_seq=last)
         if any(e.kind == REWOUND_KIND and SessionRewound.from_entry(e).conversation for e in new):
-            # A conversation rewind takes earlier entries out of the history: read it again.
-            self._entries = self.ledger.entries(self.session_id)
-            self._memo.clear()
-            self._anchors = AnchorIndex()
-            self._anchors.extend(self._entries)
-            self._outputs = session_outputs(self._entries)
-            self._truncated = truncated_reserves(self._entries)
-            self._kind_lists.clear()
-        elif new:
+            # A conversation rewind takes earlier entries out of the history: read it again,
+            # as a new engine would (a view built before would still show what it went over).
+            self._forget()
+            new = self.ledger.entries(self.session_id)
+        if new:
             with paused_gc(settle=True) if len(new) >= BULK_ENTRIES else nullcontext():
                 self._entries.extend(new)
                 self._anchors.extend(new)
