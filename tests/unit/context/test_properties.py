@@ -12,6 +12,7 @@ from comal.context.measure.tokens import MemoCounter, counter_for_model
 from comal.context.relief.checkpoint import derive
 from comal.context.relief.evidence_names import named_ordinals
 from comal.context.view.invariants import check_pairs
+from comal.ledger.records import SessionRewound
 from comal.ledger.store import Ledger
 from comal.messages import ToolResultPart
 from comal.testing.sessions import SessionBuilder, ToolStep
@@ -164,3 +165,36 @@ def test_every_earlier_output_stays_named_after_any_event(steps: list, window: i
             results = {e.id for e in ledger.entries(builder.session_id) if e.kind == "tool.result"}
             # Every output is in view or named by its exact reference: never only via an index.
             assert _named_outputs(ledger, builder.session_id, view.messages) == results
+
+
+rewinding_script = st.lists(
+    st.one_of(step, st.tuples(st.just("rewind"), st.integers(0, 10_000))), min_size=1, max_size=30
+)
+
+
+@SETTINGS
+@given(rewinding_script)
+def test_a_running_engine_sends_what_a_new_one_would_across_rewinds(steps: list) -> None:  # type: ignore[type-arg]
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Ledger.open(Path(tmp) / "l.db", durable=False) as ledger,
+    ):
+        builder = SessionBuilder(ledger)
+        builder.user("start")
+        engine = make_engine(ledger, builder.session_id, window=12_000)
+        engine.prepare()
+        for n, item in enumerate(steps):
+            if item[0] == "rewind":
+                # Back to before one of the user's messages so far (a `/rewind N`).
+                asks = ledger.entries(builder.session_id, kinds=("message.user",))
+                point = asks[item[1] % len(asks)].seq - 1
+                record = SessionRewound(point, f"before {point}", (), False, True, ())
+                ledger.append_record(builder.session_id, record)
+                builder.user(f"again {n}")
+            else:
+                _apply(builder, item, n)
+            view = engine.prepare()
+            check_pairs(view.messages)
+            fresh = make_engine(ledger, builder.session_id, window=12_000).view()
+            assert fresh.messages == view.messages
+            assert fresh.estimated_tokens == view.estimated_tokens
