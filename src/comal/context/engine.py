@@ -6,8 +6,8 @@ appends a `projection` (stage 1) or a `checkpoint` (stage 2) entry before return
 to send. Every decision is an entry, and the view is a pure function of the entries, so a
 resumed session rebuilds byte-identical requests.
 
-The engine is a façade: it holds the caches (entries read incrementally, the conversation
-index, the incremental view builder, memoized counts and scans) and wires the rooms together.
+The engine is a façade: it holds the caches (what `reading.py` has read of the session and
+folded from it, the incremental view builder, memoized counts) and wires the rooms together.
 What is measured is measured in `measure/` (budget, reserve, calibration, anchors), the view is
 built in `view/`, and every pressure decision is made in `relief/` from plain values
 (`ReliefInputs`) the engine gathers; the engine appends what the decision returns. `/context`
@@ -27,12 +27,10 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import nullcontext
-from typing import TypeVar, assert_never, cast
+from typing import TypeVar, assert_never
 
 from comal.context.measure.anchors import (
     Anchor,
-    AnchorIndex,
     Fingerprint,
     calibration_ratio,
     tools_digest,
@@ -46,10 +44,8 @@ from comal.context.measure.budget import (
     max_output,
     no_fit_message,
     reserve_room,
-    session_outputs,
     size_output_reserve,
     soft_limit_tokens,
-    truncated_reserves,
 )
 from comal.context.measure.calibration import (
     PROVIDER_WINDOW_SOURCE,
@@ -71,6 +67,7 @@ from comal.context.measure.unfinished import (
     ModelReply,
     append_discarded,
 )
+from comal.context.reading import SessionReader
 from comal.context.relief.decisions import append_checkpoint, append_projection, refuse_compaction
 from comal.context.relief.deferral import DEFERRED_KIND, deferred_since, record_deferral
 from comal.context.relief.inputs import ReliefInputs
@@ -102,7 +99,7 @@ from comal.context.view.build import (
     plugin_schema_tokens,
     schema_tokens,
 )
-from comal.context.view.conversation import Block, ConversationIndex
+from comal.context.view.conversation import Block
 from comal.context.view.invariants import PairChecker, check
 from comal.context.view.media import append_media_projection, media_budget
 from comal.context.view.rendering import preview_chars
@@ -113,10 +110,7 @@ from comal.errors import (
     InvariantError,
 )
 from comal.ids import now_ms
-from comal.ledger.bulk import BULK_ENTRIES, paused_gc
 from comal.ledger.entry import Entry
-from comal.ledger.history import REWOUND_KIND
-from comal.ledger.records import SessionRewound
 from comal.ledger.store import Ledger
 from comal.messages import Finish
 
@@ -171,81 +165,34 @@ class ContextEngine:
         self._last_counted: tuple[int, int] | None = None
         self._send_cap: int | None = None
         self._clock = clock
-        self._forget()
-
-    def _forget(self) -> None:
-        """Drop everything read from the entries: a new engine's state, and what a conversation
-        rewind leaves (it takes earlier entries out of the history, so nothing built on them
-        by extension holds any more: the view, its blocks and pairing, the folds and scans)."""
-        self._entries: list[Entry] = []
-        self._index = ConversationIndex()
-        self._indexed = 0
-        self._blocks: list[Block] = []
+        self._reader = SessionReader(ledger, session_id)
+        self._restarts = 0
         self._builder = ViewBuilder()
         self._pairs = PairChecker()
-        self._blocks_seq = -1
-        # Scans of the whole ledger, memoized by the last seq they saw (the ledger only grows,
-        # so the same last seq means the same entries and the same answer).
-        self._memo: dict[str, tuple[int, object]] = {}
-        # Folds over the entries, each fed every new entry once (append-only between reads).
-        self._anchors = AnchorIndex()
-        self._outputs: list[int] = []
-        self._truncated: list[int] = []
-        self._kind_lists: dict[frozenset[str], tuple[int, list[Entry]]] = {}
 
     def entries(self) -> list[Entry]:
         """The session's entries, read incrementally from the ledger."""
-        last = self._entries[-1].seq if self._entries else 0
-        new = self.ledger.entries(self.session_id, after_seq=last)
-        if any(e.kind == REWOUND_KIND and SessionRewound.from_entry(e).conversation for e in new):
-            # A conversation rewind takes earlier entries out of the history: read it again,
-            # as a new engine would (a view built before would still show what it went over).
-            self._forget()
-            new = self.ledger.entries(self.session_id)
-        if new:
-            with paused_gc(settle=True) if len(new) >= BULK_ENTRIES else nullcontext():
-                self._entries.extend(new)
-                self._anchors.extend(new)
-                self._outputs.extend(session_outputs(new))
-                self._truncated.extend(truncated_reserves(new))
-        return self._entries
+        entries = self._reader.entries()
+        if self._reader.restarts != self._restarts:
+            # A conversation rewind (the TUI's /rewind keeps the engine): the reader started
+            # over, and so does the view built by extension, or it would still show the turns
+            # the rewind went over.
+            self._restarts = self._reader.restarts
+            self._builder = ViewBuilder()
+            self._pairs = PairChecker()
+        return entries
 
     def _of_kinds(self, *kinds: str) -> list[Entry]:
-        """The entries read so far that are of `kinds`, in order (extended, never rescanned).
-
-        The scans below read only a few kinds; given just those entries they answer the same.
-        """
-        key = frozenset(kinds)
-        fed, found = self._kind_lists.get(key, (0, []))
-        if fed < len(self._entries):
-            found.extend(e for e in self._entries[fed:] if e.kind in key)
-            self._kind_lists[key] = (len(self._entries), found)
-        return found
+        return self._reader.of_kinds(*kinds)
 
     def _at_last_seq(self, name: str, compute: Callable[[], T]) -> T:
-        last = self._entries[-1].seq if self.entries() else 0
-        hit = self._memo.get(name)
-        if hit is None or hit[0] != last:
-            hit = (last, compute())
-            self._memo[name] = hit
-        return cast(T, hit[1])
+        self.entries()
+        return self._reader.at_last_seq(name, compute)
 
     def conversation(self) -> list[Block]:
         """The conversation blocks of the session, rebuilt only when the ledger grew."""
-        return self._blocks_of(self.entries())
-
-    def _blocks_of(self, entries: list[Entry]) -> list[Block]:
-        """The blocks of `entries` (the engine's entries as just read)."""
-        last = entries[-1].seq if entries else 0
-        if last != self._blocks_seq:
-            # A resumed session indexes all its entries at once: only live objects are made.
-            bulk = len(entries) - self._indexed >= BULK_ENTRIES
-            with paused_gc(settle=True) if bulk else nullcontext():
-                self._index.extend(entries[self._indexed :])
-                self._indexed = len(entries)
-                self._blocks = self._index.blocks()
-            self._blocks_seq = last
-        return self._blocks
+        self.entries()
+        return self._reader.blocks()
 
     def window(self) -> tuple[int, str]:
         """(window tokens, source) in force: the configured window, or the smaller limit a
@@ -317,7 +264,7 @@ class ContextEngine:
     def _anchor(self, checkpoint: int | None) -> Anchor | None:
         """The anchor for a request under checkpoint number `checkpoint` (None: no checkpoint)."""
         self.entries()
-        return self._anchors.find(self.fingerprint.with_checkpoint(checkpoint))
+        return self._reader.anchors.find(self.fingerprint.with_checkpoint(checkpoint))
 
     def output_reserve(self) -> int:
         """The output reserve for the next request: sized from the session's recorded outputs,
@@ -327,8 +274,8 @@ class ContextEngine:
         return self._at_last_seq(
             "reserve",
             lambda: size_output_reserve(
-                self._outputs,
-                self._truncated,
+                self._reader.outputs,
+                self._reader.truncated,
                 max_output=self.settings.max_output_tokens,
                 configured=self.settings.output_reserve_tokens,
                 room=room,
@@ -357,7 +304,7 @@ class ContextEngine:
             OutputLengthError: the reserve that overflowed was already the largest possible.
         """
         self.entries()
-        truncated = list(self._truncated)
+        truncated = list(self._reader.truncated)
         new = self.output_reserve()
         last = truncated[-1] if truncated else 0
         window = self.window()[0]
@@ -370,7 +317,7 @@ class ContextEngine:
         floor = deepest(self._inputs(self.budget(), state, asm))
         beside = window - self.margin(window) - floor
         room = reserve_room(window, self.fixed_tokens(), self.margin(window))
-        check_grown_reserve(new, last, beside, room, window, self.settings, self._entries)
+        check_grown_reserve(new, last, beside, room, window, self.settings, self._reader.read())
         return new
 
     def on_unfinished(self, reply: ModelReply, reserve: int) -> Discarded | None:
@@ -495,7 +442,8 @@ class ContextEngine:
                 " record explicit results before the next request"
             )
         check(view.messages, view.estimated_tokens, budget.usable, self._pairs)
-        self._last_counted = (self.entries()[-1].seq if self._entries else 0, asm.total_tokens)
+        entries = self.entries()
+        self._last_counted = (entries[-1].seq if entries else 0, asm.total_tokens)
         self._send_cap = None
         return view
 
@@ -505,9 +453,9 @@ class ContextEngine:
         computed, so its window is the one in force). They are used at once:
         after the engine appends anything, it gathers them again."""
         ratio = self.ratio()  # reads the ledger's new entries first
-        entries = self._entries
+        entries = self._reader.read()
         number = state.checkpoint.number if state.checkpoint else 0
-        anchor = self._anchors.find(self.fingerprint.with_checkpoint(number or None))
+        anchor = self._reader.anchors.find(self.fingerprint.with_checkpoint(number or None))
         events = self._of_kinds("projection", "checkpoint")
         last_event = events[-1].seq if events else 0
         return ReliefInputs(
@@ -516,20 +464,20 @@ class ContextEngine:
             asm=asm,
             estimate=asm.estimate(anchor, ratio, exact=self.counter.exact)[0],
             entries=entries,
-            blocks=self._blocks_of(entries),
+            blocks=self._reader.blocks(),
             fixed=self.fixed,
             texts=self._texts_for(budget.window),
             counter=self.counter,
             ratio=ratio,
             anchor=anchor,
-            next_anchor=self._anchors.find(self.fingerprint.with_checkpoint(number + 1)),
+            next_anchor=self._reader.anchors.find(self.fingerprint.with_checkpoint(number + 1)),
             vision=self.settings.vision,
             media_budget_tokens=media_budget(budget.window, self.settings.media_budget_tokens),
             cache_ttl_s=self.settings.cache_ttl_s,
             now_ms=self._clock(),
             last_event_seq=last_event,
             deferred=deferred_since(self._of_kinds(DEFERRED_KIND), last_event),
-            index=self._index,
+            index=self._reader.index,
         )
 
     def relief_inputs(self) -> ReliefInputs:
