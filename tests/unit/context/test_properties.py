@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from comal.context.engine import ContextEngine
 from comal.context.measure.tokens import MemoCounter, counter_for_model
 from comal.context.relief.checkpoint import derive
 from comal.context.relief.evidence_names import named_ordinals
@@ -46,6 +49,19 @@ def _apply(builder: SessionBuilder, item: tuple, n: int) -> None:  # type: ignor
     builder.turn(f"turn {n}", steps)
 
 
+@contextmanager
+def _session(window: int) -> Iterator[tuple[Ledger, SessionBuilder, ContextEngine]]:
+    """A fresh real ledger (hypothesis examples cannot share pytest's `tmp_path`) with a
+    started session and an engine at `window`."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Ledger.open(Path(tmp) / "l.db", durable=False) as ledger,
+    ):
+        builder = SessionBuilder(ledger)
+        builder.user("start")
+        yield ledger, builder, make_engine(ledger, builder.session_id, window=window)
+
+
 def _flat(messages: tuple) -> list:  # type: ignore[type-arg]
     return [(m.role, p) for m in messages for p in m.parts]
 
@@ -53,13 +69,7 @@ def _flat(messages: tuple) -> list:  # type: ignore[type-arg]
 @SETTINGS
 @given(script)
 def test_views_pair_fit_grow_by_appending_and_rebuild_identically(steps: list) -> None:  # type: ignore[type-arg]
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        Ledger.open(Path(tmp) / "l.db", durable=False) as ledger,
-    ):
-        builder = SessionBuilder(ledger)
-        builder.user("start")
-        engine = make_engine(ledger, builder.session_id, window=12_000)
+    with _session(12_000) as (ledger, builder, engine):
         previous = engine.prepare()
         for n, item in enumerate(steps):
             _apply(builder, item, n)
@@ -94,12 +104,7 @@ def test_views_pair_fit_grow_by_appending_and_rebuild_identically(steps: list) -
 @SETTINGS
 @given(script)
 def test_derivation_is_byte_identical_when_rerun(steps: list) -> None:  # type: ignore[type-arg]
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        Ledger.open(Path(tmp) / "l.db", durable=False) as ledger,
-    ):
-        builder = SessionBuilder(ledger)
-        builder.user("start")
+    with _session(12_000) as (ledger, builder, _):
         # Earlier work a checkpoint replaces, so that compacting makes the view smaller
         # whatever the random steps after it (else a person's /compact is refused).
         for n in range(8):
@@ -148,13 +153,7 @@ def _named_outputs(ledger: Ledger, session_id: str, messages: tuple) -> set[str]
 # Many events for sure: small and large outputs mixed, far over the window.
 @example([("turn", [(120, 0), (3, 1)]), ("turn", [(400, 0)])] * 20, 9_000)
 def test_every_earlier_output_stays_named_after_any_event(steps: list, window: int) -> None:  # type: ignore[type-arg]
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        Ledger.open(Path(tmp) / "l.db", durable=False) as ledger,
-    ):
-        builder = SessionBuilder(ledger)
-        builder.user("start")
-        engine = make_engine(ledger, builder.session_id, window=window)
+    with _session(window) as (ledger, builder, engine):
         events = 0
         for n, item in enumerate(steps):
             _apply(builder, item, n)
@@ -175,13 +174,7 @@ rewinding_script = st.lists(
 @SETTINGS
 @given(rewinding_script)
 def test_a_running_engine_sends_what_a_new_one_would_across_rewinds(steps: list) -> None:  # type: ignore[type-arg]
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        Ledger.open(Path(tmp) / "l.db", durable=False) as ledger,
-    ):
-        builder = SessionBuilder(ledger)
-        builder.user("start")
-        engine = make_engine(ledger, builder.session_id, window=12_000)
+    with _session(12_000) as (ledger, builder, engine):
         engine.prepare()
         for n, item in enumerate(steps):
             if item[0] == "rewind":
