@@ -89,9 +89,9 @@ class SessionReader:
         return found
 
     def at_last_seq(self, name: str, compute: Callable[[], T]) -> T:
-        """`compute()` for the entries as they are now, memoized under `name` until one more
-        is read."""
-        last = self._entries[-1].seq if self.entries() else 0
+        """`compute()` for the entries as last read, memoized under `name` until one more is
+        read (the caller reads first: `entries`)."""
+        last = self._entries[-1].seq if self._entries else 0
         hit = self._memo.get(name)
         if hit is None or hit[0] != last:
             hit = (last, compute())
