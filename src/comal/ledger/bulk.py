@@ -3,7 +3,7 @@
 Such work makes only live, acyclic objects (dicts, entries, blocks), thousands of them: the
 cyclic garbage collector would walk every object of the process again and again while they
 pile up, for nothing. It is paused for the duration, and what the work made is then moved to
-the collector's oldest generation in one pass (`paused_gc`).
+the collector's oldest generation without being walked (`paused_gc`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ class Pause:
 
     settle: bool = False
     """Whether what the block made is moved to the collector's oldest generation when it ends,
-    in one pass, before the collector runs again (`BULK_ENTRIES` or more entries: a pass also
-    walks whatever else is young)."""
+    before the collector runs again (`BULK_ENTRIES` or more entries)."""
 
 
 @contextmanager
@@ -34,11 +33,18 @@ def paused_gc(*, settle: bool = False) -> Iterator[Pause]:
 
     Decoding thousands of rows creates only live, acyclic objects; the collector would walk
     every object of the process again and again while they pile up, for nothing. With
-    `settle` (or `Pause.settle` set inside), they are then moved to the oldest generation in
-    one pass (a collection of the two young generations), before the collector is on again:
-    left to it, they would be walked by the next young collection and again by the one that
-    promotes them, at whatever later moments those come (inside the next request's
-    preparation, often).
+    `settle` (or `Pause.settle` set inside), they are then moved to the oldest generation before
+    the collector is on again: left to it, they would be walked by the next young collection
+    and again by the one that promotes them, at whatever later moments those come (inside the
+    next request's preparation, often).
+
+    The move is `gc.freeze()` then `gc.unfreeze()`: the first splices every generation's list
+    onto the permanent one, the second splices that onto the oldest, so nothing is walked.
+    A collection of the young generations (`gc.collect(1)`, the earlier way) walked every
+    object the work made: 15 % of a 10,000-entry resume. Young cyclic garbage moved along is
+    freed by the next full collection, as if it had survived two young ones. When objects
+    are frozen already (a process that froze them before forking, say), they stay frozen and
+    the young generations are collected instead.
     """
     was_on = gc.isenabled()
     gc.disable()
@@ -47,6 +53,9 @@ def paused_gc(*, settle: bool = False) -> Iterator[Pause]:
         yield pause
     finally:
         if was_on:
-            if pause.settle:
+            if pause.settle and gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
+            elif pause.settle:  # objects someone froze on purpose must stay frozen
                 gc.collect(1)
             gc.enable()
