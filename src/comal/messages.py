@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Literal, TypeAlias, cast
+
+from comal.values import value
 
 JSONValue: TypeAlias = "bool | int | float | str | list[JSONValue] | dict[str, JSONValue] | None"
 JSONObject: TypeAlias = dict[str, JSONValue]
@@ -37,14 +39,14 @@ class Finish(StrEnum):
     UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TextPart:
     """Plain text from the user or the assistant."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ReasoningPart:
     """Provider reasoning kept verbatim; replayed only to the same wire and model.
 
@@ -61,7 +63,7 @@ class ReasoningPart:
     item_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class InvalidArguments:
     """Arguments a model sent for a call that are not a JSON object: kept, never executed."""
 
@@ -71,7 +73,7 @@ class InvalidArguments:
     """Why it is not a JSON object (the parser's message)."""
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolCallPart:
     """A complete tool call: provider id verbatim, parsed JSON arguments.
 
@@ -85,7 +87,7 @@ class ToolCallPart:
     invalid: InvalidArguments | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class MediaPart:
     """An image (or other media) by value (base64) and, when stored, by evidence reference."""
 
@@ -94,7 +96,7 @@ class MediaPart:
     ref: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolResultPart:
     """The result the model sees for one call; `content` may be a projected reference."""
 
@@ -108,7 +110,7 @@ class ToolResultPart:
 Part: TypeAlias = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | MediaPart
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Message:
     """One conversational turn."""
 
@@ -131,7 +133,7 @@ class Message:
         return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolSpec:
     """A tool offered to the model: name, description and JSON schema of its arguments."""
 

@@ -10,7 +10,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src" / "comal"
 
 BASE = {
-    *("comal", "comal.messages", "comal.ids", "comal.errors", "comal.usage"),
+    *("comal", "comal.messages", "comal.ids", "comal.errors", "comal.usage", "comal.values"),
     *("comal.config", "comal.config_mcp"),
 }
 ALLOWED: dict[str, set[str]] = {

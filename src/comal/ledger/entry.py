@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from comal.messages import JSONObject
+from comal.values import value
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Entry:
     """One append-only ledger record.
 
@@ -34,7 +33,7 @@ class Entry:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SessionInfo:
     """A row of the sessions table, with counts derived from entries."""
 

@@ -39,6 +39,7 @@ from comal.ledger.records import (
 )
 from comal.ledger.records import fields as f
 from comal.messages import JSONObject, Message, TextPart, ToolCallPart, message_from_json
+from comal.values import value
 
 SUMMARY_MARK = "[summary recorded by"
 
@@ -53,7 +54,7 @@ class MediaRef:
     blob: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ResultEntry:
     """One `tool.result` with the facts a view needs."""
 
@@ -74,7 +75,7 @@ class ResultEntry:
         return not self.is_error and self.facts.status == "ok"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Block:
     """A unit of conversation that is never split."""
 

@@ -35,7 +35,6 @@ Pure: a function of the entries, in ledger order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
@@ -45,12 +44,13 @@ from comal.ledger.records import (
     call_id_of,
 )
 from comal.messages import JSONObject, Message, ToolCallPart, message_from_json
+from comal.values import value
 
 PAIRING_KINDS = ("message.assistant", "tool.started", "tool.result", "response.discarded")
 """The entry kinds pairing reads (others are ignored)."""
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CallSite:
     """One tool call with the receipt and the result paired with it."""
 

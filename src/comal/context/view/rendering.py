@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
 from itertools import accumulate, compress
 
 from comal.context.measure.units import utf16_len
 from comal.messages import canonical_json, render_output_text
+from comal.values import value
 
 PLAIN_STATUSES = frozenset({"ok", "error"})
 _LINE_CLIP = 160
@@ -48,7 +48,7 @@ _SALIENT = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ResultFacts:
     """What a reference header says about one tool result."""
 

@@ -1,4 +1,4 @@
-"""Typed ledger records: one frozen dataclass per entry kind.
+"""Typed ledger records: one `@value` class (`comal.values`) per entry kind.
 
 Every writer builds its payload with a record's `to_payload()`, and every reader outside
 `comal.ledger` reads a payload through `Record.from_entry(entry)` (see `base.py` for the

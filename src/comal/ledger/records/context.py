@@ -6,15 +6,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
 from comal.ledger.records.base import Record
 from comal.messages import JSONObject
+from comal.values import value
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ProjectionRecord(Record):
     """Results shown as references from now on: `result_ids` (the `tool.result` entries the
     view references; `call_ids` their calls), optional `media_result_ids` (results whose
@@ -68,7 +68,7 @@ class ProjectionRecord(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CheckpointRecord(Record):
     """A derived checkpoint: `text` (as the model sees it) replaces the history through
     `covers_through_seq`; the verbatim tail starts at `tail_from_seq`, its
@@ -133,7 +133,7 @@ class CheckpointRecord(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PressureDeferred(Record):
     """A request past the threshold mid tool loop waits for the turn boundary (once per
     turn; the view never reads it): `trigger` (`threshold`), `until` (`turn_boundary`),
@@ -179,7 +179,7 @@ class PressureDeferred(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ContextCalibrated(Record):
     """The measured/estimated token ratio of one model: `source` (`usage`, `server_count`,
     or `context_length`, which also invalidates earlier anchors); `limit_tokens` (optional:
@@ -219,7 +219,7 @@ class ContextCalibrated(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class BoardUpdated(Record):
     """The whole board after a change: `criteria` [{`id`, `text`, `status` (`pending`,
     `in_progress`, `done`, `blocked`), `check` (or null)}]."""
@@ -237,7 +237,7 @@ class BoardUpdated(Record):
         return cls(f.objects(payload, "criteria"))
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CompactRequested(Record):
     """A person asked for a compaction (`by`); it is derived at the next turn boundary."""
 
@@ -254,7 +254,7 @@ class CompactRequested(Record):
         return cls(f.text_or_none(payload, "by"))
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CompactCancelled(Record):
     """Drops a `compact.requested` not yet derived: Esc in the TUI (`by: user`), or a
     person's compaction refused because it would not make the view smaller (`by: engine`,

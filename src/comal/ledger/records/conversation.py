@@ -6,16 +6,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Self
 
 from comal.ledger.entry import Entry
 from comal.ledger.records import fields as f
 from comal.ledger.records.base import Record
 from comal.messages import JSONObject, JSONValue, digest_bytes
+from comal.values import value
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class UserMessage(Record):
     """A user message (the first of a child session is its task)."""
 
@@ -32,7 +32,7 @@ class UserMessage(Record):
         return cls(f.obj_or_none(payload, "message"))
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class AssistantMessage(Record):
     """A finished model reply. `finish` is the normalized finish status; `request_entry` the
     id of its `provider.request` (null in imports). When `finish` is `refusal`, `refusal`
@@ -79,7 +79,7 @@ class AssistantMessage(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SummaryMessage(Record):
     """A peer's own compaction summary, kept as a marked entry (`origin` names it)."""
 
@@ -97,7 +97,7 @@ class SummaryMessage(Record):
         return cls(f.text(payload, "text"), f.text_or_none(payload, "origin"))
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ProviderRequest(Record):
     """A request about to be sent: `sha256` and `size_bytes` of the exact body, what it was
     built from (`fingerprint` {`model`,`effort`,`tools_digest`,`config_digest`,`checkpoint`},
@@ -137,7 +137,7 @@ class ProviderRequest(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ProviderResent(Record):
     """The request of `request_entry` went out again with other bytes (`sha256`, `size_bytes`
     of the exact body POSTed): `reason` `probe` (asked once unstreamed, one output token, to
@@ -170,7 +170,7 @@ class ProviderResent(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ProviderErrorRecord(Record):
     """A provider call that failed: the typed error's `code`, `message` and HTTP `status`
     (null when none)."""
@@ -192,7 +192,7 @@ class ProviderErrorRecord(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ResponseDiscarded(Record):
     """An unfinished reply: `reason` (`OUTPUT_LENGTH`), `message` (the partial reply),
     `usage`, `output_reserve` (the output the cut request asked for) — none of its tool
@@ -232,7 +232,7 @@ class ResponseDiscarded(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolStarted(Record):
     """A call about to run (written **before** the tool runs): `permission` {`decision`,
     `mode` (`uncertain-repeat` for the insistence guard's verdict on re-issuing an uncertain
@@ -275,7 +275,7 @@ class ToolStarted(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolResult(Record):
     """A call's result: `status` (`ok`, `error`, `denied`, `uncertain`, `cancelled`,
     `postcondition_observed`, `repeated` (a plugin's known reads made again by recovery)),

@@ -3,15 +3,15 @@ the receipt that closes a child session."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
 from comal.ledger.records.base import Record
 from comal.messages import JSONObject
+from comal.values import value
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class LockAcquired(Record):
     """A process took the session: its `pid`, `host`, `process_started_at` and
     `process_start_id` (`<boot id>:<start ticks>`, tells a recycled pid apart)."""
@@ -42,7 +42,7 @@ class LockAcquired(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class LockReclaimed(Record):
     """A process took the session from a dead holder: as `lock.acquired`, plus `previous`
     (the dead holder's same fields)."""
@@ -76,7 +76,7 @@ class LockReclaimed(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class HookRun(Record):
     """A hook ran (written before its effect applies): `event` (`PreToolUse`, `PostToolUse`,
     `UserPromptSubmit`, `Stop`), `source` (`config.toml` or the settings file), `tool` (or
@@ -127,7 +127,7 @@ class HookRun(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class WarningRecord(Record):
     """A notice: `code` and `message` (e.g. `PLUGIN_UNAVAILABLE`, `MCP_SERVER_UNAVAILABLE`,
     `PROMPT_TRUNCATED`); `turn: "failed"` when a turn stopped on it (a failed follow-up
@@ -152,7 +152,7 @@ class WarningRecord(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ChildReceipt(Record):
     """The last entry of a child session (one with it is never run again): `call_id` (the
     coordinator's call), `status` (`finished`, `budget_exhausted`, `failed`), `answer` (the

@@ -4,15 +4,15 @@ finish (`process.py` holds locks, hooks, warnings and receipts). `window` fields
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
 from comal.ledger.records.base import Record
 from comal.messages import JSONObject
+from comal.values import value
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SessionStarted(Record):
     """The first entry of a session: `vision` (whether the model takes images; absent in
     older sessions and imports), `source` (`comal`, `comal:child`, `bench:replay` or
@@ -67,7 +67,7 @@ class SessionStarted(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SessionTools(Record):
     """The tools offered, written at every session open while MCP servers are configured:
     `native` (names of the native and session-bound tools), `mcp` [{`server`, `name` (as
@@ -106,7 +106,7 @@ class SessionTools(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SessionPlugins(Record):
     """The plugins, written at every session open while plugins are enabled: `loaded`
     [{`name`, `tools`, `recovery` (tools with a recovery adapter), `checks` (finish_call
@@ -137,7 +137,7 @@ class SessionPlugins(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SessionConfigured(Record):
     """The model or reasoning effort changed mid-session (TUI `/model`, `/effort`); later
     requests carry the new fingerprint, so earlier anchors no longer apply."""
@@ -171,7 +171,7 @@ class SessionConfigured(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SessionResumed(Record):
     """What a resumed session runs on from now on (reports use the latest of this and
     `session.started`)."""
@@ -202,7 +202,7 @@ class SessionResumed(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SessionForked(Record):
     """The first own entry of a fork (`comal fork`): its history is `parent`'s through
     `through_seq` (entry `through_entry`); its row links to the parent."""
@@ -230,7 +230,7 @@ class SessionForked(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SessionRewound(Record):
     """A rewind: the history through `to_seq` is kept; `to` is its label (`before turn N`,
     `checkpoint N`, `after entry evt_…`); `conversation` true: the entries after `to_seq` and
@@ -271,7 +271,7 @@ class SessionRewound(Record):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SessionMoved(Record):
     """The workspace a resumed session runs its tools in from now on (`--cwd` on resume)."""
 
@@ -289,7 +289,7 @@ class SessionMoved(Record):
         return cls(f.text(payload, "from"), f.text_or_none(payload, "to"))
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SessionFinished(Record):
     """A successful finish: the `answer` and the finish checks run [{`command`,
     `exit_code`, `passed`}] (a recorded submission of an import: `checks` empty)."""
