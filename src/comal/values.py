@@ -15,13 +15,13 @@ Other immutable types stay `@dataclass(frozen=True, slots=True)`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import Field, dataclass, field
 from typing import TypeVar, dataclass_transform
 
 T = TypeVar("T")
 
 
-@dataclass_transform(frozen_default=True)
+@dataclass_transform(frozen_default=True, field_specifiers=(field, Field))
 def value(cls: type[T]) -> type[T]:
     """Declare `cls` an immutable value (module docstring)."""
     return dataclass(slots=True, unsafe_hash=True)(cls)
