@@ -53,9 +53,15 @@ def paused_gc(*, settle: bool = False) -> Iterator[Pause]:
         yield pause
     finally:
         if was_on:
-            if pause.settle and gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            elif pause.settle:  # objects someone froze on purpose must stay frozen
-                gc.collect(1)
+            if pause.settle:
+                _settle()
             gc.enable()
+
+
+def _settle() -> None:
+    """Move every tracked object to the oldest generation (`paused_gc`)."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
+    else:  # objects someone froze on purpose must stay frozen
+        gc.collect(1)
