@@ -1,7 +1,9 @@
 """`comal bench replay PATH…`: replay recorded sessions through context policies, no model.
 
 Options: `--window 32k,64k,128k`, `--policy raw,comal,…`, `--jobs N` (worker processes),
-`--format F` (skip detection), `--strict`, `--json FILE`, `--md FILE`, `--png FILE`. The
+`--format F` (skip detection), `--cache-ttl SECONDS` (the prompt cache's time-to-live, 300 by
+default; `none` for a cache that never expires), `--strict`, `--json FILE`, `--md FILE`,
+`--png FILE`. The
 Markdown table and verdict lines always go to stdout; progress goes to stderr. A file that
 cannot be read is skipped and listed on stderr with its reason; the exit status is non-zero
 only when nothing could be read, or with `--strict` when any file was skipped.
@@ -38,6 +40,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     replay.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     replay.add_argument("--format", choices=FORMATS, help="skip format detection")
+    replay.add_argument(
+        "--cache-ttl",
+        default="300",
+        metavar="SECONDS",
+        help="prompt cache time-to-live: a call after a longer recorded gap is billed uncached"
+        " (default 300; 'none': never expires)",
+    )
     replay.add_argument("--strict", action="store_true", help="fail when any file cannot be read")
     replay.add_argument("--json", type=Path, dest="json_path", metavar="FILE")
     replay.add_argument("--md", type=Path, dest="md_path", metavar="FILE")
@@ -54,6 +63,7 @@ async def run(args: argparse.Namespace) -> int:
     try:
         windows = parse_windows(args.window)
         policies = parse_policies(args.policy)
+        ttl = _cache_ttl(args.cache_ttl)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     started = time.monotonic()
@@ -64,6 +74,7 @@ async def run(args: argparse.Namespace) -> int:
         jobs=max(1, args.jobs),
         progress=lambda line: print(line, file=sys.stderr),
         fmt=args.format,
+        cache_ttl_s=ttl,
     )
     for path, reason in result.skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)
@@ -87,3 +98,20 @@ async def run(args: argparse.Namespace) -> int:
         print("--strict: some files could not be read", file=sys.stderr)
         return ImportFormatError.exit_code
     return 0
+
+
+def _cache_ttl(text: str) -> float | None:
+    """Seconds ≥ 0 from `--cache-ttl`, or None for `none`.
+
+    Raises:
+        ValueError: anything else.
+    """
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"bad --cache-ttl {text!r}: seconds ≥ 0, or none")
+    return value

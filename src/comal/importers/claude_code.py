@@ -43,6 +43,7 @@ from comal.importers.plan import (
     as_json,
     format_error,
     read_jsonl,
+    recorded_ms,
     usage_anthropic,
 )
 from comal.messages import (
@@ -124,6 +125,9 @@ class _Conversation:
                 if not isinstance(block, dict):
                     raise format_error(self.path, line, "content block must be an object")
                 parts.extend(self._assistant_part(block, model, line))
+        # The response is recorded when its last block is.
+        stamps = [t for _, r in self._group if (t := recorded_ms(r.get("timestamp"))) is not None]
+        self.plan.at_ms = max(stamps, default=None)
         self._group = []
         held, self._held = self._held, []
         self.model = self.model or model
@@ -201,6 +205,7 @@ class _Conversation:
         self._record(line, record)
 
     def _record(self, line: int, record: dict[str, Any]) -> None:
+        self.plan.at_ms = recorded_ms(record.get("timestamp"))
         kind = record.get("type")
         message = record.get("message")
         if kind == "summary":

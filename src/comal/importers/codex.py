@@ -26,6 +26,7 @@ from comal.importers.plan import (
     as_json,
     format_error,
     read_jsonl,
+    recorded_ms,
     usage_codex,
 )
 from comal.messages import JSONValue, MediaPart, Part, ReasoningPart, TextPart, ToolCallPart
@@ -85,11 +86,16 @@ class _Rollout:
         self.usage: Usage = Usage()
         self.usage_raw: JSONValue = None
         self.first_text = ""
+        self.at_ms: int | None = None
+        """The recorded time of the line being read."""
+        self.parts_at: int | None = None
+        """When the open response's last item was recorded (the response's own time)."""
 
     def flush(self) -> None:
         if not self.parts:
             return
         calls = any(isinstance(p, ToolCallPart) for p in self.parts)
+        self.plan.at_ms = self.parts_at
         self.plan.assistant(
             tuple(self.parts),
             model=self.model,
@@ -99,6 +105,7 @@ class _Rollout:
         )
         self.first_model = self.first_model or self.model
         self.parts, self.usage, self.usage_raw = [], Usage(), None
+        self.plan.at_ms = self.at_ms
 
     def response_item(self, line: int, item: dict[str, Any]) -> None:
         kind = item.get("type")
@@ -106,6 +113,7 @@ class _Rollout:
             self._message(line, item)
         elif kind in _OUTPUT_ITEMS:
             self.parts.append(self._output_part(line, item))
+            self.parts_at = self.at_ms
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self.flush()
             text, failed = _output_text(item.get("output"))
@@ -132,6 +140,7 @@ class _Rollout:
                 parts.append(_image(str(block.get("image_url", "")), self.path, line))
         if role == "assistant":
             self.parts.extend(parts)
+            self.parts_at = self.at_ms
             return
         self.flush()
         text = "".join(p.text for p in parts if isinstance(p, TextPart))
@@ -187,6 +196,9 @@ def parse(path: Path) -> ParsedSession:
         kind, payload = record.get("type"), record.get("payload")
         if not isinstance(kind, str) or not isinstance(payload, dict):
             raise format_error(path, line, "record without 'type' and an object 'payload'")
+        rollout.at_ms = recorded_ms(record.get("timestamp"))
+        if not rollout.parts:
+            rollout.plan.at_ms = rollout.at_ms
         if kind == "session_meta":
             cwd = str(payload.get("cwd") or cwd)
             origin = payload.get("id") or origin

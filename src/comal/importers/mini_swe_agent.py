@@ -29,6 +29,7 @@ from comal.importers.plan import (
     as_json,
     format_error,
     read_json,
+    recorded_ms,
     text_action_id,
     usage_openai_chat,
 )
@@ -70,6 +71,13 @@ def _response(message: dict[str, Any]) -> dict[str, Any]:
     return response if isinstance(response, dict) else {}
 
 
+def _recorded_at(message: dict[str, Any]) -> int | None:
+    """When the message was recorded: v2's `extra.timestamp`, else its response's `created`."""
+    extra = message.get("extra")
+    stamp = extra.get("timestamp") if isinstance(extra, dict) else None
+    return recorded_ms(stamp if stamp is not None else _response(message).get("created"))
+
+
 def _content(message: dict[str, Any]) -> str:
     content = message.get("content")
     if content is None:
@@ -102,6 +110,7 @@ def parse(path: Path) -> ParsedSession:
             raise format_error(path, None, f"messages[{index}] is not a message with a role")
         role = message["role"]
         text = _content(message)
+        plan.at_ms = _recorded_at(message)
         if role == "system":
             system.append(text)
         elif role == "user":

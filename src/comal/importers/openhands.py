@@ -35,6 +35,7 @@ from comal.importers.plan import (
     SessionPlan,
     as_json,
     format_error,
+    recorded_ms,
     usage_openai_chat,
 )
 from comal.ledger.records import WarningRecord
@@ -87,6 +88,7 @@ class _Stream:
         return format_error(self.path, None, f"{self.where} event {event_id}: {reason}")
 
     def feed(self, event: dict[str, Any]) -> None:
+        self.plan.at_ms = recorded_ms(event.get("timestamp"))
         if "action" in event:
             self._action(event)
         elif "observation" in event:

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,25 @@ def is_text_action(call_id: str) -> bool:
     return call_id.startswith(TEXT_ACTION_PREFIX)
 
 
+def recorded_ms(value: object) -> int | None:
+    """A recorded timestamp as Unix milliseconds: ISO 8601 text (`2025-07-17T20:42:59.346Z`,
+    with or without an offset; none is read as UTC) or a number of seconds; None when absent or
+    unreadable (time is a measurement the replay uses when present, never required)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return round(value * 1000) if math.isfinite(value) else None
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return round(stamp.timestamp() * 1000)
+
+
 @dataclass(frozen=True, slots=True)
 class PlannedEntry:
     """One ledger entry to append: kind, payload and optional exact body bytes."""
@@ -82,6 +103,9 @@ class PlannedEntry:
     body: bytes | None = None
     media: tuple[tuple[str, bytes], ...] = ()
     """Media of a `tool.result` as (media type, bytes); written as blobs under `media`."""
+    at_ms: int | None = None
+    """When the peer recorded it (Unix ms), if its format keeps time: the replay reads the
+    idle gaps between model calls from it (a prompt cache expires while idle)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,11 +278,17 @@ class SessionPlan:
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _used_ids: set[str] = field(default_factory=set)
     _calls: int = 0
+    at_ms: int | None = None
+    """The recorded time of the record being read (set by the importer, `None` when the
+    format keeps none): every entry planned from it carries it."""
 
     @property
     def calls(self) -> int:
         """Model calls (assistant messages) planned so far."""
         return self._calls
+
+    def _add(self, entry: PlannedEntry) -> None:
+        self.entries.append(entry if self.at_ms is None else replace(entry, at_ms=self.at_ms))
 
     def _close_pending(self) -> None:
         """Give every unanswered call of the last assistant turn an explicit uncertain result."""
@@ -276,7 +306,7 @@ class SessionPlan:
         self._close_pending()
         message = Message("user", parts)
         record = UserMessage(message_to_json(message))
-        self.entries.append(PlannedEntry(record.KIND, record.to_payload()))
+        self._add(PlannedEntry(record.KIND, record.to_payload()))
 
     def user_text(self, text: str) -> None:
         """A user message holding one text part."""
@@ -305,7 +335,7 @@ class SessionPlan:
             usage_raw=usage_raw,
             request_entry=None,
         )
-        self.entries.append(PlannedEntry(record.KIND, record.to_payload()))
+        self._add(PlannedEntry(record.KIND, record.to_payload()))
         self._calls += 1
         for original, call in zip(recorded, message.tool_calls, strict=True):
             self._pending[original] = _Pending(call)
@@ -365,24 +395,24 @@ class SessionPlan:
             call.call_id, call.name, output, status=status, is_error=is_error, exit_code=exit_code
         )
         stored = tuple((m.media_type, base64.b64decode(m.data_b64)) for m in media)
-        self.entries.append(PlannedEntry(result.KIND, result.to_payload(), output, stored))
+        self._add(PlannedEntry(result.KIND, result.to_payload(), output, stored))
 
     def summary(self, text: str, origin: str) -> None:
         """A peer's own compaction summary (or title record), kept as a marked entry."""
         self._close_pending()
         summary = SummaryMessage(text, origin)
-        self.entries.append(PlannedEntry(summary.KIND, summary.to_payload()))
+        self._add(PlannedEntry(summary.KIND, summary.to_payload()))
 
     def warning(self, code: str, message: str) -> None:
         """A peer notice kept as a `warning` entry."""
         notice = WarningRecord(code, message)
-        self.entries.append(PlannedEntry(notice.KIND, notice.to_payload()))
+        self._add(PlannedEntry(notice.KIND, notice.to_payload()))
 
     def finished(self, answer: str) -> None:
         """The peer's recorded final answer (a submission)."""
         self._close_pending()
         finished = SessionFinished(answer, ())
-        self.entries.append(PlannedEntry(finished.KIND, finished.to_payload()))
+        self._add(PlannedEntry(finished.KIND, finished.to_payload()))
 
     def done(self, running: Mapping[str, str] | None = None) -> tuple[PlannedEntry, ...]:
         """Close pending calls and return the entries.
@@ -408,6 +438,6 @@ class SessionPlan:
                 "reason": f"started in the recorded session; its work is recorded in {where}",
             }
             started = ToolStarted(call.call_id, call.name, call.arguments, permission)
-            self.entries.append(PlannedEntry(started.KIND, started.to_payload()))
+            self._add(PlannedEntry(started.KIND, started.to_payload()))
         self._close_pending()
         return tuple(self.entries)

@@ -33,6 +33,7 @@ from comal.context.measure.tokens import TokenCounter
 from comal.context.relief.checkpoint import EVIDENCE_HEADER
 from comal.context.relief.evidence_names import INDEX_CALL, named_ordinals
 from comal.errors import OutputLengthError
+from comal.ids import now_ms
 from comal.importers import append_planned
 from comal.importers.plan import PlannedEntry
 from comal.ledger import Ledger
@@ -59,6 +60,8 @@ class ComalPolicy:
     budget: Budgets
     counter: TokenCounter
     name: str = "comal"
+    cache_ttl_s: float = 300.0
+    """What the engine is told of the prompt cache's time-to-live (`[context] cache_ttl_s`)."""
     _dir: tempfile.TemporaryDirectory[str] | None = None
     _ledger: Ledger | None = None
     _session: str = ""
@@ -69,6 +72,11 @@ class ComalPolicy:
     _engine: ContextEngine | None = None
     _sent: _Sent | None = None
     """The last request prepared (system, messages, fingerprint), not yet answered."""
+    _replied_at: int = 0
+    """`created_at` of the newest `message.assistant` fed (the replay ledger's own clock)."""
+    _now: int | None = None
+    """The engine's clock for the call being prepared: the replay ledger's time of the previous
+    response plus the idle the recording measured after it; None when it recorded no time."""
 
     def _open(self) -> Ledger:
         if self._ledger is None:
@@ -99,6 +107,8 @@ class ComalPolicy:
             if planned.kind in REPLAYED_KINDS:
                 entry = append_planned(ledger, self._session, planned)
                 self._index_of[entry.id] = index
+                if entry.kind == "message.assistant":
+                    self._replied_at = entry.created_at
                 if entry.kind == "tool.result":
                     self._by_ordinal[len(self._by_ordinal) + 1] = index
         self._appended = max(self._appended, entries_end)
@@ -187,6 +197,7 @@ class ComalPolicy:
                 window_tokens=self.budget.window,
                 window_source="bench",
                 margin_tokens=self.budget.at(0).margin,
+                cache_ttl_s=self.cache_ttl_s,
             )
             fixed = FixedParts(system=self.transcript.system, instructions="", tools=())
             self._engine = ContextEngine(
@@ -196,12 +207,19 @@ class ComalPolicy:
                 fixed,
                 model=self.transcript.model,
                 counter=self.counter,
+                clock=self._clock,
             )
         return self._engine
 
+    def _clock(self) -> int:
+        return now_ms() if self._now is None else self._now
+
     def decide(self, _history: tuple[Message, ...], call_index: int, /) -> Decision:
-        """Feed the entries before call `call_index`, then prepare."""
-        self.feed(self.transcript.calls[call_index].entries_end)
+        """Feed the entries before call `call_index`, then prepare (at the recorded time)."""
+        call = self.transcript.calls[call_index]
+        self.feed(call.entries_end)
+        idle = self.transcript.since_reply_ms(call)
+        self._now = None if idle is None else self._replied_at + idle
         return self.prepare()
 
     def close(self) -> None:

@@ -6,6 +6,9 @@ Per request (summary calls included, in the order they are sent):
   by the request's output limit (`length`: the request, its cut reply and the re-ask are all
   billed; `replay._cut_replies`); the Anthropic-like
   variant bills new tokens at 1.25 × (cache writes);
+- a call sent after the recording was idle longer than the prompt cache's time-to-live (the
+  recorded gap since the previous request; `replayer.CACHE_TTL_S`) is *cold*: its first request
+  is billed with nothing cached, for every policy alike, and the ideal cache starts empty;
 - a request *matches its prefix* when it begins with the whole previous request (it only
   appended); `prefix_match_share` = matches / requests that have a predecessor;
 - under an *ideal* cache of the policy's own requests, every message version (a rendered part:
@@ -65,6 +68,17 @@ class Totals:
     """Replies longer than the output their request allowed (each billed, then asked again)."""
     cut_output: int = 0
     """Output tokens of the cut replies (generated up to the limit, then thrown away)."""
+    cold_calls: int = 0
+    """Calls sent after the recording was idle longer than the cache's time-to-live."""
+    _expired: bool = False
+
+    def expire(self) -> None:
+        """The prompt cache expired (idle beyond its time-to-live): the next request is billed
+        in full and the ideal cache forgets what was sent; prefix matching still compares
+        with the previous request (whether the policy only appended does not depend on time)."""
+        self._expired = True
+        self.sent.clear()
+        self.cold_calls += 1
 
     def send(self, request: Sequence[Segment], *, overflow: bool, agent: bool = True) -> int:
         """Price one request (agent call or summary call); returns its tokens."""
@@ -72,6 +86,8 @@ class Totals:
         cached = common_prefix_tokens(self.previous, request) if self.previous else 0
         if agent and self.previous and cached == request_tokens(self.previous):
             self.prefix_matches += 1
+        if self._expired:
+            cached, self._expired = 0, False
         real = (tokens - cached) + CACHED_RATE * cached
         ideal = 0.0
         occurrences: dict[int, int] = {}
@@ -171,6 +187,7 @@ def row(
         "summary_input_tokens": totals.summary_input,
         "cut_replies": totals.cut_replies,
         "cut_output_tokens": totals.cut_output,
+        "cold_calls": totals.cold_calls,
         "decision_ms_p50": round(percentile(totals.decision_ms, 0.5), 3),
         "decision_ms_p99": round(percentile(totals.decision_ms, 0.99), 3),
         "decision_ms": [round(v, 3) for v in totals.decision_ms],
@@ -242,6 +259,7 @@ def aggregate(rows: Sequence[JSONObject]) -> list[JSONObject]:
             "derivations": int(total("derivations")),
             "cut_replies": int(total("cut_replies")),
             "cut_output_tokens": int(total("cut_output_tokens")),
+            "cold_calls": int(total("cold_calls")),
             # Over every request that has a predecessor: each session's first has none.
             "prefix_match_share": round(_ratio(total("prefix_matches"), calls - len(members)), 4),
             "decision_ms_p50": round(percentile(timings, 0.5), 3),

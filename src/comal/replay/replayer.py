@@ -12,6 +12,11 @@ recorded outputs (`context.budget.size_output_reserve`: twice the 95th percentil
 outputs, 256 … min(32,000, window / 2), 4,096 before any). The margin is
 `context.budget.default_margin(window)`.
 
+Time is read from the recording where its format keeps it: a call after a gap longer than the
+prompt cache's time-to-live (`CACHE_TTL_S`) is billed uncached for every policy, and Comal's
+engine sees the same gap on its clock (an idle cache lets it relieve pressure early, for no
+extra re-send: `context/relief/triggers.py`).
+
 A recorded reply longer than the output its request allowed is a cut reply (`_cut_replies`):
 the cut request, its thrown-away output and the re-ask are billed, so a reserve smaller than
 the replies it must hold is not free.
@@ -19,6 +24,7 @@ the replies it must hold is not free.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -60,6 +66,10 @@ POLICIES = (
 """Policy names, in report order."""
 MAX_OUTPUT_TOKENS = 32_000
 """The engine's default maximum output (the cap of the sized reserve)."""
+CACHE_TTL_S = 300.0
+"""The prompt cache's time-to-live: five minutes, the default of Anthropic's and OpenAI's
+caches and of the engine's `[context] cache_ttl_s`. A recorded gap longer than this between two
+requests (a person reading, a long test run) leaves the next one uncached for every policy."""
 
 
 def call_budgets(transcript: Transcript, window: int) -> CallBudgets:
@@ -79,8 +89,15 @@ def call_budgets(transcript: Transcript, window: int) -> CallBudgets:
     return CallBudgets(window, default_margin(window), tuple(reserves))
 
 
-def make_policy(name: str, transcript: Transcript, budget: Budgets, cache: SegmentCache) -> Policy:
-    """A fresh policy instance for one (session, window) replay.
+def make_policy(
+    name: str,
+    transcript: Transcript,
+    budget: Budgets,
+    cache: SegmentCache,
+    cache_ttl_s: float = CACHE_TTL_S,
+) -> Policy:
+    """A fresh policy instance for one (session, window) replay (`cache_ttl_s`: what Comal's
+    engine is told of the prompt cache; no peer policy looks at time).
 
     Raises:
         ValueError: unknown policy name.
@@ -108,7 +125,7 @@ def make_policy(name: str, transcript: Transcript, budget: Budgets, cache: Segme
     if name == "comal":
         from comal.replay.comal_policy import ComalPolicy  # the engine is only needed here
 
-        return ComalPolicy(transcript, budget, cache)
+        return ComalPolicy(transcript, budget, cache, cache_ttl_s=cache_ttl_s)
     raise ValueError(f"unknown policy {name!r}; one of {', '.join(POLICIES)}")
 
 
@@ -194,6 +211,7 @@ def replay_policy(
     budgets: Budgets,
     cache: SegmentCache,
     uses: dict[int, list[FactUse]] | None = None,
+    cache_ttl_s: float | None = CACHE_TTL_S,
 ) -> Totals:
     """Replay one policy over one transcript and return its running totals.
 
@@ -203,6 +221,8 @@ def replay_policy(
         budgets: the reserve and margin of each call (a policy may hold its own reserve).
         cache: the transcript's segment cache.
         uses: facts by the call that first uses them (computed when None).
+        cache_ttl_s: the prompt cache's time-to-live; a call after a longer recorded gap is
+            billed uncached (None: the cache never expires).
 
     Raises:
         InvariantError: the policy split a tool pair.
@@ -215,6 +235,9 @@ def replay_policy(
     feed = getattr(policy, "feed", None)
     for call in transcript.calls:
         history = transcript.history(call)
+        idle = transcript.idle_ms(call)
+        if cache_ttl_s is not None and idle is not None and idle > cache_ttl_s * 1000:
+            totals.expire()
         if feed is not None:
             feed(call.entries_end)
         started = time.perf_counter()
@@ -263,10 +286,12 @@ def replay_transcript(
     policies: Sequence[str],
     *,
     name: str | None = None,
+    cache_ttl_s: float | None = CACHE_TTL_S,
 ) -> list[JSONObject]:
     """Rows for every (window, policy) of one transcript; `raw` is always replayed (baseline).
 
-    `name` is the row's `session` (default the transcript's label).
+    `name` is the row's `session` (default the transcript's label); `cache_ttl_s` as in
+    `replay_policy`.
     """
     cache = SegmentCache()
     uses: dict[int, list[FactUse]] = {}
@@ -283,9 +308,10 @@ def replay_transcript(
             # The same transcript, window and policy mint the same ids on every run.
             seed = f"{name or transcript.label}\0{window}\0{policy_name}"
             with reproducible_ids(seed):
-                policy = make_policy(policy_name, transcript, budget, cache)
+                ttl = math.inf if cache_ttl_s is None else cache_ttl_s
+                policy = make_policy(policy_name, transcript, budget, cache, ttl)
                 try:
-                    totals = replay_policy(transcript, policy, budget, cache, uses)
+                    totals = replay_policy(transcript, policy, budget, cache, uses, cache_ttl_s)
                 finally:
                     close = getattr(policy, "close", None)
                     if close is not None:
@@ -309,7 +335,11 @@ def replay_transcript(
 
 
 def replay_file(
-    path: str, windows: Sequence[int], policies: Sequence[str], fmt: str | None = None
+    path: str,
+    windows: Sequence[int],
+    policies: Sequence[str],
+    fmt: str | None = None,
+    cache_ttl_s: float | None = CACHE_TTL_S,
 ) -> list[JSONObject]:
     """Rows for every transcript in one recorded file (a worker's unit of work).
 
@@ -322,7 +352,9 @@ def replay_file(
     for transcript in (t for session in parsed for t in transcripts_from(session)):
         # The folder keeps names unique: the same task recorded by two agents has one stem.
         name = f"{folder}/{transcript.label}" if folder else transcript.label
-        rows.extend(replay_transcript(transcript, windows, policies, name=name))
+        rows.extend(
+            replay_transcript(transcript, windows, policies, name=name, cache_ttl_s=cache_ttl_s)
+        )
     return rows
 
 

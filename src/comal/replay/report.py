@@ -167,8 +167,22 @@ def markdown_report(aggregate: Sequence[JSONObject], by_source: Sequence[JSONObj
     sources = source_table(by_source)
     return (
         markdown_table(aggregate)
+        + _cold_line(aggregate)
         + ("\n" + lines if lines else "")
         + ("\n" + sources if sources else "")
+    )
+
+
+def _cold_line(aggregate: Sequence[JSONObject]) -> str:
+    """How many calls came after a recorded gap longer than the cache's time-to-live (the
+    same calls for every policy: a property of the recordings, counted on the first row)."""
+    if not aggregate:
+        return ""
+    first = aggregate[0]
+    cold, calls = int(_float(first, "cold_calls")), int(_float(first, "calls"))
+    return (
+        f"\nCalls sent after the recording was idle longer than the prompt cache's time-to-live,"
+        f" billed uncached for every policy: {cold:,} of {calls:,}.\n"
     )
 
 

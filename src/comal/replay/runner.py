@@ -22,7 +22,7 @@ from pathlib import Path
 from comal.errors import ImportFormatError
 from comal.messages import JSONObject
 from comal.replay.metrics import aggregate
-from comal.replay.replayer import POLICIES, replay_file, session_files
+from comal.replay.replayer import CACHE_TTL_S, POLICIES, replay_file, session_files
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +37,15 @@ class ReplayResult:
 
 
 def _replay_or_reason(
-    path: str, windows: Sequence[int], policies: Sequence[str], fmt: str | None
+    path: str,
+    windows: Sequence[int],
+    policies: Sequence[str],
+    fmt: str | None,
+    cache_ttl_s: float | None,
 ) -> tuple[list[JSONObject], str | None]:
     """A worker's unit: the file's rows, or why it could not be read."""
     try:
-        return replay_file(path, windows, policies, fmt), None
+        return replay_file(path, windows, policies, fmt, cache_ttl_s), None
     except ImportFormatError as exc:
         return [], str(exc)
 
@@ -90,11 +94,19 @@ async def run_replay(
     jobs: int = 1,
     progress: Callable[[str], None] | None = None,
     fmt: str | None = None,
+    cache_ttl_s: float | None = CACHE_TTL_S,
 ) -> ReplayResult:
-    """Replay every session file under `paths` (`fmt`: skip format detection)."""
+    """Replay every session file under `paths` (`fmt`: skip format detection; `cache_ttl_s`:
+    the prompt cache's time-to-live, None for a cache that never expires)."""
     files = session_files(paths)
     loop = asyncio.get_running_loop()
-    work = partial(_replay_or_reason, windows=list(windows), policies=list(policies), fmt=fmt)
+    work = partial(
+        _replay_or_reason,
+        windows=list(windows),
+        policies=list(policies),
+        fmt=fmt,
+        cache_ttl_s=cache_ttl_s,
+    )
     results: list[list[JSONObject]] = [[] for _ in files]
     reasons: list[str | None] = [None for _ in files]
 

@@ -51,6 +51,10 @@ class ReplayCall:
     entries_end: int
     """Planned entries before this call's `message.assistant`."""
     response: Message
+    asked_ms: int | None = None
+    """When the request was sent, as the recording tells: the time of the newest entry
+    recorded before the response (the results or user text it answers), else the previous
+    response's time (nothing came between), None when the format keeps no time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,22 @@ class Transcript:
         """The messages the agent had before `call`."""
         return self.messages[: call.history_end]
 
+    def idle_ms(self, call: ReplayCall) -> int | None:
+        """Time between the previous request and this one (None: first call, or not recorded):
+        a prompt cache idle longer than its time-to-live has expired."""
+        if call.index == 0 or call.asked_ms is None:
+            return None
+        before = self.calls[call.index - 1].asked_ms
+        return None if before is None else max(call.asked_ms - before, 0)
+
+    def since_reply_ms(self, call: ReplayCall) -> int | None:
+        """Time between the previous response and this request (None when not recorded):
+        what a live engine measures as idle (`triggers.early_trigger`)."""
+        if call.index == 0 or call.asked_ms is None:
+            return None
+        replied = self.entries[self.calls[call.index - 1].entries_end].at_ms
+        return None if replied is None else max(call.asked_ms - replied, 0)
+
     def output_tokens(self, call: ReplayCall) -> int | None:
         """Output tokens the recorded reply to `call` took (None when not recorded)."""
         usage = AssistantMessage.from_payload(self.entries[call.entries_end].payload).usage
@@ -89,6 +109,8 @@ def transcript_from(parsed: ParsedSession) -> Transcript:
             messages.append(Message("user", tuple(open_user)))
             open_user.clear()
 
+    recorded: int | None = None
+    """The newest time recorded so far (records are not always in time order)."""
     for index, planned in enumerate(parsed.entries):
         if planned.kind == "message.user":
             raw = UserMessage.from_payload(planned.payload).message
@@ -114,8 +136,10 @@ def transcript_from(parsed: ParsedSession) -> Transcript:
             raw = AssistantMessage.from_payload(planned.payload).message
             assert raw is not None
             response = message_from_json(raw)
-            calls.append(ReplayCall(len(calls), len(messages), index, response))
+            calls.append(ReplayCall(len(calls), len(messages), index, response, recorded))
             messages.append(response)
+        if planned.at_ms is not None:
+            recorded = planned.at_ms if recorded is None else max(recorded, planned.at_ms)
     close_user()
     return Transcript(
         label=parsed.label,

@@ -100,3 +100,22 @@ def test_bench_replay_skips_an_unreadable_file_and_replays_the_rest(tmp_path: Pa
     nothing = comal(*args)
     assert nothing.returncode == 2
     assert "no recorded session could be read" in nothing.stderr
+
+
+@pytest.mark.e2e
+def test_bench_replay_takes_the_cache_time_to_live_and_refuses_a_bad_one(tmp_path: Path) -> None:
+    args = ("bench", "replay", str(ROLLOUT), "--window", "16k", "--policy", "raw")
+    # The rollout's calls are seconds apart: a 1-second cache expires between them.
+    short = comal(*args, "--cache-ttl", "1", "--json", str(tmp_path / "short.json"))
+    never = comal(*args, "--cache-ttl", "none", "--json", str(tmp_path / "never.json"))
+    assert short.returncode == never.returncode == 0, short.stderr + never.stderr
+    (cold,) = json.loads((tmp_path / "short.json").read_text())["aggregate"]
+    (warm,) = json.loads((tmp_path / "never.json").read_text())["aggregate"]
+    assert cold["cold_calls"] > 0
+    assert warm["cold_calls"] == 0
+    assert cold["cost_weighted"] > warm["cost_weighted"]
+
+    bad = comal(*args, "--cache-ttl", "-5")
+    assert bad.returncode != 0
+    assert "bad --cache-ttl '-5'" in bad.stderr
+    assert "Traceback" not in bad.stderr
