@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from comal.importers.plan import ParsedSession, SessionPlan, recorded_ms
-from comal.messages import TextPart, ToolCallPart
-from comal.replay.comal_policy import ComalPolicy
+from comal.messages import TextPart
 from comal.replay.metrics import CACHED_RATE, Totals
 from comal.replay.policies import Budget, RawPolicy
 from comal.replay.rendering import SegmentCache, request_tokens
-from comal.replay.replayer import call_budgets, replay_policy
+from comal.replay.replayer import replay_policy
 from comal.replay.transcript import Transcript, transcript_from
 from comal.usage import Usage
+from tests.unit.replay.plans import log_step, replay_comal
 
 MINUTE = 60_000
 
@@ -37,17 +37,8 @@ def _session(calls: int, lines: int, gap_before_last_ms: int) -> Transcript:
     for number in range(calls):
         now += 5_000
         plan.at_ms = now
-        call = ToolCallPart(f"c{number}", "bash", {"command": f"cat log{number}"})
-        plan.assistant(
-            (TextPart(f"Reading {number}."), call),
-            model="m",
-            finish="tool_calls",
-            usage=Usage(output=40),
-            usage_raw=None,
-        )
         now += 1_000
-        plan.at_ms = now
-        plan.tool_result(f"c{number}", _log(number, lines).encode(), line=None)
+        log_step(plan, number, _log(number, lines), result_at=now)
     now += 5_000
     plan.at_ms = now
     plan.assistant(
@@ -148,15 +139,7 @@ def test_a_gap_beyond_the_time_to_live_makes_the_next_call_cold_for_every_policy
 
 
 def _comal(transcript: Transcript, window: int) -> tuple[list[str], Totals]:
-    cache = SegmentCache()
-    budgets = call_budgets(transcript, window)
-    policy = ComalPolicy(transcript, budgets, cache)
-    try:
-        totals = replay_policy(transcript, policy, budgets, cache)
-        assert policy._ledger is not None
-        entries = policy._ledger.entries(policy._session)
-    finally:
-        policy.close()
+    totals, entries = replay_comal(transcript, window)
     triggers = [
         str(e.payload.get("trigger"))
         for e in entries

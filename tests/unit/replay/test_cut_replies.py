@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from comal.importers.plan import ParsedSession, SessionPlan
-from comal.messages import TextPart, ToolCallPart
+from comal.messages import TextPart
 from comal.replay.comal_policy import ComalPolicy
 from comal.replay.metrics import SUMMARY_OUTPUT_RATE
 from comal.replay.policies import Budget, RawPolicy
@@ -13,6 +13,7 @@ from comal.replay.rendering import SegmentCache, request_tokens
 from comal.replay.replayer import call_budgets, replay_policy
 from comal.replay.transcript import Transcript, transcript_from
 from comal.usage import Usage
+from tests.unit.replay.plans import log_step, replay_comal
 
 
 def _session(outputs: list[str], last_reply_tokens: int) -> Transcript:
@@ -20,15 +21,7 @@ def _session(outputs: list[str], last_reply_tokens: int) -> Transcript:
     plan = SessionPlan(Path("hand.json"), "openai-chat")
     plan.user_text("Survey the logs.")
     for number, output in enumerate(outputs):
-        call = ToolCallPart(f"c{number}", "bash", {"command": f"cat log{number}"})
-        plan.assistant(
-            (TextPart(f"Reading {number}."), call),
-            model="m",
-            finish="tool_calls",
-            usage=Usage(output=40),
-            usage_raw=None,
-        )
-        plan.tool_result(f"c{number}", output.encode(), line=None)
+        log_step(plan, number, output)
     plan.assistant(
         (TextPart("The report. " * 50),),
         model="m",
@@ -68,15 +61,8 @@ def test_a_peer_reply_longer_than_the_window_leaves_is_billed_with_its_re_ask() 
 
 def test_comal_records_the_cut_grows_its_reserve_and_is_answered_after_relief() -> None:
     transcript = _session([_log(k, 120) for k in range(6)], last_reply_tokens=6_500)
-    cache = SegmentCache()
     budgets = call_budgets(transcript, 16_000)
-    policy = ComalPolicy(transcript, budgets, cache)
-    try:
-        totals = replay_policy(transcript, policy, budgets, cache)
-        assert policy._ledger is not None
-        entries = policy._ledger.entries(policy._session)
-    finally:
-        policy.close()
+    totals, entries = replay_comal(transcript, 16_000)
 
     discarded = [e for e in entries if e.kind == "response.discarded"]
     assert totals.cut_replies == len(discarded) == 1
