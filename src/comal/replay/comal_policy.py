@@ -30,7 +30,7 @@ from pathlib import Path
 
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.measure.tokens import TokenCounter
-from comal.context.relief.checkpoint import EVIDENCE_HEADER
+from comal.context.relief.checkpoint import EVIDENCE_HEADER, WORK_STATE_HEADER
 from comal.context.relief.evidence_names import INDEX_CALL, named_ordinals
 from comal.errors import OutputLengthError
 from comal.ids import now_ms
@@ -49,6 +49,9 @@ from comal.replay.rendering import SegmentCache, request_tokens
 from comal.replay.transcript import REPLAYED_KINDS, Transcript
 
 _EVT = re.compile(r"evt_[0-9a-f]{32}")
+_STATE_REF = re.compile(r" · E([1-9][0-9]*)(?=:|$)", re.MULTILINE)
+"""A work-state line's reference (`workstate.StateLine`): its ordinal, at the line's end or
+before the detail that follows it."""
 _Sent = tuple[str, tuple[Message, ...], JSONObject]
 
 
@@ -243,15 +246,19 @@ def _names_index(messages: tuple[Message, ...]) -> bool:
 
 
 def _evidence_ordinals(messages: tuple[Message, ...]) -> set[int]:
-    """Ordinals (`E17`, `E20–E57`) a checkpoint's evidence section names: exact references
-    `EvidenceRead` takes like full ids. Read only inside that section, where every `En` is
-    the engine's, never in verbatim outputs (a lint code `E501` names nothing)."""
+    """Ordinals (`E17`, `E20–E57`) a checkpoint names: exact references `EvidenceRead` takes
+    like full ids. Read only where the engine writes them, never in verbatim outputs (a lint
+    code `E501` names nothing): anywhere in the evidence section, and in the work state at
+    the end of a line's reference (`… · E17`, or `… · E17: detail`)."""
     found: set[int] = set()
     for message in messages:
         for part in message.parts:
             if isinstance(part, TextPart) and EVIDENCE_HEADER in part.text:
                 section = part.text.split(EVIDENCE_HEADER, 1)[1].split("\n## ", 1)[0]
                 found |= named_ordinals(section)
+            if isinstance(part, TextPart) and WORK_STATE_HEADER in part.text:
+                section = part.text.split(WORK_STATE_HEADER, 1)[1].split("\n## ", 1)[0]
+                found |= {int(n) for n in _STATE_REF.findall(section)}
     return found
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.relief.evidence_names import INDEX_CALL, named_ordinals
 from comal.ledger.entry import Entry
@@ -70,16 +72,20 @@ def test_what_the_tail_shows_is_not_repeated(ledger: Ledger, builder: SessionBui
     assert in_tail
     assert covered
     assert not [r.id for r in in_tail if r.id in checkpoint.text]
-    # The newest covered command is still named with its full id; every other one by ordinal.
-    assert covered[-1].id in checkpoint.text
+    ordinal_of = {r.id: n for n, r in enumerate(results, start=1)}
+    assert not [r for r in in_tail if f" · E{ordinal_of[r.id]}\n" in checkpoint.text + "\n"]
     evidence = checkpoint.text.split("## Evidence", 1)[1]
-    named = named_ordinals(evidence)
-    for ordinal, result in enumerate(results, start=1):
-        if result in covered:
-            assert result.id in checkpoint.text or ordinal in named, ordinal
-    # What the work state names by full id is not listed again.
     work = checkpoint.text.split("## Work state", 1)[1].split("## Evidence", 1)[0]
-    assert not [r.id for r in covered if r.id in work and r.id in evidence]
+    # The work state names its results by ordinal, at the end of their lines: the newest
+    # covered command among them.
+    in_work = {int(n) for n in re.findall(r" · E([0-9]+)$", work, re.MULTILINE)}
+    assert ordinal_of[covered[-1].id] in in_work
+    assert not [r for r in covered if r.id in work]
+    # Every covered output is named: by the work state, else by the evidence list (once).
+    listed = named_ordinals(evidence)
+    for result in covered:
+        ordinal = ordinal_of[result.id]
+        assert (ordinal in in_work) != (ordinal in listed or result.id in evidence), ordinal
     assert INDEX_CALL in checkpoint.text
 
 

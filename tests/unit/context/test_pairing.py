@@ -220,8 +220,9 @@ def test_every_reader_pairs_by_the_one_rule(
             made[c.result].id: _expected_call(c, made) for c in calls if c.result is not None
         }
         by_result = {made[c.result].id: c for c in calls if c.result is not None}
+        ordinal_of = {e.id: n for n, e in enumerate(results, start=1)}
         uncertain = [
-            f"{_described(c)} · {e.id}: uncertain, not re-run"
+            f"{_described(c)} · E{ordinal_of[e.id]}: uncertain, not re-run"
             for e in results
             if e.payload.get("status") == "uncertain"
             for c in [by_result.get(e.id)]
@@ -232,7 +233,7 @@ def test_every_reader_pairs_by_the_one_rule(
             if c.started is not None and c.result is None
         ]
         expected = [*uncertain, *started][-workstate.MAX_PENDING :]
-        assert list(work_state(entries, ledger).pending) == expected
+        assert [line.text for line in work_state(entries, ledger).pending] == expected
 
         # `/state` and recovery: open calls, and the arguments a result's receipt recorded.
         assert [(o.call.call_id, o.call.arguments, o.started) for o in open_calls(entries)] == [
@@ -288,9 +289,11 @@ def test_a_checkpoint_names_the_call_the_view_pairs_when_ids_are_reused(
         line.split(":", 1)[0].lstrip("- "): line for line in work.splitlines() if ".py:" in line
     }
     assert sorted(lines) == ["a.py", "b.py"]
-    assert first.id in lines["a.py"]
+    # Each line names its own result, by ordinal: the first and the second output.
+    ordinals = [e.id for e in ledger.entries(builder.session_id) if e.kind == "tool.result"]
+    assert lines["a.py"].endswith(f" · E{ordinals.index(first.id) + 1}")
     assert lines["a.py"].split(": ", 1)[1].startswith("read · ")
-    assert edited.id in lines["b.py"]
+    assert lines["b.py"].endswith(f" · E{ordinals.index(edited.id) + 1}")
     assert lines["b.py"].split(": ", 1)[1].startswith("edited · ")
 
 

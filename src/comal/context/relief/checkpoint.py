@@ -44,6 +44,8 @@ from comal.ledger.entry import Entry
 _DIGITS = re.compile(r"\d+")
 EVIDENCE_HEADER = "## Evidence (every earlier output"
 """How the checkpoint's evidence section starts (readers find the ordinals it names by it)."""
+WORK_STATE_HEADER = "## Work state"
+"""How the work-state section starts (its lines name outputs by ordinal: `… · E17`)."""
 LONG_ASK_CHARS = 2_000
 """User messages longer than this appear by head + reference."""
 
@@ -163,14 +165,15 @@ def _evidence_section(
     entries: Sequence[Entry],
     limits: Limits,
     counter: TokenCounter,
-    named: str,
+    named: frozenset[str],
     index: ConversationIndex | None = None,
 ) -> list[str]:
     """Every covered output, named by ordinal (`evidence_names`), the likeliest needed first.
 
     First, with full ids: the results of the newest covered turn — the one the tail continues
-    from — and those on the files the tail's calls work on, unless the work state (`named`)
-    already names them, at most `limits.evidence_items`; then every other one by tool and file.
+    from — and those on the files the tail's calls work on, unless the work state already
+    names them (`named`: their entry ids), at most `limits.evidence_items`; then every other
+    one by tool and file.
     """
     calls = collect_calls(entries, index)
     tail_paths = {
@@ -187,7 +190,7 @@ def _evidence_section(
     wanted = [*last_turn, *(i for i in reversed(covered) if on_tail_file(i))]
     priority: list[ResultEntry] = []
     for item in wanted:
-        if item.facts.ref in named or item in priority or len(priority) >= limits.evidence_items:
+        if item.entry.id in named or item in priority or len(priority) >= limits.evidence_items:
             continue
         priority.append(item)
     lines = evidence_names(
@@ -265,7 +268,7 @@ def _checkpoint_text(
         index: the conversation index `blocks` came from, if it has taken exactly `entries`.
     """
     # What the verbatim tail shows is not repeated: every later call would re-bill it twice.
-    tail_refs = {item.facts.ref for block in blocks[covered:] for item in block.results}
+    tail_refs = {item.entry.id for block in blocks[covered:] for item in block.results}
     state = without_refs(work_state(entries, blobs_texts.blobs, index), tail_refs)
     asks = _user_texts(blocks)
     title = title_for(number, state, asks)
@@ -275,27 +278,29 @@ def _checkpoint_text(
         "Earlier conversation is replaced by this checkpoint, derived deterministically from the"
         f" session ledger (entries through seq {last_seq}); no model summarized it. More recent"
         " turns follow verbatim. Every output stays exactly readable with EvidenceRead and the"
-        " ref shown.",
+        " ref shown (`E17`: this session's 17th output).",
         "",
         "## Request (the user's messages, verbatim)",
         *_request_section(asks, counter, limits.request_tokens),
     ]
     work: list[str] = []
     if limits.work_state:
-        work += ["", "## Work state"]
+        work += ["", WORK_STATE_HEADER]
         work += _section("Board", state.board) or ["Board: (none recorded)"]
-        work += _section("Files", state.files)
-        work += _section("Recent commands", state.commands)
-        work += _section("Open errors", state.errors)
-        work += _section("Pending or uncertain calls (not re-run)", state.pending)
+        work += _section("Files", [line.text for line in state.files])
+        work += _section("Recent commands", [line.text for line in state.commands])
+        work += _section("Open errors", [line.text for line in state.errors])
+        pending = [line.text for line in state.pending]
+        work += _section("Pending or uncertain calls (not re-run)", pending)
         statement = _last_statement(blocks[:covered], limits.statement_chars)
         if statement is not None:
             work += ["Last assistant statement " + statement]
     lines += work
     results = [item for block in blocks[:covered] for item in block.results]
     last_turn = next((b.results for b in reversed(blocks[:covered]) if b.results), ())
+    named = state.refs if limits.work_state else frozenset()
     evidence = _evidence_section(
-        results, last_turn, blocks[covered:], entries, limits, counter, "\n".join(work), index
+        results, last_turn, blocks[covered:], entries, limits, counter, named, index
     )
     if evidence:
         lines += [

@@ -31,6 +31,7 @@ from comal.context.relief.workstate import (
     describe_call,
     first_arg,
     is_prefix,
+    ordinal_ref,
     prefix_key,
 )
 from comal.context.view.conversation import ResultEntry
@@ -79,11 +80,6 @@ def named_ordinals(text: str) -> set[int]:
         end = int(match.group(2)) if match.group(2) else start
         out.update(range(start, end + 1))
     return out
-
-
-def ordinal_ref(ordinal: int) -> str:
-    """`E17` for ordinal 17."""
-    return f"E{ordinal}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +180,7 @@ def evidence_names(
     ordinals: Mapping[str, int],
     counter: TokenCounter,
     budget_tokens: int,
-    already: str = "",
+    already: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Lines naming every output in `covered` (see module docstring), within `budget_tokens`.
 
@@ -195,8 +191,8 @@ def evidence_names(
         ordinals: `result_ordinals` of the session.
         counter: token counter for the budget.
         budget_tokens: the most the lines may take (the ranges form is used if none fits).
-        already: text of the checkpoint that names outputs by full id already (the work
-            state); those are not listed again.
+        already: entry ids of the outputs the checkpoint names already (its work state names
+            them by ordinal); those are not listed again.
 
     The other outputs are named by ordinal alone: it is as exact a reference as the full id
     (`EvidenceRead` takes either) for a ninth of the tokens, and every token of the list is
@@ -216,7 +212,7 @@ def evidence_names(
     named = []
     for item in covered:
         n = ordinals.get(item.entry.id)
-        if item.entry.id in first or n is None or item.facts.ref in already:
+        if item.entry.id in first or n is None or item.entry.id in already:
             continue
         named.append(_listed(calls.get(item.entry.id), item, n))
     if not named:

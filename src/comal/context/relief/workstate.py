@@ -9,6 +9,7 @@ conversation it replaces showed. Pure: same entries ⇒ same lines.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ from comal.ledger.entry import Entry
 from comal.ledger.records import BoardUpdated, ToolStarted
 from comal.ledger.records import fields as f
 from comal.messages import JSONObject, canonical_json
+from comal.values import value
 
 MAX_FILES = 16
 MAX_COMMANDS = 8
@@ -44,15 +46,39 @@ class Call:
         object.__setattr__(self, "path", first_arg(self.arguments, PATH_KEYS))
 
 
+@value
+class StateLine:
+    """One line of a work-state section, and the `tool.result` it names, if any.
+
+    The line names its result by the session's ordinal (`E17`: the 17th `tool.result`, which
+    `EvidenceRead` takes as `ref` like the full id, for a ninth of its tokens); `ref` keeps the
+    result's entry id, so a checkpoint can tell which outputs the line names without reading
+    its text."""
+
+    text: str
+    ref: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class WorkState:
     """Lines of each work-state section, newest last."""
 
     board: tuple[str, ...]
-    files: tuple[str, ...]
-    commands: tuple[str, ...]
-    errors: tuple[str, ...]
-    pending: tuple[str, ...]
+    files: tuple[StateLine, ...]
+    commands: tuple[StateLine, ...]
+    errors: tuple[StateLine, ...]
+    pending: tuple[StateLine, ...]
+
+    @property
+    def refs(self) -> frozenset[str]:
+        """Entry ids of the results the lines name."""
+        lines = (*self.files, *self.commands, *self.errors, *self.pending)
+        return frozenset(line.ref for line in lines if line.ref is not None)
+
+
+def ordinal_ref(ordinal: int) -> str:
+    """`E17` for ordinal 17: the session's 17th `tool.result`, as checkpoints name it."""
+    return f"E{ordinal}"
 
 
 def clip(text: str, size: int) -> str:
@@ -125,10 +151,14 @@ class _Fold:
     pairing: Pairing = field(default_factory=Pairing)
     calls: dict[str, Call] = field(default_factory=dict)
     board: tuple[str, ...] = ()
-    files: dict[str, tuple[int, str]] = field(default_factory=dict)
-    commands: list[str] = field(default_factory=list)
-    failures: dict[str, ResultEntry] = field(default_factory=dict)
-    uncertain: list[str] = field(default_factory=list)
+    files: dict[str, tuple[int, StateLine]] = field(default_factory=dict)
+    commands: deque[StateLine] = field(default_factory=lambda: deque(maxlen=MAX_COMMANDS))
+    """The newest commands only: no section shows more."""
+    failures: dict[str, tuple[ResultEntry, str]] = field(default_factory=dict)
+    """Open failures by call (name and arguments), each with its ordinal reference."""
+    uncertain: list[StateLine] = field(default_factory=list)
+    results: int = 0
+    """`tool.result` entries folded so far: the ordinal of the newest (`E17`)."""
 
     def copy(self, key: tuple[str, str, int]) -> _Fold:
         """A fold with the same parts (copied: the memoized one stays as it was)."""
@@ -138,9 +168,10 @@ class _Fold:
             dict(self.calls),
             self.board,
             dict(self.files),
-            list(self.commands),
+            self.commands.copy(),
             dict(self.failures),
             list(self.uncertain),
+            self.results,
         )
 
     def take(self, entries: Sequence[Entry], index: ConversationIndex | None = None) -> None:
@@ -151,6 +182,8 @@ class _Fold:
                 self.board = _board_lines(BoardUpdated.from_entry(entry).criteria)
             if entry.kind != "tool.result":
                 continue
+            self.results += 1
+            ref = ordinal_ref(self.results)
             item = read(entry)
             site = self.pairing.site_of(entry)
             call = _call(site) if site is not None else None
@@ -162,7 +195,8 @@ class _Fold:
             op = _file_op(name)
             if path and op and call:
                 self.files.pop(path, None)
-                self.files[path] = (entry.seq, _file_line(call, item, op))
+                line = StateLine(_file_line(call, item, op, ref), entry.id)
+                self.files[path] = (entry.seq, line)
             command = first_arg(args, COMMAND_KEYS)
             if command is not None:
                 status = (
@@ -170,15 +204,15 @@ class _Fold:
                     if item.facts.exit_code is not None
                     else item.facts.status
                 )
-                self.commands.append(f"$ {clip(command, 120)} → {status} · {item.facts.ref}")
+                text = f"$ {clip(command, 120)} → {status} · {ref}"
+                self.commands.append(StateLine(text, entry.id))
             key = f"{name} {canonical_json(args)}"
             self.failures.pop(key, None)
             if _failed(item):
-                self.failures[key] = item
+                self.failures[key] = (item, ref)
             if item.facts.status == "uncertain":
-                self.uncertain.append(
-                    f"{describe_call(name, args)} · {item.facts.ref}: uncertain, not re-run"
-                )
+                text = f"{describe_call(name, args)} · {ref}: uncertain, not re-run"
+                self.uncertain.append(StateLine(text, entry.id))
 
 
 _FOLDS: list[_Fold] = []
@@ -220,7 +254,7 @@ def _file_op(name: str) -> str | None:
     return None
 
 
-def _file_line(call: Call, item: ResultEntry, op: str) -> str:
+def _file_line(call: Call, item: ResultEntry, op: str, ref: str) -> str:
     digest = item.facts.digest
     prep = ToolStarted.from_entry(call.started).preparation if call.started is not None else None
     if op != "read" and prep is not None:
@@ -230,17 +264,17 @@ def _file_line(call: Call, item: ResultEntry, op: str) -> str:
         if item.facts.status in ("ok", "postcondition_observed")
         else f"{op}? {item.facts.status}"
     )
-    return f"{state} · {digest[:19]} · {item.facts.ref}"
+    return f"{state} · {digest[:19]} · {ref}"
 
 
-def _error_line(item: ResultEntry, call: Call | None, blobs: BlobSource) -> str:
+def _error_line(item: ResultEntry, ref: str, call: Call | None, blobs: BlobSource) -> StateLine:
     what = describe_call(call.name, call.arguments, 80) if call else item.facts.name
     exit_note = f"exit {item.facts.exit_code}" if item.facts.exit_code is not None else "error"
     text = evidence_text(blobs.body(item.entry) or b"")
     lines = text.splitlines()
     marks = salient_lines(lines, set())
     detail = marks[-1][1] if marks else (lines[-1] if lines else "")
-    return f"{what} → {exit_note} · {item.facts.ref}: {clip(detail, 160)}"
+    return StateLine(f"{what} → {exit_note} · {ref}: {clip(detail, 160)}", item.entry.id)
 
 
 def _failed(item: ResultEntry) -> bool:
@@ -268,17 +302,20 @@ def _work_state(
     pending = list(fold.uncertain)
     for site in fold.pairing.sites:
         if site.started is not None and site.result is None:
-            pending.append(
-                f"{describe_call(site.name, site.arguments)}: started, no result recorded"
-            )
+            what = describe_call(site.name, site.arguments)
+            pending.append(StateLine(f"{what}: started, no result recorded"))
     open_errors = list(fold.failures.values())[-MAX_ERRORS:]
-    errors = [_error_line(item, fold.calls.get(item.entry.id), blobs) for item in open_errors]
-    file_lines = [f"{path}: {line}" for path, (_, line) in fold.files.items()]
+    errors = [
+        _error_line(item, ref, fold.calls.get(item.entry.id), blobs) for item, ref in open_errors
+    ]
+    file_lines = [
+        StateLine(f"{path}: {line.text}", line.ref) for path, (_, line) in fold.files.items()
+    ]
     return WorkState(
         board=fold.board,
         files=tuple(file_lines[-MAX_FILES:]),
-        commands=tuple(fold.commands[-MAX_COMMANDS:]),
-        errors=tuple(errors[-MAX_ERRORS:]),
+        commands=tuple(fold.commands),
+        errors=tuple(errors),
         pending=tuple(pending[-MAX_PENDING:]),
     )
 
@@ -296,14 +333,14 @@ def _board_lines(criteria: tuple[JSONObject, ...]) -> tuple[str, ...]:
 
 
 def without_refs(state: WorkState, refs: set[str]) -> WorkState:
-    """`state` without the file, command and error lines of results in `refs`.
+    """`state` without the file, command and error lines of results in `refs` (entry ids).
 
     The checkpoint passes the results its verbatim tail shows: those lines would only repeat
     what the tail says. Board and pending calls stay (no tail result stands for them).
     """
 
-    def keep(lines: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(line for line in lines if not any(ref in line for ref in refs))
+    def keep(lines: tuple[StateLine, ...]) -> tuple[StateLine, ...]:
+        return tuple(line for line in lines if line.ref not in refs)
 
     files, commands, errors = keep(state.files), keep(state.commands), keep(state.errors)
     return WorkState(state.board, files, commands, errors, state.pending)
