@@ -3,9 +3,10 @@
 It follows a fixed plan for the sample project (plan on the board, look around, read, run the
 failing tests, produce a large report, search it through EvidenceRead, fix the bug, re-run,
 close through finish_call, which runs the board's checks). Its only "intelligence" is reading
-the request it receives: which step it reached, and the `evt_…` reference the context engine put
-in a large result. It reports no token usage (unknown), so every figure the demo shows is
-Comal's own estimate, marked `~`.
+the request it receives: which step it reached, and the exact reference the context engine put
+in a large result (its `evt_…` id) or in a checkpoint's work state (its ordinal, `E5`). It
+reports no token usage (unknown), so every figure the demo shows is Comal's own estimate,
+marked `~`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from comal.providers.base import (
 )
 
 DEMO_MODEL = "comal-demo-script"
-_REF = re.compile(r"\bevt_[0-9a-f]{32}\b")
+_REF = re.compile(r"\bevt_[0-9a-f]{32}\b|(?<=· )E[1-9][0-9]*\b")
+"""An exact reference: a full id (a preview or reference stub), or an ordinal where a
+checkpoint's work state ends a line with one (`… → exit 0 · E5`)."""
 _STEP = re.compile(r"\bdemo_(\d+)_\d+\b")
 
 FIX_OLD = "    return ordered[middle]\n"
@@ -69,7 +72,7 @@ _DONE_IN_CHECKPOINT = (
     (0, re.compile(r"^- \[\w+\] bug: ", re.M)),
     (1, re.compile(r"^- inventory/stats\.py: read ", re.M)),
     (2, re.compile(r"^- \$ python -m unittest -v 2>&1 → exit 1 ", re.M)),
-    (3, re.compile(r"^- \$ python tools/report\.py → exit 0 · (evt_[0-9a-f]{32})", re.M)),
+    (3, re.compile(r"^- \$ python tools/report\.py → exit 0 · (E[1-9][0-9]*)$", re.M)),
     (5, re.compile(r"^- inventory/stats\.py: edited ", re.M)),
     (6, re.compile(r"^- \$ python -m unittest -v 2>&1 → exit 0 ", re.M)),
 )
