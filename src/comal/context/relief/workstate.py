@@ -135,7 +135,8 @@ def collect_calls(
 
 
 def _call(site: CallSite) -> Call:
-    return Call(site.call.call_id, site.name, site.arguments, site.started)
+    name, arguments = site.ran()
+    return Call(site.call.call_id, name, arguments, site.started)
 
 
 @dataclass(slots=True)

@@ -65,17 +65,19 @@ class CallSite:
     @property
     def name(self) -> str:
         """The tool name the receipt records (what ran), else the message's."""
-        if self.started is not None:
-            name = ToolStarted.from_entry(self.started).name
-            return "tool" if name is None else name
-        return self.call.name
+        return self.ran()[0]
 
     @property
     def arguments(self) -> JSONObject:
         """The arguments the receipt records (what ran), else the message's."""
-        if self.started is not None:
-            return ToolStarted.from_entry(self.started).arguments
-        return self.call.arguments
+        return self.ran()[1]
+
+    def ran(self) -> tuple[str, JSONObject]:
+        """(`name`, `arguments`), read from the receipt once."""
+        if self.started is None:
+            return self.call.name, self.call.arguments
+        started = ToolStarted.from_entry(self.started)
+        return "tool" if started.name is None else started.name, started.arguments
 
 
 def _call_id(entry: Entry) -> str:
