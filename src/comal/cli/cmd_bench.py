@@ -12,6 +12,7 @@ only when nothing could be read, or with `--strict` when any file was skipped.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -112,6 +113,6 @@ def _cache_ttl(text: str) -> float | None:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value >= 0 or value == float("inf"):
+    if not (math.isfinite(value) and value >= 0):
         raise ValueError(f"bad --cache-ttl {text!r}: seconds ≥ 0, or none")
     return value

@@ -86,16 +86,15 @@ class _Rollout:
         self.usage: Usage = Usage()
         self.usage_raw: JSONValue = None
         self.first_text = ""
-        self.at_ms: int | None = None
-        """The recorded time of the line being read."""
         self.parts_at: int | None = None
-        """When the open response's last item was recorded (the response's own time)."""
+        """When the open response's last item was recorded (the response's own time; the
+        plan's `at_ms` is the time of the line being read)."""
 
     def flush(self) -> None:
         if not self.parts:
             return
         calls = any(isinstance(p, ToolCallPart) for p in self.parts)
-        self.plan.at_ms = self.parts_at
+        line_at, self.plan.at_ms = self.plan.at_ms, self.parts_at
         self.plan.assistant(
             tuple(self.parts),
             model=self.model,
@@ -105,7 +104,7 @@ class _Rollout:
         )
         self.first_model = self.first_model or self.model
         self.parts, self.usage, self.usage_raw = [], Usage(), None
-        self.plan.at_ms = self.at_ms
+        self.plan.at_ms = line_at
 
     def response_item(self, line: int, item: dict[str, Any]) -> None:
         kind = item.get("type")
@@ -113,7 +112,7 @@ class _Rollout:
             self._message(line, item)
         elif kind in _OUTPUT_ITEMS:
             self.parts.append(self._output_part(line, item))
-            self.parts_at = self.at_ms
+            self.parts_at = self.plan.at_ms
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self.flush()
             text, failed = _output_text(item.get("output"))
@@ -140,7 +139,7 @@ class _Rollout:
                 parts.append(_image(str(block.get("image_url", "")), self.path, line))
         if role == "assistant":
             self.parts.extend(parts)
-            self.parts_at = self.at_ms
+            self.parts_at = self.plan.at_ms
             return
         self.flush()
         text = "".join(p.text for p in parts if isinstance(p, TextPart))
@@ -196,9 +195,7 @@ def parse(path: Path) -> ParsedSession:
         kind, payload = record.get("type"), record.get("payload")
         if not isinstance(kind, str) or not isinstance(payload, dict):
             raise format_error(path, line, "record without 'type' and an object 'payload'")
-        rollout.at_ms = recorded_ms(record.get("timestamp"))
-        if not rollout.parts:
-            rollout.plan.at_ms = rollout.at_ms
+        rollout.plan.at_ms = recorded_ms(record.get("timestamp"))
         if kind == "session_meta":
             cwd = str(payload.get("cwd") or cwd)
             origin = payload.get("id") or origin

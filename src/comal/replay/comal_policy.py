@@ -46,6 +46,7 @@ from comal.ledger.records import (
 from comal.messages import JSONObject, Message, TextPart, ToolResultPart
 from comal.replay.policies import Budgets, Decision
 from comal.replay.rendering import SegmentCache, request_tokens
+from comal.replay.replayer import CACHE_TTL_S
 from comal.replay.transcript import REPLAYED_KINDS, Transcript
 
 _EVT = re.compile(r"evt_[0-9a-f]{32}")
@@ -63,7 +64,7 @@ class ComalPolicy:
     budget: Budgets
     counter: TokenCounter
     name: str = "comal"
-    cache_ttl_s: float = 300.0
+    cache_ttl_s: float = CACHE_TTL_S
     """What the engine is told of the prompt cache's time-to-live (`[context] cache_ttl_s`)."""
     _dir: tempfile.TemporaryDirectory[str] | None = None
     _ledger: Ledger | None = None
@@ -190,7 +191,7 @@ class ComalPolicy:
         if output is not None:
             measured["output"] = output
         answered = replace(reply, usage=measured, request_entry=request.id)
-        return PlannedEntry(planned.kind, answered.to_payload(), planned.body, planned.media)
+        return replace(planned, payload=answered.to_payload())
 
     def _engine_for(self, ledger: Ledger) -> ContextEngine:
         # One engine for the whole session, as the agent loop keeps one: it reads the ledger

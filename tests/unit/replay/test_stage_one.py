@@ -16,6 +16,7 @@ from comal.importers.plan import ParsedSession, SessionPlan
 from comal.messages import TextPart, ToolCallPart
 from comal.replay.transcript import Transcript, transcript_from
 from comal.usage import Usage
+from tests.unit.context.conftest import listing
 from tests.unit.replay.plans import log_step, replay_comal
 
 TABLES = 8
@@ -23,12 +24,6 @@ TABLES = 8
 
 def _table(k: int) -> str:
     return "".join(f"{k},{i},{i * i}\n" for i in range(500))  # ~3,500 tokens
-
-
-def _listing(k: int) -> str:
-    return "\n".join(
-        f"src/m{k}/module_{i}.py:{i}: def handler_{i}(x): return x * {i}" for i in range(12)
-    )
 
 
 def _session(small_steps: int) -> Transcript:
@@ -47,7 +42,7 @@ def _session(small_steps: int) -> Transcript:
             usage=Usage(output=40),
             usage_raw=None,
         )
-        plan.tool_result(f"c{k}", _listing(k).encode(), line=None)
+        plan.tool_result(f"c{k}", listing(f"m{k}", 12).encode(), line=None)
     parsed = ParsedSession(
         "hand", "stage1.json", "hand", "", "", "m", "You check data.", plan.done()
     )
