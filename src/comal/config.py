@@ -23,7 +23,7 @@ from comal.config_mcp import McpServerConfig as McpServerConfig
 from comal.config_mcp import mcp_json_servers, mcp_servers
 from comal.errors import ConfigError
 from comal.messages import JSONObject, JSONValue
-from comal.usage import Price
+from comal.usage import PROMPT_CACHE_TTL_S, Price
 
 DEFAULT_WINDOW_TOKENS = 45_000
 """Window used when neither the catalog, the server, nor the user says otherwise."""
@@ -88,7 +88,7 @@ class ContextConfig:
     soft_limit: int | float | None = None
     """Quality budget: most input tokens per request (int) or a share of the window (float in
     (0, 1]); None: the automatic threshold alone."""
-    cache_ttl_s: float = 300.0
+    cache_ttl_s: float = PROMPT_CACHE_TTL_S
     """The provider's prompt-cache time-to-live: idle longer, pressure relief may come early."""
     media_budget_tokens: int | None = None
     """The media reserve (images in view); None is a tenth of the window, at least two images."""
@@ -625,7 +625,7 @@ def _resolve(
         margin_tokens=craw.get("margin_tokens"),
         media_budget_tokens=craw.get("media_budget_tokens"),
         soft_limit=_soft_limit(craw.get("soft_limit")),
-        cache_ttl_s=_cache_ttl(craw.get("cache_ttl_s", 300)),
+        cache_ttl_s=_cache_ttl(craw.get("cache_ttl_s", PROMPT_CACHE_TTL_S)),
     )
 
     praw = dict(raw.get("permissions", {}))

@@ -72,6 +72,12 @@ class Usage:
         )
 
 
+PROMPT_CACHE_TTL_S = 300.0
+"""How long a provider keeps a prompt prefix cached after its last use: five minutes, the
+default of Anthropic's and OpenAI's caches. The engine's `[context] cache_ttl_s` and the replay's
+`--cache-ttl` default to it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Price:
     """What a model costs, in US dollars per million tokens of each kind, as of a date."""

@@ -23,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "import",
         help="import recorded sessions of other agents",
-        description="Import Claude Code, Codex CLI, mini-swe-agent, SWE-agent, OpenHands or "
-        "Aider sessions as ordinary Comal sessions.",
+        description="Import Claude Code, Codex CLI, Gemini CLI, mini-swe-agent, SWE-agent, "
+        "OpenHands or Aider sessions as ordinary Comal sessions.",
     )
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
     parser.add_argument("--format", choices=FORMATS, help="skip format detection")

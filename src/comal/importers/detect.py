@@ -7,6 +7,7 @@ Code 2.x's `file-history-snapshot` do not hide the format):
   system, 2.x `file-history-snapshot`/`progress`/`queue-operation`);
 - JSONL of OpenHands evaluation records (`instance_id` + `history` of events), or a JSON array
   of OpenHands events → OpenHands;
+- a JSON object with `sessionId`, `projectHash` and `messages` → Gemini CLI;
 - a JSON object with `trajectory_format` `mini-swe-agent-*` (or `messages`) → mini-swe-agent;
   one with `history` → SWE-agent;
 - Markdown with `# aider chat started at` lines → Aider.
@@ -23,7 +24,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from comal.importers import aider, claude_code, codex, mini_swe_agent, openhands, swe_agent
+from comal.importers import (
+    aider,
+    claude_code,
+    codex,
+    gemini_cli,
+    mini_swe_agent,
+    openhands,
+    swe_agent,
+)
 from comal.importers.plan import ParsedSession, format_error, read_json
 
 FORMATS = (
@@ -33,6 +42,7 @@ FORMATS = (
     swe_agent.FORMAT,
     openhands.FORMAT,
     aider.FORMAT,
+    gemini_cli.FORMAT,
 )
 """Importer names, as used in `import:<format>` sources."""
 
@@ -48,6 +58,7 @@ _PARSERS: dict[str, Callable[[Path], Sequence[ParsedSession]]] = {
     swe_agent.FORMAT: _one(swe_agent.parse),
     openhands.FORMAT: openhands.parse,
     aider.FORMAT: aider.parse,
+    gemini_cli.FORMAT: _one(gemini_cli.parse),
 }
 _CODEX_TYPES = {"session_meta", "response_item", "turn_context", "event_msg", "compacted"}
 _CLAUDE_TYPES = {"file-history-snapshot", "progress", "queue-operation", "summary"}
@@ -70,6 +81,8 @@ def _head(path: Path) -> list[tuple[int, str]]:
 
 def _jsonl_format(record: dict[str, object]) -> str | None:
     kind = record.get("type")
+    if gemini_cli.is_conversation(record):  # a recording on one line: it has a `sessionId` too
+        return gemini_cli.FORMAT
     if kind in _CODEX_TYPES and "payload" in record:
         return codex.FORMAT
     if "sessionId" in record or "parentUuid" in record or kind in _CLAUDE_TYPES:
@@ -112,6 +125,8 @@ def detect_format(path: Path) -> str:
         return openhands.FORMAT
     if stripped.startswith("{") and len(records) <= 1:
         doc = read_json(path)
+        if gemini_cli.is_conversation(doc):
+            return gemini_cli.FORMAT
         if "messages" in doc or str(doc.get("trajectory_format", "")).startswith("mini-swe"):
             return mini_swe_agent.FORMAT
         if "history" in doc:

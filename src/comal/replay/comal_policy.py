@@ -46,8 +46,8 @@ from comal.ledger.records import (
 from comal.messages import JSONObject, Message, TextPart, ToolResultPart
 from comal.replay.policies import Budgets, Decision
 from comal.replay.rendering import SegmentCache, request_tokens
-from comal.replay.replayer import CACHE_TTL_S
 from comal.replay.transcript import REPLAYED_KINDS, Transcript
+from comal.usage import PROMPT_CACHE_TTL_S
 
 _EVT = re.compile(r"evt_[0-9a-f]{32}")
 _STATE_REF = re.compile(r" · E([1-9][0-9]*)(?=:|$)", re.MULTILINE)
@@ -64,7 +64,7 @@ class ComalPolicy:
     budget: Budgets
     counter: TokenCounter
     name: str = "comal"
-    cache_ttl_s: float = CACHE_TTL_S
+    cache_ttl_s: float = PROMPT_CACHE_TTL_S
     """What the engine is told of the prompt cache's time-to-live (`[context] cache_ttl_s`)."""
     _dir: tempfile.TemporaryDirectory[str] | None = None
     _ledger: Ledger | None = None

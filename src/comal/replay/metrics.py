@@ -7,7 +7,7 @@ Per request (summary calls included, in the order they are sent):
   billed; `replay._cut_replies`); the Anthropic-like
   variant bills new tokens at 1.25 × (cache writes);
 - a call sent after the recording was idle longer than the prompt cache's time-to-live (the
-  recorded gap since the previous request; `replayer.CACHE_TTL_S`) is *cold*: its first request
+  recorded gap since the previous request; `usage.PROMPT_CACHE_TTL_S`) is *cold*: its first request
   is billed with nothing cached, for every policy alike, and the ideal cache starts empty;
 - a request *matches its prefix* when it begins with the whole previous request (it only
   appended); `prefix_match_share` = matches / requests that have a predecessor;

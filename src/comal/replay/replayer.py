@@ -13,7 +13,7 @@ outputs, 256 … min(32,000, window / 2), 4,096 before any). The margin is
 `context.budget.default_margin(window)`.
 
 Time is read from the recording where its format keeps it: a call after a gap longer than the
-prompt cache's time-to-live (`CACHE_TTL_S`) is billed uncached for every policy, and Comal's
+prompt cache's time-to-live (`PROMPT_CACHE_TTL_S`) is billed uncached for every policy, and Comal's
 engine sees the same gap on its clock (an idle cache lets it relieve pressure early, for no
 extra re-send: `context/relief/triggers.py`).
 
@@ -53,6 +53,7 @@ from comal.replay.policies import (
 )
 from comal.replay.rendering import Segment, SegmentCache, request_text, request_tokens
 from comal.replay.transcript import Transcript, transcripts_from
+from comal.usage import PROMPT_CACHE_TTL_S
 
 POLICIES = (
     "raw",
@@ -66,10 +67,6 @@ POLICIES = (
 """Policy names, in report order."""
 MAX_OUTPUT_TOKENS = 32_000
 """The engine's default maximum output (the cap of the sized reserve)."""
-CACHE_TTL_S = 300.0
-"""The prompt cache's time-to-live: five minutes, the default of Anthropic's and OpenAI's
-caches and of the engine's `[context] cache_ttl_s`. A recorded gap longer than this between two
-requests (a person reading, a long test run) leaves the next one uncached for every policy."""
 
 
 def call_budgets(transcript: Transcript, window: int) -> CallBudgets:
@@ -94,7 +91,7 @@ def make_policy(
     transcript: Transcript,
     budget: Budgets,
     cache: SegmentCache,
-    cache_ttl_s: float = CACHE_TTL_S,
+    cache_ttl_s: float = PROMPT_CACHE_TTL_S,
 ) -> Policy:
     """A fresh policy instance for one (session, window) replay (`cache_ttl_s`: what Comal's
     engine is told of the prompt cache; no peer policy looks at time).
@@ -211,7 +208,7 @@ def replay_policy(
     budgets: Budgets,
     cache: SegmentCache,
     uses: dict[int, list[FactUse]] | None = None,
-    cache_ttl_s: float | None = CACHE_TTL_S,
+    cache_ttl_s: float | None = PROMPT_CACHE_TTL_S,
 ) -> Totals:
     """Replay one policy over one transcript and return its running totals.
 
@@ -286,7 +283,7 @@ def replay_transcript(
     policies: Sequence[str],
     *,
     name: str | None = None,
-    cache_ttl_s: float | None = CACHE_TTL_S,
+    cache_ttl_s: float | None = PROMPT_CACHE_TTL_S,
 ) -> list[JSONObject]:
     """Rows for every (window, policy) of one transcript; `raw` is always replayed (baseline).
 
@@ -339,7 +336,7 @@ def replay_file(
     windows: Sequence[int],
     policies: Sequence[str],
     fmt: str | None = None,
-    cache_ttl_s: float | None = CACHE_TTL_S,
+    cache_ttl_s: float | None = PROMPT_CACHE_TTL_S,
 ) -> list[JSONObject]:
     """Rows for every transcript in one recorded file (a worker's unit of work).
 

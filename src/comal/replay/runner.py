@@ -22,7 +22,8 @@ from pathlib import Path
 from comal.errors import ImportFormatError
 from comal.messages import JSONObject
 from comal.replay.metrics import aggregate
-from comal.replay.replayer import CACHE_TTL_S, POLICIES, replay_file, session_files
+from comal.replay.replayer import POLICIES, replay_file, session_files
+from comal.usage import PROMPT_CACHE_TTL_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +95,7 @@ async def run_replay(
     jobs: int = 1,
     progress: Callable[[str], None] | None = None,
     fmt: str | None = None,
-    cache_ttl_s: float | None = CACHE_TTL_S,
+    cache_ttl_s: float | None = PROMPT_CACHE_TTL_S,
 ) -> ReplayResult:
     """Replay every session file under `paths` (`fmt`: skip format detection; `cache_ttl_s`:
     the prompt cache's time-to-live, None for a cache that never expires)."""

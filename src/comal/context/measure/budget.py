@@ -33,6 +33,7 @@ from comal.errors import ContextOverheadError, OutputLengthError
 from comal.ledger.entry import Entry
 from comal.ledger.records import AssistantMessage, ResponseDiscarded
 from comal.ledger.records import fields as f
+from comal.usage import PROMPT_CACHE_TTL_S
 
 if TYPE_CHECKING:
     from comal.context.view.build import Assembly
@@ -64,7 +65,7 @@ class EngineSettings:
     soft_limit: int | float | None = None
     """Quality budget: the most input tokens a request should carry (an int), or a share of
     the window (a float in (0, 1]); None keeps the automatic threshold alone."""
-    cache_ttl_s: float = 300.0
+    cache_ttl_s: float = PROMPT_CACHE_TTL_S
     """How long the provider keeps a prompt cache warm; idle longer, an event re-bills nothing
     extra, so pressure relief may come early."""
     media_budget_tokens: int | None = None
