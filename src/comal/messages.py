@@ -147,13 +147,18 @@ def user_text(text: str) -> Message:
     return Message("user", (TextPart(text),))
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+"""The encoder `json.dumps` would build for these options on every call (it keeps no state
+between calls): a session's every append and every work-state fold encode with it."""
+
+
 def canonical_json(value: JSONValue) -> str:
     """Canonical JSON: sorted keys, no spaces, ASCII-escaped.
 
     ASCII escaping keeps lone surrogates (from invalid UTF-8 decoded with `surrogateescape`)
     representable, so any Python string round-trips.
     """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return _CANONICAL.encode(value)
 
 
 def digest_bytes(data: bytes) -> str:
@@ -291,6 +296,6 @@ def message_from_json(obj: Mapping[str, JSONValue]) -> Message:
     parts = obj.get("parts")
     if role not in ("user", "assistant") or not isinstance(parts, list):
         raise ValueError("not a serialized message")
-    return Message(
-        cast(Role, role), tuple(_part_from_json(cast(Mapping[str, JSONValue], p)) for p in parts)
-    )
+    # A list made first, then the tuple: a generator costs more for the few parts of a message.
+    made = [_part_from_json(cast(Mapping[str, JSONValue], p)) for p in parts]
+    return Message(cast(Role, role), tuple(made))

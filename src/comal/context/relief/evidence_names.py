@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from comal.context.measure.tokens import TokenCounter
@@ -37,6 +36,7 @@ from comal.context.relief.workstate import (
 from comal.context.view.conversation import ResultEntry
 from comal.context.view.rendering import evidence_call
 from comal.ledger.entry import Entry
+from comal.values import value
 
 INDEX_REF: Final = "index"
 INDEX_CALL: Final = evidence_call(INDEX_REF)
@@ -82,7 +82,7 @@ def named_ordinals(text: str) -> set[int]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class _Forms:
     """The ways one output may be written in its group's line, made once per listing."""
 

@@ -31,9 +31,10 @@ PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
 COMMAND_KEYS = ("command", "cmd")
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Call:
-    """A tool call as known from the ledger (assistant message and/or `tool.started`)."""
+    """A tool call as known from the ledger (assistant message and/or `tool.started`); one is
+    made for every result a derivation reads, so it is a `@value`."""
 
     call_id: str
     name: str
@@ -88,10 +89,11 @@ def clip(text: str, size: int) -> str:
 
 
 def first_arg(arguments: JSONObject, keys: Sequence[str]) -> str | None:
-    """The first string argument among `keys`."""
+    """The first non-empty string argument among `keys`."""
+    get = arguments.get  # read for every call of a session: the `fields` rule, inlined
     for key in keys:
-        value = f.text_or_none(arguments, key)
-        if value:
+        value = get(key)
+        if value and isinstance(value, str):
             return value
     return None
 
@@ -145,18 +147,22 @@ class _Fold:
 
     Each result is read against the call it answers; a fold is extended by newer entries
     while they change no earlier pairing (`Pairing.take`), otherwise it is read again from
-    the start.
+    the start. It keeps what each line needs, not the line: a section shows only its newest
+    few, so only those are written (`_work_state`).
     """
 
     key: tuple[str, str, int]
     pairing: Pairing = field(default_factory=Pairing)
     calls: dict[str, Call] = field(default_factory=dict)
     board: tuple[str, ...] = ()
-    files: dict[str, tuple[int, StateLine]] = field(default_factory=dict)
-    commands: deque[StateLine] = field(default_factory=lambda: deque(maxlen=MAX_COMMANDS))
-    """The newest commands only: no section shows more."""
-    failures: dict[str, tuple[ResultEntry, str]] = field(default_factory=dict)
-    """Open failures by call (name and arguments), each with its ordinal reference."""
+    files: dict[str, tuple[Call, ResultEntry, str, int]] = field(default_factory=dict)
+    """Per path, the newest call on it with its result, operation and ordinal."""
+    commands: deque[tuple[str, ResultEntry, int]] = field(
+        default_factory=lambda: deque(maxlen=MAX_COMMANDS)
+    )
+    """The newest commands only (no section shows more), with their results and ordinals."""
+    failures: dict[str, tuple[ResultEntry, int]] = field(default_factory=dict)
+    """Open failures by call (name and arguments), each with its ordinal."""
     uncertain: list[StateLine] = field(default_factory=list)
     results: int = 0
     """`tool.result` entries folded so far: the ordinal of the newest (`E17`)."""
@@ -184,7 +190,7 @@ class _Fold:
             if entry.kind != "tool.result":
                 continue
             self.results += 1
-            ref = ordinal_ref(self.results)
+            ordinal = self.results
             item = read(entry)
             site = self.pairing.site_of(entry)
             call = _call(site) if site is not None else None
@@ -192,27 +198,22 @@ class _Fold:
                 self.calls[entry.id] = call
             name = call.name if call else item.facts.name
             args = call.arguments if call else {}
-            path = call.path if call else None
-            op = _file_op(name)
-            if path and op and call:
-                self.files.pop(path, None)
-                line = StateLine(_file_line(call, item, op, ref), entry.id)
-                self.files[path] = (entry.seq, line)
+            if call is not None and call.path:
+                op = _file_op(name)
+                if op is not None:
+                    self.files.pop(call.path, None)
+                    self.files[call.path] = (call, item, op, ordinal)
             command = first_arg(args, COMMAND_KEYS)
             if command is not None:
-                status = (
-                    f"exit {item.facts.exit_code}"
-                    if item.facts.exit_code is not None
-                    else item.facts.status
-                )
-                text = f"$ {clip(command, 120)} → {status} · {ref}"
-                self.commands.append(StateLine(text, entry.id))
+                self.commands.append((command, item, ordinal))
             key = f"{name} {canonical_json(args)}"
             self.failures.pop(key, None)
             if _failed(item):
-                self.failures[key] = (item, ref)
+                self.failures[key] = (item, ordinal)
             if item.facts.status == "uncertain":
-                text = f"{describe_call(name, args)} · {ref}: uncertain, not re-run"
+                text = (
+                    f"{describe_call(name, args)} · {ordinal_ref(ordinal)}: uncertain, not re-run"
+                )
                 self.uncertain.append(StateLine(text, entry.id))
 
 
@@ -255,7 +256,7 @@ def _file_op(name: str) -> str | None:
     return None
 
 
-def _file_line(call: Call, item: ResultEntry, op: str, ref: str) -> str:
+def _file_line(path: str, call: Call, item: ResultEntry, op: str, ordinal: int) -> StateLine:
     digest = item.facts.digest
     prep = ToolStarted.from_entry(call.started).preparation if call.started is not None else None
     if op != "read" and prep is not None:
@@ -265,17 +266,26 @@ def _file_line(call: Call, item: ResultEntry, op: str, ref: str) -> str:
         if item.facts.status in ("ok", "postcondition_observed")
         else f"{op}? {item.facts.status}"
     )
-    return f"{state} · {digest[:19]} · {ref}"
+    text = f"{path}: {state} · {digest[:19]} · {ordinal_ref(ordinal)}"
+    return StateLine(text, item.entry.id)
 
 
-def _error_line(item: ResultEntry, ref: str, call: Call | None, blobs: BlobSource) -> StateLine:
+def _command_line(command: str, item: ResultEntry, ordinal: int) -> StateLine:
+    facts = item.facts
+    status = f"exit {facts.exit_code}" if facts.exit_code is not None else facts.status
+    text = f"$ {clip(command, 120)} → {status} · {ordinal_ref(ordinal)}"
+    return StateLine(text, item.entry.id)
+
+
+def _error_line(item: ResultEntry, ordinal: int, call: Call | None, blobs: BlobSource) -> StateLine:
     what = describe_call(call.name, call.arguments, 80) if call else item.facts.name
     exit_note = f"exit {item.facts.exit_code}" if item.facts.exit_code is not None else "error"
     text = evidence_text(blobs.body(item.entry) or b"")
     lines = text.splitlines()
     marks = salient_lines(lines, set())
     detail = marks[-1][1] if marks else (lines[-1] if lines else "")
-    return StateLine(f"{what} → {exit_note} · {ref}: {clip(detail, 160)}", item.entry.id)
+    text = f"{what} → {exit_note} · {ordinal_ref(ordinal)}: {clip(detail, 160)}"
+    return StateLine(text, item.entry.id)
 
 
 def _failed(item: ResultEntry) -> bool:
@@ -307,15 +317,14 @@ def _work_state(
             pending.append(StateLine(f"{what}: started, no result recorded"))
     open_errors = list(fold.failures.values())[-MAX_ERRORS:]
     errors = [
-        _error_line(item, ref, fold.calls.get(item.entry.id), blobs) for item, ref in open_errors
+        _error_line(item, ordinal, fold.calls.get(item.entry.id), blobs)
+        for item, ordinal in open_errors
     ]
-    file_lines = [
-        StateLine(f"{path}: {line.text}", line.ref) for path, (_, line) in fold.files.items()
-    ]
+    files = list(fold.files.items())[-MAX_FILES:]
     return WorkState(
         board=fold.board,
-        files=tuple(file_lines[-MAX_FILES:]),
-        commands=tuple(fold.commands),
+        files=tuple(_file_line(path, *facts) for path, facts in files),
+        commands=tuple(_command_line(*facts) for facts in fold.commands),
         errors=tuple(errors),
         pending=tuple(pending[-MAX_PENDING:]),
     )

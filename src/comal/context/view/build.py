@@ -45,6 +45,7 @@ from comal.messages import (
     ToolSpec,
     canonical_json,
 )
+from comal.values import value
 
 Mode = Literal["full", "preview", "ref"]
 MESSAGE_OVERHEAD = 3
@@ -116,7 +117,7 @@ class ViewState:
     """`tool.result` entry ids whose media are shown by reference (the media reserve)."""
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PartCost:
     """The token cost of one part of the conversation, tied to its ledger position."""
 

@@ -42,6 +42,7 @@ from comal.ledger.records import (
     ResponseDiscarded,
     ToolStarted,
     call_id_of,
+    ran_call_of,
 )
 from comal.messages import JSONObject, Message, ToolCallPart, message_from_json
 from comal.values import value
@@ -76,8 +77,8 @@ class CallSite:
         """(`name`, `arguments`), read from the receipt once."""
         if self.started is None:
             return self.call.name, self.call.arguments
-        started = ToolStarted.from_entry(self.started)
-        return "tool" if started.name is None else started.name, started.arguments
+        name, arguments = ran_call_of(self.started)
+        return "tool" if name is None else name, arguments
 
 
 def _call_id(entry: Entry) -> str:

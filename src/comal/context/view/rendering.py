@@ -112,21 +112,88 @@ def _clip(line: str) -> str:
     return line if len(line) <= _LINE_CLIP else line[: _LINE_CLIP - 1] + "…"
 
 
+_SALIENT_FIRST = 3
+"""Of more than `_SALIENT_MAX` salient lines, the first few say where it started going wrong;
+the rest of the room goes to the last ones, which say how it ended."""
+
+
+def _is_salient(line: str) -> bool:
+    return _SALIENT.search(line, 0, _SCAN_CHARS) is not None
+
+
 def salient_lines(lines: list[str], skip: set[int]) -> list[tuple[int, str]]:
-    """Lines worth keeping in a reference, as (1-based line number, text); bounded, in order."""
+    """Lines worth keeping in a reference, as (1-based line number, text); bounded, in order.
+
+    The salient lines are the non-empty lines outside `skip` that match `_SALIENT`, each
+    text (stripped) counted where it first does; of more than `_SALIENT_MAX`, the first
+    `_SALIENT_FIRST` and the last ones are kept. Only those ends are searched: the last ones
+    from the end (a line there counts when no earlier line of the same text matched), then
+    the first ones from the start, up to the earliest of the last — a 3,000-line log is not
+    matched line by line to keep eight of its lines.
+    """
+    texts = list(map(str.strip, lines))
+    first = _first_unskipped(texts, skip)
+    last_room = _SALIENT_MAX - _SALIENT_FIRST
+    last: list[int] = []
+    for index in range(len(lines) - 1, -1, -1):
+        text = texts[index]
+        if not text or index in skip or not _is_salient(lines[index]):
+            continue
+        earlier = first[text]
+        if earlier != index:
+            if _is_salient(lines[earlier]):
+                continue  # counted where it first matched
+            return _salient_in_order(lines, skip)  # a copy matched only here: read it all
+        last.append(index)
+        if len(last) == last_room:
+            break
+    else:
+        return [(i + 1, _clip(lines[i].rstrip())) for i in reversed(last)]
+    found = _salient_in_order(lines, skip, stop=last[-1], most=_SALIENT_FIRST + 1)
+    if len(found) > _SALIENT_FIRST:
+        found = found[:_SALIENT_FIRST]
+    return found + [(i + 1, _clip(lines[i].rstrip())) for i in reversed(last)]
+
+
+def _first_unskipped(texts: list[str], skip: set[int]) -> dict[str, int]:
+    """Where each text first occurs in `texts` outside `skip`."""
+    # Built from the end, so each key ends holding its first index (one pass in C).
+    first = dict(zip(reversed(texts), range(len(texts) - 1, -1, -1), strict=True))
+    for index in sorted(skip):
+        if index >= len(texts) or first.get(texts[index]) != index:
+            continue
+        text, later = texts[index], index
+        while True:
+            try:
+                later = texts.index(text, later + 1)
+            except ValueError:
+                del first[text]
+                break
+            if later not in skip:
+                first[text] = later
+                break
+    return first
+
+
+def _salient_in_order(
+    lines: list[str], skip: set[int], stop: int | None = None, most: int | None = None
+) -> list[tuple[int, str]]:
+    """The salient lines read from the start (before index `stop`, at most `most` of them),
+    or, with neither bound, all of them cut to the first and last few."""
     found: list[tuple[int, str]] = []
     seen: set[str] = set()
-    for number, line in enumerate(lines, start=1):
-        if number - 1 in skip:
+    for index, line in enumerate(lines[:stop]):
+        if index in skip:
             continue
         stripped = line.strip()
-        if not stripped or stripped in seen or not _SALIENT.search(line, 0, _SCAN_CHARS):
+        if not stripped or stripped in seen or not _is_salient(line):
             continue
         seen.add(stripped)
-        found.append((number, _clip(line.rstrip())))
-    if len(found) > _SALIENT_MAX:
-        # The first few say where it started going wrong, the last few how it ended.
-        found = found[:3] + found[-(_SALIENT_MAX - 3) :]
+        found.append((index + 1, _clip(line.rstrip())))
+        if most is not None and len(found) == most:
+            break
+    if stop is None and most is None and len(found) > _SALIENT_MAX:
+        found = found[:_SALIENT_FIRST] + found[-(_SALIENT_MAX - _SALIENT_FIRST) :]
     return found
 
 

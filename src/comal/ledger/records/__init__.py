@@ -36,6 +36,7 @@ from comal.ledger.records.conversation import (
     ToolStarted,
     UserMessage,
     call_id_of,
+    ran_call_of,
 )
 from comal.ledger.records.process import (
     ChildReceipt,
@@ -91,6 +92,7 @@ __all__ = [
     "WarningRecord",
     "call_id_of",
     "kind_table",
+    "ran_call_of",
     "record_of",
 ]
 
