@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from comal.context.measure.budget import Budget
 from comal.context.measure.tokens import TokenCounter
@@ -185,12 +186,14 @@ def _evidence_section(
 
     def on_tail_file(item: ResultEntry) -> bool:
         call = calls.get(item.entry.id)
-        return call is not None and bool(tail_paths) and call.path in tail_paths
+        return call is not None and call.path in tail_paths
 
-    wanted = [*last_turn, *(i for i in reversed(covered) if on_tail_file(i))]
+    on_files = (i for i in reversed(covered) if on_tail_file(i)) if tail_paths else ()
     priority: list[ResultEntry] = []
-    for item in wanted:
-        if item.entry.id in named or item in priority or len(priority) >= limits.evidence_items:
+    for item in chain(last_turn, on_files):
+        if len(priority) >= limits.evidence_items:
+            break
+        if item.entry.id in named or item in priority:
             continue
         priority.append(item)
     lines = evidence_names(

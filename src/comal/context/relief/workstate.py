@@ -98,9 +98,13 @@ def first_arg(arguments: JSONObject, keys: Sequence[str]) -> str | None:
     return None
 
 
+_MAIN_KEYS = (*COMMAND_KEYS, *PATH_KEYS, "pattern", "ref", "query")
+"""The argument that says what a call does, in order of preference."""
+
+
 def describe_call(name: str, arguments: JSONObject, size: int = 100) -> str:
     """A short, exact-enough description: the main argument, else the JSON arguments."""
-    main = first_arg(arguments, (*COMMAND_KEYS, *PATH_KEYS, "pattern", "ref", "query"))
+    main = first_arg(arguments, _MAIN_KEYS)
     if main is not None:
         return f"{name} {clip(main, size)}"
     return f"{name} {clip(canonical_json(arguments), size)}"
