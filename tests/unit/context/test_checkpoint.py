@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.relief.evidence_names import INDEX_CALL, named_ordinals
 from comal.ledger.entry import Entry
@@ -136,3 +140,33 @@ def test_the_newest_turn_stays_in_view_when_the_landing_leaves_no_room(ledger: L
         shown = {p.call_id for m in view.messages for p in m.parts if isinstance(p, ToolResultPart)}
         assert {r.payload["call_id"] for r in results} <= shown
     assert events
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(st.sampled_from([2, 8, 40, 120, 400]), min_size=120, max_size=220),
+    st.integers(min_value=0, max_value=3),
+)
+def test_the_kept_tail_never_shrinks_as_the_window_grows(
+    tmp_path_factory: pytest.TempPathFactory, sizes: list[int], asks: int
+) -> None:
+    # Generated sessions (outputs of a few to a few hundred lines, a few asks): the same
+    # session compacted at a larger window keeps at least as much verbatim conversation.
+    with Ledger.open(tmp_path_factory.mktemp("tail") / "ledger.db", durable=False) as ledger:
+        tails = []
+        for window in (32_000, 64_000, 128_000):
+            builder = SessionBuilder(ledger, model="gpt-4o", window=window)
+            builder.user("Survey the source tree.")
+            for i, lines in enumerate(sizes):
+                if asks and i % (len(sizes) // (asks + 1)) == 0 and i:
+                    builder.user(f"Now look at part {i}.")
+                builder.turn(
+                    f"Looking at part {i}.",
+                    [("Bash", {"command": f"grep -rn part{i} src"}, listing(f"p{i}", lines), 0)],
+                )
+            tail, size = _tail_tokens(ledger, builder.session_id, window)
+            assert size < make_engine(ledger, builder.session_id, window=window).budget().threshold
+            tails.append(tail)
+        assert tails[0] <= tails[1] <= tails[2]
