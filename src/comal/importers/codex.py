@@ -122,6 +122,7 @@ class _Rollout:
                 line=line,
                 is_error=failed,
                 exit_code=_exit_code(text),
+                exit_code_in_output=True,  # read from the output's own metadata
             )
 
     def _message(self, line: int, item: dict[str, Any]) -> None:

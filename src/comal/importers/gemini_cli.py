@@ -174,6 +174,7 @@ def parse(path: Path) -> ParsedSession:
                     line=None,
                     is_error=call.get("status") in _FAILED,
                     exit_code=_exit_code(call["name"], output),
+                    exit_code_in_output=True,  # read from its own `Exit Code:` line
                 )
         elif kind not in _NOTICES:
             raise format_error(path, None, f"messages[{index}]: unknown type {kind!r}")

@@ -120,6 +120,7 @@ def parse(path: Path) -> ParsedSession:
                     text.encode("utf-8", "surrogateescape"),
                     line=None,
                     exit_code=exit_code(text),
+                    exit_code_in_output=True,
                 )
                 pending_text_call = None
             else:
@@ -166,6 +167,7 @@ def parse(path: Path) -> ParsedSession:
                 text.encode("utf-8", "surrogateescape"),
                 line=None,
                 exit_code=exit_code(text),
+                exit_code_in_output=True,
             )
         elif role == "exit":
             plan.finished(text)

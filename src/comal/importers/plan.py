@@ -366,8 +366,10 @@ class SessionPlan:
         is_error: bool = False,
         exit_code: int | None = None,
         media: tuple[MediaPart, ...] = (),
+        exit_code_in_output: bool = False,
     ) -> None:
-        """The recorded result of a pending call.
+        """The recorded result of a pending call (`exit_code_in_output`: the output's own text
+        states `exit_code`, as the agent's model saw it).
 
         Raises:
             ImportFormatError: no pending call has this id (an orphan result).
@@ -378,7 +380,13 @@ class SessionPlan:
         pending.answered = True
         status = "error" if is_error else "ok"
         self._result_entry(
-            pending.call, output, status=status, is_error=is_error, exit_code=exit_code, media=media
+            pending.call,
+            output,
+            status=status,
+            is_error=is_error,
+            exit_code=exit_code,
+            media=media,
+            exit_code_in_output=exit_code_in_output,
         )
 
     def _result_entry(
@@ -390,9 +398,16 @@ class SessionPlan:
         is_error: bool,
         exit_code: int | None = None,
         media: tuple[MediaPart, ...] = (),
+        exit_code_in_output: bool = False,
     ) -> None:
         result = ToolResult.for_output(
-            call.call_id, call.name, output, status=status, is_error=is_error, exit_code=exit_code
+            call.call_id,
+            call.name,
+            output,
+            status=status,
+            is_error=is_error,
+            exit_code=exit_code,
+            exit_code_in_output=exit_code_in_output and exit_code is not None,
         )
         stored = tuple((m.media_type, base64.b64decode(m.data_b64)) for m in media)
         self._add(PlannedEntry(result.KIND, result.to_payload(), output, stored))

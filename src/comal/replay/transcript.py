@@ -3,11 +3,12 @@
 Built from an importer's `ParsedSession` (no ledger needed). For model call *k* the history is
 every message the agent had before its *k*-th call. Tool results read exactly as Comal's engine
 shows an unelided result (`comal.context.view.rendering.full_text`), so the raw policy and Comal
-start from the same bytes; a text action's result reads as the agent sent it (its observation
-already holds the return code, so no status trailer is added). The peer's own compaction
-summaries are left out of every history: each policy manages its context itself, over the
-uncompacted recording. Consecutive user-side content (results, then text) is one user message,
-as the Anthropic shape requires.
+start from the same bytes; an output that states its own exit code (a mini-swe-agent
+observation's `<returncode>`, Codex's output metadata, Gemini CLI's `Exit Code:` line: recorded
+as `exit_code_in_output`) reads as the agent sent it, with no trailer repeating it. The peer's
+own compaction summaries are left out of every history: each policy manages its context itself,
+over the uncompacted recording. Consecutive user-side content (results, then text) is one user
+message, as the Anthropic shape requires.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import base64
 from dataclasses import dataclass
 
 from comal.context.view.rendering import full_text
-from comal.importers.plan import ParsedSession, PlannedEntry, is_text_action
+from comal.importers.plan import ParsedSession, PlannedEntry
 from comal.ledger.records import AssistantMessage, ToolResult, UserMessage
 from comal.ledger.records import fields as f
 from comal.messages import (
@@ -119,10 +120,10 @@ def transcript_from(parsed: ParsedSession) -> Transcript:
         elif planned.kind == "tool.result":
             result = ToolResult.from_payload(planned.payload)
             status = "ok" if result.status is None else result.status
-            code = result.exit_code
+            # The engine's rule (`ResultFacts.trailer_exit_code`): an output that states its
+            # exit code itself, as the agent's model saw it, gets no trailer repeating it.
+            code = None if result.exit_code_in_output else result.exit_code
             call_id = str(result.call_id)
-            if is_text_action(call_id):
-                code = None
             text = full_text(planned.body or b"", status, code)
             media = tuple(
                 MediaPart(kind, base64.b64encode(data).decode()) for kind, data in planned.media

@@ -6,6 +6,7 @@ import pytest
 
 from comal.errors import InvariantError
 from comal.evidence.read import read_evidence
+from comal.ledger.records import ToolResult
 from comal.ledger.store import Ledger
 from comal.messages import TextPart, ToolResultPart
 from comal.testing.sessions import SessionBuilder
@@ -31,6 +32,32 @@ def test_results_follow_their_call_in_call_order(ledger: Ledger, builder: Sessio
     assert results[1].content == "(no output)\n[exit code: 1]"
     assert results[1].is_error
     assert view.actions == ()
+
+
+def test_an_output_that_states_its_exit_code_gets_no_trailer_repeating_it(
+    ledger: Ledger, builder: SessionBuilder
+) -> None:
+    # An imported observation (mini-swe-agent's <returncode>) already says how the command
+    # exited, as the agent's model saw it: the view sends it as it was, where Comal's own
+    # command output, which does not say it, gets the trailer.
+    observation = "<returncode>1</returncode>\n<output>\nno such file\n</output>"
+    builder.user("find the bug")
+    _, (said, plain) = builder.assistant("Looking.", [("bash", {"command": "cat x"})] * 2)
+    imported = ToolResult.for_output(
+        said, "bash", observation.encode(), status="ok", is_error=False, exit_code=1,
+        exit_code_in_output=True,
+    )  # fmt: skip
+    builder.write(imported, body=observation.encode())
+    builder.result(plain, "bash", "no such file\n", exit_code=1)
+    view = make_engine(ledger, builder.session_id).prepare()
+    first, second = view.messages[-1].tool_results
+    assert first.content == observation
+    assert second.content == "no such file\n[exit code: 1]"
+    # The reference a projection would show still names the exit code in its header.
+    engine = make_engine(ledger, builder.session_id)
+    (item,) = [r for b in engine.conversation() for r in b.results if r.call_id == said]
+    assert "exit 1" in engine.texts().text(item, "ref").splitlines()[0]
+    assert "[exit code" not in engine.texts().text(item, "ref")
 
 
 def test_user_text_after_results_merges_into_one_user_message(

@@ -50,6 +50,8 @@ def test_a_rollout_becomes_a_comal_session(ledger: Ledger) -> None:
     second = Usage.from_json(entries[5].payload["usage"])  # type: ignore[arg-type]
     assert (second.new_input, second.cache_read, second.output) == (5060 - 4736, 4736, 55)
     assert entries[4].payload["exit_code"] == 1
+    # Read from the output's own metadata: the view repeats it in no trailer.
+    assert entries[4].payload["exit_code_in_output"] is True
     assert entries[7].payload["origin"] == "codex:compacted"
     patch = message_from_json(entries[8].payload["message"])  # type: ignore[arg-type]
     assert patch.tool_calls[0].name == "apply_patch"

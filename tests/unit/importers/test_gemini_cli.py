@@ -48,6 +48,7 @@ def test_a_recording_becomes_a_comal_session(ledger: Ledger) -> None:
     shell = (ledger.body(entries[4]) or b"").decode()
     assert "FAILED tests/test_parse.py::test_last_field" in shell
     assert entries[4].payload["exit_code"] == 1
+    assert entries[4].payload["exit_code_in_output"] is True  # its own `Exit Code:` line
     usage = Usage.from_json(entries[5].payload["usage"])  # type: ignore[arg-type]
     assert (usage.new_input, usage.cache_read, usage.output, usage.reasoning) == (
         9_750 - 8_011,

@@ -137,6 +137,8 @@ def test_an_openhands_evaluation_file_imports_one_session_per_instance(ledger: L
         )
         assert ledger.body(result) == observed["content"].encode()
         assert result.payload["exit_code"] == observed["extras"]["metadata"]["exit_code"]
+        # From the event's metadata, not its text: the view's trailer states it.
+        assert "exit_code_in_output" not in result.payload
         usage = next(e for e in entries if e.kind == "message.assistant").payload["usage"]
         assert usage["new_input"] > 0  # type: ignore[index, call-overload, operator]
 

@@ -52,6 +52,7 @@ def test_mini_v1_text_actions_become_bash_calls_with_observations_as_results(
     result = next(e for e in entries if e.kind == "tool.result")
     assert ledger.body(result) == observation.encode()
     assert result.payload["exit_code"] == 0
+    assert result.payload["exit_code_in_output"] is True  # the observation's <returncode>
     assert entries[0].payload["system"] == messages[0]["content"]
 
 

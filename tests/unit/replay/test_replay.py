@@ -46,6 +46,21 @@ def test_comal_without_pressure_sends_exactly_the_raw_history() -> None:
     assert comal.facts_in_view == raw.facts_in_view
 
 
+def test_a_recorded_session_that_needs_no_event_costs_exactly_what_raw_does() -> None:
+    # mini-swe-agent's observations state their own <returncode>: Comal's view added an
+    # `[exit code: N]` line after each failed one, so where nothing needed relief it sent a few
+    # tokens more than the recording, and lost to `raw` wherever `raw` fitted (sessions never
+    # seen showed it at 64k and 128k).
+    path = _trajectories() / "mini-swe-agent_gemini-3-pro/sympy__sympy-12489.traj.json"
+    (transcript,) = transcripts_from(parse_file(path))
+    assert any(b"<returncode>1</returncode>" in (e.body or b"") for e in transcript.entries)
+    rows = replay_transcript(transcript, [128_000], ["raw", "comal"])
+    raw, comal = rows
+    assert comal["derivations"] == comal["projections"] == 0
+    assert comal["input_tokens"] == raw["input_tokens"]
+    assert comal["cost_weighted"] == raw["cost_weighted"]
+
+
 def test_each_reserve_is_sized_from_the_outputs_before_its_call() -> None:
     path = _trajectories() / "mini-swe-agent-v2_gpt-5-mini/django__django-11163.traj.json"
     transcript = transcripts_from(parse_file(path))[0]

@@ -245,7 +245,7 @@ class ResultTexts:
         elif mode == "preview":
             value = preview_text(item.facts, body, self.preview_chars)
         else:
-            value = full_text(body, item.facts.status, item.facts.exit_code)
+            value = full_text(body, item.facts.status, item.facts.trailer_exit_code)
         self._memo[key] = value
         return value
 

@@ -129,6 +129,7 @@ def result_entry(entry: Entry) -> ResultEntry:
         exit_code=result.exit_code,
         status="ok" if result.status is None else result.status,
         digest=digest,
+        exit_code_in_output=bool(result.exit_code_in_output),
     )
     is_error = result.is_error or facts.status == "error"
     return ResultEntry(entry, facts, result.call_id or "", is_error, _media(result.media or ()))

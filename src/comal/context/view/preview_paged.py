@@ -267,4 +267,4 @@ def paged_reference_text(facts: ResultFacts, paged: PagedText) -> str:
         out.extend(f"{n}| {line}" for n, line in marks)
     out.extend(f"{tail_from + i + 1}| {_clip(line)}" for i, line in enumerate(tail))
     out.append(f"[full text, {total:,} UTF-16 units: {evidence_call(facts.ref)}]")
-    return _join("\n".join(out), trailer(facts.status, facts.exit_code))
+    return _join("\n".join(out), trailer(facts.status, facts.trailer_exit_code))

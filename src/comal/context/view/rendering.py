@@ -59,6 +59,14 @@ class ResultFacts:
     exit_code: int | None
     status: str
     digest: str
+    exit_code_in_output: bool = False
+    """The output's own text states the exit code (an imported observation): no trailer
+    repeats it."""
+
+    @property
+    def trailer_exit_code(self) -> int | None:
+        """The exit code the trailer states: none when the output already does."""
+        return None if self.exit_code_in_output else self.exit_code
 
 
 def evidence_text(body: bytes) -> str:
@@ -212,7 +220,7 @@ def reference_text(facts: ResultFacts, body: bytes) -> str:
     out.extend(f"{i + 1}| {_clip(lines[i])}" for i in tail)
     units = utf16_len(text)
     out.append(f"[full text, {units:,} UTF-16 units: {evidence_call(facts.ref)}]")
-    return _join("\n".join(out), trailer(facts.status, facts.exit_code))
+    return _join("\n".join(out), trailer(facts.status, facts.trailer_exit_code))
 
 
 def preview_chars(usable_tokens: int) -> int:
@@ -564,4 +572,4 @@ def assemble_preview(
             parts.append("[end of lines of note]")
     if tail:
         parts.append(tail.rstrip("\n"))
-    return _join("\n".join(parts), trailer(facts.status, facts.exit_code))
+    return _join("\n".join(parts), trailer(facts.status, facts.trailer_exit_code))

@@ -288,7 +288,9 @@ class ToolResult(Record):
     `size_bytes`, `digest`}], optional `cut` {`limit_bytes`, `total_bytes`} (only the first
     `limit_bytes` of the output were kept), optional `observed` (recovery's fresh read:
     `postcondition_observed`, `detail`, and for Write/Edit `path`, `digest_before`,
-    `digest_intended`, `current_digest`, `readable`; a plugin tool's own facts)."""
+    `digest_intended`, `current_digest`, `readable`; a plugin tool's own facts), optional
+    `exit_code_in_output` (true: the output's own text states the exit code, as an imported
+    observation such as mini-swe-agent's `<returncode>` does, so the view adds no line for it)."""
 
     KIND: ClassVar[str] = "tool.result"
     WRITTEN_BY: ClassVar[str] = "agent, recovery, importers"
@@ -304,6 +306,7 @@ class ToolResult(Record):
     observed: JSONObject | None = None
     cut: JSONObject | None = None
     body: JSONObject | None = None
+    exit_code_in_output: bool | None = None
 
     @classmethod
     def for_output(
@@ -318,6 +321,7 @@ class ToolResult(Record):
         media: tuple[JSONObject, ...] | None = None,
         observed: JSONObject | None = None,
         cut: JSONObject | None = None,
+        exit_code_in_output: bool = False,
     ) -> Self:
         """The result of a call whose output bytes are `output` (kept as the entry's body)."""
         return cls(
@@ -331,6 +335,7 @@ class ToolResult(Record):
             media,
             observed,
             cut,
+            exit_code_in_output=exit_code_in_output or None,
         )
 
     def to_payload(self) -> JSONObject:
@@ -347,6 +352,7 @@ class ToolResult(Record):
         f.put(payload, "observed", self.observed)
         f.put(payload, "cut", self.cut)
         f.put(payload, "body", self.body)
+        f.put(payload, "exit_code_in_output", self.exit_code_in_output)
         return payload
 
     @classmethod
@@ -369,6 +375,7 @@ class ToolResult(Record):
             observed if isinstance(observed, dict) else None,
             cut if isinstance(cut, dict) else None,
             body if isinstance(body, dict) else None,
+            f.flag_or_none(payload, "exit_code_in_output"),
         )
 
 
