@@ -1,8 +1,10 @@
 """How a tool result reads in active memory: in full, as a large-output preview, or as a reference.
 
 One rule, used everywhere: the text of a result is `render_output_text(body)` (or `(no output)`),
-followed by `[exit code: N]` when a command exited non-zero and `[status: S]` when the receipt's
-status is neither `ok` nor `error` (denied, uncertain, postcondition_observed).
+followed by `[exit code: N]` when a command exited non-zero — unless the output states it itself
+(an imported observation such as mini-swe-agent's `<returncode>`: `exit_code_in_output`, sent as
+the agent's model saw it) — and `[status: S]` when the receipt's status is neither `ok` nor
+`error` (denied, uncertain, postcondition_observed).
 
 A reference starts with a header the model learns to recognise,
 `[ref evt_… · Bash · 14,882 bytes · exit 1 · sha256:0123456789ab]`, keeps a little of the text
