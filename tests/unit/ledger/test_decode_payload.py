@@ -17,21 +17,7 @@ from hypothesis import strategies as st
 
 from comal.ledger.canonical import decode_payload
 from comal.messages import JSONValue, canonical_json
-
-_chars = st.one_of(st.characters(), st.characters(categories=["Cs"]))
-_text = st.text(alphabet=_chars, max_size=20)
-_scalars: st.SearchStrategy[JSONValue] = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**80), max_value=2**80),
-    st.floats(allow_nan=False, allow_infinity=False),
-    _text,
-)
-_values: st.SearchStrategy[JSONValue] = st.recursive(
-    _scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_text, inner, max_size=4)),
-    max_leaves=16,
-)
+from tests.unit.ledger.json_strategies import json_values, texts
 
 
 def _same(a: object, b: object) -> bool:
@@ -48,7 +34,7 @@ def _same(a: object, b: object) -> bool:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.dictionaries(_text, _values, max_size=6))
+@given(st.dictionaries(texts, json_values, max_size=6))
 def test_canonical_text_decodes_as_the_standard_decoder_does(payload: dict[str, JSONValue]) -> None:
     text = canonical_json(payload)
     assert _same(decode_payload(text), json.loads(text))

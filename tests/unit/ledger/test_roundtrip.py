@@ -9,25 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from comal.ledger import Ledger
-from comal.messages import JSONObject, JSONValue, canonical_json, digest_bytes
+from comal.messages import JSONObject, canonical_json, digest_bytes
+from tests.unit.ledger.json_strategies import json_values, texts
 
-# Lone surrogates are what `surrogateescape` makes of invalid UTF-8; they must survive too.
-_chars = st.one_of(st.characters(), st.characters(categories=["Cs"]))
-_text = st.text(alphabet=_chars, max_size=40)
-_scalars: st.SearchStrategy[JSONValue] = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False, allow_infinity=False),
-    _text,
-)
-_values: st.SearchStrategy[JSONValue] = st.recursive(
-    _scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_text, inner, max_size=4)),
-    max_leaves=12,
-)
 _payloads: st.SearchStrategy[JSONObject] = st.dictionaries(
-    _text.filter(lambda key: key != "body"), _values, max_size=5
+    texts.filter(lambda key: key != "body"), json_values, max_size=5
 )
 _kinds = st.sampled_from(["message.user", "message.assistant", "tool.result", "warning", "x.y_z"])
 _bodies = st.one_of(
