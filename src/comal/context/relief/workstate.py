@@ -90,10 +90,9 @@ def clip(text: str, size: int) -> str:
 
 def first_arg(arguments: JSONObject, keys: Sequence[str]) -> str | None:
     """The first non-empty string argument among `keys`."""
-    get = arguments.get  # read for every call of a session: the `fields` rule, inlined
     for key in keys:
-        value = get(key)
-        if value and isinstance(value, str):
+        value = f.text_or_none(arguments, key)
+        if value:
             return value
     return None
 

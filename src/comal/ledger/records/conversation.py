@@ -67,19 +67,15 @@ class AssistantMessage(Record):
 
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
-        # The `fields` rules, spelled out: every reply of a session is read here.
-        get = payload.get
-        message, wire, model, finish = get("message"), get("wire"), get("model"), get("finish")
-        usage, request, refusal = get("usage"), get("request_entry"), get("refusal")
         return cls(
-            message if isinstance(message, dict) else None,
-            wire if isinstance(wire, str) else "",
-            model if isinstance(model, str) else "",
-            finish if isinstance(finish, str) else "",
-            usage if isinstance(usage, dict) else None,
-            get("usage_raw"),
-            request if isinstance(request, str) else None,
-            refusal if isinstance(refusal, dict) else None,
+            f.obj_or_none(payload, "message"),
+            f.text(payload, "wire"),
+            f.text(payload, "model"),
+            f.text(payload, "finish"),
+            f.obj_or_none(payload, "usage"),
+            payload.get("usage_raw"),
+            f.text_or_none(payload, "request_entry"),
+            f.obj_or_none(payload, "refusal"),
         )
 
 
@@ -357,24 +353,19 @@ class ToolResult(Record):
 
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
-        # The `fields` rules, spelled out: every result of a session is read here.
-        get = payload.get
-        call_id, name, status, digest = get("call_id"), get("name"), get("status"), get("digest")
-        exit_code, size = get("exit_code"), get("size_bytes")
-        observed, cut, body = get("observed"), get("cut"), get("body")
         return cls(
-            call_id if isinstance(call_id, str) else None,
-            name if isinstance(name, str) else None,
-            status if isinstance(status, str) else None,
+            f.text_or_none(payload, "call_id"),
+            f.text_or_none(payload, "name"),
+            f.text_or_none(payload, "status"),
             # Truthiness, as every reader took it (a recorded 1 is an error too).
-            bool(get("is_error")),
-            exit_code if type(exit_code) is int else None,  # an int, not a bool
-            size if type(size) is int else None,
-            digest if isinstance(digest, str) else None,
-            f.objects_or_none(payload, "media") if "media" in payload else None,
-            observed if isinstance(observed, dict) else None,
-            cut if isinstance(cut, dict) else None,
-            body if isinstance(body, dict) else None,
+            bool(payload.get("is_error")),
+            f.int_or_none(payload, "exit_code"),
+            f.int_or_none(payload, "size_bytes"),
+            f.text_or_none(payload, "digest"),
+            f.objects_or_none(payload, "media"),
+            f.obj_or_none(payload, "observed"),
+            f.obj_or_none(payload, "cut"),
+            f.obj_or_none(payload, "body"),
             f.flag_or_none(payload, "exit_code_in_output"),
         )
 
@@ -382,14 +373,12 @@ class ToolResult(Record):
 def ran_call_of(entry: Entry) -> tuple[str | None, JSONObject]:
     """The `name` and `arguments` of a `tool.started` entry, read alone: a derivation reads
     them for every call of the session (`ToolStarted` reads them the same way)."""
-    get = entry.payload.get
-    name, arguments = get("name"), get("arguments")
-    return name if isinstance(name, str) else None, arguments if isinstance(arguments, dict) else {}
+    payload = entry.payload
+    return f.text_or_none(payload, "name"), f.obj(payload, "arguments")
 
 
 def call_id_of(entry: Entry) -> str | None:
     """The `call_id` of a `tool.started` or `tool.result` entry, read alone: the pairing reads
     every such entry's id first, most of them never read whole (`ToolStarted` and `ToolResult`
     read it the same way)."""
-    value = entry.payload.get("call_id")
-    return value if isinstance(value, str) else None
+    return f.text_or_none(entry.payload, "call_id")
