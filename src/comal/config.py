@@ -79,8 +79,9 @@ class ContextConfig:
     """Explicit window (`--context-window`, `COMAL_CONTEXT_WINDOW`); the smaller one wins."""
     threshold_ratio: float = 0.90
     """Automatic pressure threshold as a share of the effective window."""
-    large_output_threshold_bytes: int = 20 * 1024
-    """Outputs larger than this enter active memory as preview + exact reference."""
+    large_output_threshold_bytes: int | None = None
+    """Outputs larger than this enter active memory as preview + exact reference; None: the
+    seed's 20 KiB, and larger outputs whole while they fit the window's share."""
     output_reserve_tokens: int | None = None
     """The largest output reserve sent; None: only the model and the window limit it."""
     margin_tokens: int | None = None
@@ -344,6 +345,15 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def _int_or_none(raw: object) -> int | None:
+    """A positive integer from the config file, or None when unset."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
+        raise ConfigError(f"expected a positive integer, got {raw!r}")
+    return raw
 
 
 def _int_env(env: Mapping[str, str], name: str) -> int | None:
@@ -620,7 +630,7 @@ def _resolve(
         context_window=_int_env(env, "COMAL_CONTEXT_WINDOW") or craw.get("context_window"),
         threshold_ratio=threshold,
         large_output_threshold_bytes=_int_env(env, "COMAL_LARGE_OUTPUT_THRESHOLD_BYTES")
-        or int(craw.get("large_output_threshold_bytes", 20 * 1024)),
+        or _int_or_none(craw.get("large_output_threshold_bytes")),
         output_reserve_tokens=craw.get("output_reserve_tokens"),
         margin_tokens=craw.get("margin_tokens"),
         media_budget_tokens=craw.get("media_budget_tokens"),

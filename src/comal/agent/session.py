@@ -28,6 +28,7 @@ from comal.agent.toolset import session_tools
 from comal.config import Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.measure.anchors import Fingerprint, tools_digest
+from comal.context.view.entry import DEFAULT_LARGE_OUTPUT_BYTES
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
     SessionConfigured,
@@ -164,9 +165,12 @@ def _config_digest(config: Config, instructions: str) -> str:
     """Digest of the configuration a measured anchor depends on."""
     settings: JSONObject = {
         "threshold": config.context.threshold_ratio,
-        "large": config.context.large_output_threshold_bytes,
+        "large": config.context.large_output_threshold_bytes or DEFAULT_LARGE_OUTPUT_BYTES,
         "instructions": instructions,
     }
+    if config.context.large_output_threshold_bytes is None:
+        # Large outputs enter whole while they fit the window's share (context/view/entry.py).
+        settings["entry"] = "window-share"
     if config.context.soft_limit is not None:
         # Only when set, so sessions recorded before the setting existed keep their anchors.
         settings["soft_limit"] = config.context.soft_limit

@@ -100,6 +100,7 @@ from comal.context.view.build import (
     schema_tokens,
 )
 from comal.context.view.conversation import Block
+from comal.context.view.entry import DEFAULT_LARGE_OUTPUT_BYTES, whole_limit
 from comal.context.view.invariants import PairChecker, check
 from comal.context.view.media import append_media_projection, media_budget
 from comal.context.view.rendering import preview_chars
@@ -222,8 +223,13 @@ class ContextEngine:
     def _texts_for(self, window: int) -> ResultTexts:
         if self._texts is None or self._texts[0] != window:
             usable = window - 4_096 - default_margin(window)
+            configured = self.settings.large_output_threshold_bytes
             texts = ResultTexts(
-                self.ledger, self.settings.large_output_threshold_bytes, preview_chars(usable)
+                self.ledger,
+                DEFAULT_LARGE_OUTPUT_BYTES if configured is None else configured,
+                preview_chars(usable),
+                whole_tokens=whole_limit(usable) if configured is None else 0,
+                counter=self.counter,
             )
             self._texts = (window, texts)
         return self._texts[1]

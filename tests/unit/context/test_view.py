@@ -116,7 +116,9 @@ def test_a_preview_shows_the_lines_of_note_its_head_and_tail_leave_out(
     builder.user("lint")
     log, trace = _log_with_a_traceback_in_the_middle()
     (result,) = builder.turn("", [("Bash", {"command": "lint ."}, log, 1)])
-    view = make_engine(ledger, builder.session_id, window=128_000).prepare()
+    # The seed's fixed ceiling: at 128k the window's share would take this log whole.
+    ceiling = {"large_output_threshold_bytes": 20 * 1024}
+    view = make_engine(ledger, builder.session_id, window=128_000, **ceiling).prepare()
     content = view.messages[-1].tool_results[0].content
     assert content.startswith(f"[ref {result.id} · Bash · {len(log):,} bytes · exit 1")
     note = content.split("[lines of note in the part not shown, by line number:]\n", 1)[1]
@@ -132,7 +134,7 @@ def test_a_preview_shows_the_lines_of_note_its_head_and_tail_leave_out(
     # The preview keeps its size: the lines of note come out of the head's share.
     plain = "\n".join(f"plain line {i:05d} " + "y" * 60 for i in range(900)) + "\n"
     builder.turn("", [("Bash", {"command": "cat plain"}, plain, 0)])
-    view = make_engine(ledger, builder.session_id, window=128_000).prepare()
+    view = make_engine(ledger, builder.session_id, window=128_000, **ceiling).prepare()
     without = view.messages[-1].tool_results[0].content
     assert "[lines of note" not in without
     assert abs(len(content) - len(without)) < 2_000

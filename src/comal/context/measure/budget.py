@@ -54,7 +54,9 @@ class EngineSettings:
     window_source: str = "fallback"
     max_output_tokens: int = 32_000
     threshold_ratio: float = 0.90
-    large_output_threshold_bytes: int = 20 * 1024
+    large_output_threshold_bytes: int | None = None
+    """Outputs up to this size always enter whole; None: the seed's 20 KiB, and larger ones
+    too while they fit the window's share (`view/entry.py`). Set, it is the ceiling as given."""
     output_reserve_tokens: int | None = None
     """The largest reserve ever sent (`[context] output_reserve_tokens`); None: no maximum
     beyond the model's and the window's."""

@@ -325,12 +325,15 @@ def _tail(
     tail_budget: int,
     room: int,
     large_bytes: int,
+    keep: frozenset[str] = frozenset(),
 ) -> tuple[int, frozenset[str], int]:
     """(first tail block index, extra projected result ids, tail tokens).
 
     The newest block is kept whole if it fits `room`. Older blocks enter with their large
     outputs (over `large_bytes`) by reference: those carry the fewest later-used facts per
-    token, so the tail's room goes to messages and small results, many more of them.
+    token, so the tail's room goes to messages and small results, many more of them — except
+    the working set (`keep`: the outputs the session is working with, `working_set.py`),
+    which enters whole.
     """
     start = len(blocks)
     projected = set(state.projected)
@@ -344,7 +347,7 @@ def _tail(
             extra = {
                 r.entry.id
                 for r in block.results
-                if r.projectable and r.facts.size_bytes > large_bytes
+                if r.projectable and r.facts.size_bytes > large_bytes and r.entry.id not in keep
             }
         trial = ViewState(frozenset(projected | extra), None, state.media_projected)
         cost = block_tokens(block, trial, texts, counter, vision=vision)
@@ -402,12 +405,14 @@ def derive(
     landing: int | None = None,
     vision: bool = False,
     index: ConversationIndex | None = None,
+    keep: frozenset[str] = frozenset(),
 ) -> Draft:
     """Derive checkpoint `number`; the smallest form is used when the normal one cannot fit.
 
     Args:
         landing: the largest request (fixed parts, checkpoint, tail) the checkpoint may leave;
             default the budget's target. The tail takes every recent block that fits under it.
+        keep: results the tail shows whole (the working set), never by reference.
 
     Returns the draft even when it does not fit: the caller checks.
     """
@@ -453,6 +458,7 @@ def derive(
                 tail_budget=max(land - fixed_tokens - counter.count(text), 0),
                 room=room,
                 large_bytes=4 * min_projectable_tokens(usable),
+                keep=keep,
             )
             text, title = checkpoint_text(
                 number, entries, blocks, start, texts, counter, limits, index
@@ -464,3 +470,31 @@ def derive(
             return draft
     assert draft is not None
     return draft
+
+
+def tail_tokens_from(
+    blocks: Sequence[Block],
+    seq: int,
+    state: ViewState,
+    texts: ResultTexts,
+    counter: TokenCounter,
+    budget: Budget,
+    *,
+    vision: bool = False,
+    keep: frozenset[str] = frozenset(),
+) -> int:
+    """Tokens a tail starting at the block at `seq` adds beside the newest block, rendered as
+    `derive` renders it: the working set (`keep`) whole, other large outputs by reference."""
+    large_bytes = 4 * min_projectable_tokens(budget.usable)
+    total = 0
+    for block in blocks[:-1]:
+        if block.seq < seq:
+            continue
+        extra = {
+            r.entry.id
+            for r in block.results
+            if r.projectable and r.facts.size_bytes > large_bytes and r.entry.id not in keep
+        }
+        trial = ViewState(frozenset(state.projected | extra), None, state.media_projected)
+        total += block_tokens(block, trial, texts, counter, vision=vision)
+    return total

@@ -40,10 +40,24 @@ class Option:
     the option was not worked out because an earlier one was kept."""
     viable: bool
     why: str
+    working_set: tuple[int, int, int] | None = None
+    """The working set this option keeps verbatim (`working_set.py`): its reach in calls, the
+    reuses the reach was measured from, and how many outputs it holds; None: not worked out."""
 
     def to_json(self) -> JSONObject:
         """The option as recorded in the event's `options` list."""
-        return {
+        found: JSONObject = (
+            {}
+            if self.working_set is None
+            else {
+                "working_set": {
+                    "reach_calls": self.working_set[0],
+                    "reuses_measured": self.working_set[1],
+                    "outputs": self.working_set[2],
+                }
+            }
+        )
+        return found | {
             "action": self.action,
             "after_tokens": self.after_tokens,
             "resent_tokens": self.resent_tokens,

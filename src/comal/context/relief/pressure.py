@@ -125,3 +125,39 @@ def landing(floor: float, threshold: float, fixed: float, growth: Growth) -> int
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return int(lo)
+
+
+def warm_call_cost(threshold: float, growth: float) -> float:
+    """What one call costs sitting at the threshold with a warm cache, `r × T + g`: the most
+    an event's stretch may cost per call (`cost_bound`)."""
+    return CACHED_RATE * threshold + max(growth, 1.0)
+
+
+def cost_bound(floor: float, threshold: float, fixed: float, growth: Growth) -> int:
+    """The largest landing whose stretch costs no more per call than a warm call at the
+    threshold (docs/context.md, "Facts first, cost bounded").
+
+    An event exists to make the calls after it cheaper than calls at the threshold would be;
+    one whose re-send, spread over its stretch, makes the mean call dearer than that buys
+    nothing with its cut. Below this bound every extra token kept pays for itself in the one
+    currency the engine can price — the same request, still cheaper than before the event —
+    so the view up to it goes to the facts the next calls are likely to use (`working_set`).
+    With `S = A − F`, `c(A, S) ≤ r·T + g` reads `(A − F)·g ≤ r·(T − A)² / 2`.
+    """
+    top = threshold - growth.stretch_room
+    if top <= floor:
+        return int(max(min(top, floor), fixed))
+    limit = warm_call_cost(threshold, growth.mean)
+
+    def fits(size: float) -> bool:
+        return stretch_cost(size, size - fixed, threshold, growth.mean) <= limit
+
+    if fits(top):
+        return int(top)
+    if not fits(floor):
+        return int(floor)
+    lo, hi = floor, top
+    while hi - lo > 1:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return int(lo)

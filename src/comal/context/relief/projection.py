@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from comal.context.measure.budget import Budget
 from comal.context.measure.tokens import TokenCounter
 from comal.context.view.build import PART_OVERHEAD, Assembly, PartCost, ResultTexts
+from comal.context.view.entry import whole_limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +49,9 @@ def min_projectable_tokens(usable: int) -> int:
 
 
 def recent_tokens(usable: int) -> int:
-    """The newest part of the conversation whose outputs are never projected (1/6 of usable)."""
-    return usable // 6
+    """The newest part of the conversation whose outputs are never projected (1/6 of usable:
+    the same share an output may take and still enter whole, `view.entry.whole_limit`)."""
+    return whole_limit(usable)
 
 
 def _protected_from(asm: Assembly, recent: int) -> int:
@@ -77,6 +79,7 @@ def plan_projection(
     budget: Budget,
     estimate: int,
     goal: int | None = None,
+    keep: frozenset[str] = frozenset(),
 ) -> ProjectionPlan:
     """Plan a projection of `asm` (whose calibrated size is `estimate`) down to the target.
 
@@ -88,6 +91,10 @@ def plan_projection(
         estimate: the current input estimate (anchored or calibrated).
         goal: keep projecting down to this size when it is below the target (the engine passes
             what a derivation would leave, so both candidates are priced at their deepest).
+        keep: results never projected (the working set, `working_set.py`).
+
+    Outputs that entered whole only because the window had room for them (over the byte
+    ceiling, `view/entry.py`) go first, oldest first; then other large outputs, oldest first.
     """
     scale = estimate / max(asm.total_tokens, 1)
     target = budget.target
@@ -96,18 +103,31 @@ def plan_projection(
     chosen: list[PartCost] = []
     first_index: int | None = None
     freed = 0.0
+    candidates: list[tuple[int, PartCost]] = []
     for index, part in enumerate(asm.parts[:stop]):
         item = part.result
         if item is None or part.kind not in ("full", "preview") or not item.projectable:
             continue
-        if part.tokens < floor:
+        if part.tokens < floor or item.entry.id in keep:
             continue
+        candidates.append((index, part))
+    ceiling = texts.large_output_bytes
+
+    def order(candidate: tuple[int, PartCost]) -> tuple[bool, int]:
+        index, part = candidate
+        item = part.result
+        entered_whole = item is not None and part.kind == "full" and item.facts.size_bytes > ceiling
+        return (not entered_whole, index)
+
+    for index, part in sorted(candidates, key=order):
+        item = part.result
+        assert item is not None
         ref_tokens = counter.count(texts.text(item, "ref")) + PART_OVERHEAD
         gain = part.tokens - ref_tokens
         if gain * 2 < part.tokens:
             continue
         chosen.append(part)
-        first_index = index if first_index is None else first_index
+        first_index = index if first_index is None else min(first_index, index)
         freed += gain * scale
         if estimate - freed <= min(target, goal if goal is not None else target):
             break

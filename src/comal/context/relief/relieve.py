@@ -19,14 +19,22 @@ and how many results it takes out of verbatim view (`options`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from comal.context.relief.checkpoint import Draft, deepest_cut, derive
+from comal.context.relief.checkpoint import Draft, deepest_cut, derive, tail_tokens_from
 from comal.context.relief.decisions import Option
 from comal.context.relief.inputs import ReliefInputs
-from comal.context.relief.pressure import Growth, landing, measure_growth, stretch_cost, within_tie
+from comal.context.relief.pressure import (
+    Growth,
+    cost_bound,
+    landing,
+    measure_growth,
+    stretch_cost,
+    within_tie,
+)
 from comal.context.relief.projection import ProjectionPlan, plan_projection
 from comal.context.relief.recorded import USER_TRIGGERS, pressure_guard, state_with_draft
+from comal.context.relief.working_set import WorkingSet, working_set
 from comal.context.view.media import plan_media, plan_media_pressure, with_media
 
 COLD_TRIGGER = "cache_cold"
@@ -96,13 +104,70 @@ def deepest(inputs: ReliefInputs) -> int:
     )
 
 
-def landing_for(inputs: ReliefInputs) -> int:
-    """Where a checkpoint for this view lands (`pressure.landing`)."""
+def landing_for(inputs: ReliefInputs) -> tuple[int, WorkingSet]:
+    """Where a checkpoint for this view lands, and the working set it keeps."""
+    return facts_first_landing(inputs, deepest(inputs))
+
+
+def working_set_of(inputs: ReliefInputs) -> WorkingSet:
+    """The session's working set (`working_set.py`)."""
+    return working_set(inputs.blocks, inputs.texts)
+
+
+def working_landing(inputs: ReliefInputs, floor: int, ws: WorkingSet) -> tuple[int, int]:
+    """The sizes a checkpoint must leave to keep the working set verbatim: its newest calls
+    alone, and with the last reads of the files they touch (calibrated, the deepest cut
+    `floor` included)."""
+    counter = inputs.scaled_counter()
+    sizes = []
+    for seq in (ws.recent_from_seq, ws.pinned_from_seq):
+        if seq is None:
+            sizes.append(floor)
+            continue
+        extra = tail_tokens_from(
+            inputs.blocks,
+            seq,
+            inputs.state,
+            inputs.texts,
+            counter,
+            inputs.budget,
+            vision=inputs.vision,
+            keep=ws.result_ids,
+        )
+        sizes.append(floor + extra)
+    return sizes[0], sizes[1]
+
+
+def facts_first_landing(inputs: ReliefInputs, floor: int) -> tuple[int, WorkingSet]:
+    """Where a checkpoint lands, and the working set it keeps (docs/context.md, "Facts first,
+    cost bounded"): high enough to keep the working set verbatim, never above the cost bound
+    (`pressure.cost_bound`), and never below the cheapest tie (`pressure.landing`).
+
+    The working set is the session's measured reach; when its newest calls alone would land
+    above the bound, its oldest calls leave it one by one until they fit (the newest call
+    always stays: it is the deepest cut's newest block). The last reads of the files those
+    calls work on join it when the landing with them still fits the bound.
+    """
     growth = session_growth(inputs)
-    return landing(deepest(inputs), inputs.budget.threshold, inputs.fixed_tokens, growth)
+    threshold, fixed = inputs.budget.threshold, inputs.fixed_tokens
+    tie = landing(floor, threshold, fixed, growth)
+    bound = cost_bound(floor, threshold, fixed, growth)
+    ws = working_set_of(inputs)
+    reach = ws.reach
+    while True:
+        recent, pinned = working_landing(inputs, floor, ws)
+        if pinned <= bound:
+            return max(tie, pinned), ws
+        if recent <= bound or reach <= 1:
+            ws = working_set(inputs.blocks, inputs.texts, reach, files=False)
+            return max(tie, min(recent, bound) if reach > 1 else recent), ws
+        reach -= 1
+        ws = working_set(inputs.blocks, inputs.texts, reach)
 
 
-def draft_checkpoint(inputs: ReliefInputs, land: int | None = None) -> tuple[Draft, int]:
+def draft_checkpoint(
+    inputs: ReliefInputs, land: int | None = None, keep: frozenset[str] = frozenset()
+) -> tuple[Draft, int]:
     """A checkpoint draft landing at `land`, and the estimated size it leads to."""
     entries, state = inputs.entries, inputs.state
     draft = derive(
@@ -117,6 +182,7 @@ def draft_checkpoint(inputs: ReliefInputs, land: int | None = None) -> tuple[Dra
         landing=land,
         vision=inputs.vision,
         index=inputs.index,
+        keep=keep,
     )
     trial = state_with_draft(state, draft, entries[-1].seq + 1 if entries else 1)
     return draft, inputs.estimate_of(trial)
@@ -137,7 +203,8 @@ def compaction(
     if not queued and by not in USER_TRIGGERS:
         pressure_guard(inputs.entries, inputs.budget)
     before = inputs.estimate
-    draft, after = draft_checkpoint(inputs, landing_for(inputs))
+    land, ws = landing_for(inputs)
+    draft, after = draft_checkpoint(inputs, land, ws.result_ids)
     if by in USER_TRIGGERS and after >= before:
         return CompactionRefusal(by, before, after)
     return CheckpointChoice(draft, by, before, after)
@@ -174,11 +241,20 @@ def relieve(
     fixed = inputs.fixed_tokens
     threshold = budget.threshold
     floor = deepest(inputs)
-    land = landing(floor, threshold, fixed, growth)
+    land, ws = facts_first_landing(inputs, floor)
     cold = trigger == COLD_TRIGGER
-    best = stretch_cost(floor, 0 if cold else floor - fixed, threshold, growth.mean)
-    plan = plan_projection(inputs.asm, inputs.texts, inputs.counter, budget, estimate, goal=land)
+    # The projection competes with the checkpoint this event would derive: at its landing,
+    # or the deepest cut's tie when that costs more.
+    best = max(
+        stretch_cost(floor, 0 if cold else floor - fixed, threshold, growth.mean),
+        stretch_cost(land, 0 if cold else land - fixed, threshold, growth.mean),
+    )
+    plan = plan_projection(
+        inputs.asm, inputs.texts, inputs.counter, budget, estimate, goal=land, keep=ws.result_ids
+    )
     projection = _projection_option(plan, threshold, growth, cold, best)
+    kept = (ws.reach, ws.reuses, len(ws.result_ids))
+    projection = replace(projection, working_set=kept)
     if projection.viable:
         checkpoint = Option(
             "checkpoint",
@@ -190,7 +266,7 @@ def relieve(
             "not drafted: the projection is enough",
         )
         return ProjectionChoice(plan, trigger, (projection, checkpoint))
-    draft, after = draft_checkpoint(inputs, land)
+    draft, after = draft_checkpoint(inputs, land, ws.result_ids)
     resent = 0 if cold else after - fixed
     checkpoint = Option(
         "checkpoint",
@@ -200,6 +276,7 @@ def relieve(
         _out_of_view(inputs, draft),
         True,
         f"tail up to the landing {land:,} (deepest cut {floor:,})",
+        kept,
     )
     pressure_guard(inputs.entries, budget)
     return CheckpointChoice(draft, trigger, estimate, after, (projection, checkpoint))

@@ -51,7 +51,9 @@ def pressure_step(inputs: ReliefInputs) -> ProjectionChoice | CheckpointChoice |
         if found is not None:
             now = None
             if not inputs.deferred:
-                now = relieve_now_option(landing_for(inputs), inputs.fixed_tokens, budget, growth)
+                now = relieve_now_option(
+                    landing_for(inputs)[0], inputs.fixed_tokens, budget, growth
+                )
             return Deferred(found, growth, now)
         # The boundary a deferral waited for; mid loop, the room ran out first.
         at_boundary = bool(blocks) and blocks[-1].role == "user"

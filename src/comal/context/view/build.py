@@ -211,16 +211,38 @@ class ResultTexts:
 
     blobs: BlobSource
     large_output_bytes: int
+    """Outputs up to this size always enter whole (the seed's 20 KiB by default)."""
     preview_chars: int
+    whole_tokens: int = 0
+    """Larger outputs still enter whole when their full text takes at most this many tokens
+    (`entry.whole_limit`: the share of the window whose newest outputs are never projected);
+    0: the byte threshold alone decides (an explicitly configured ceiling)."""
+    counter: TokenCounter | None = None
+    """Counts a large output's full text against `whole_tokens`."""
     _memo: dict[tuple[str, Mode], str] = field(default_factory=dict)
+    _modes: dict[str, Mode] = field(default_factory=dict)
     blocks: dict[tuple[object, ...], tuple[tuple[Part, ...], tuple[PartCost, ...]]] = field(
         default_factory=dict
     )
     """Built blocks by (entry id, result modes, counter, vision): a block reads the same forever."""
 
     def natural_mode(self, item: ResultEntry) -> Mode:
-        """How a result enters active memory before any projection."""
-        return "preview" if item.facts.size_bytes > self.large_output_bytes else "full"
+        """How a result enters active memory before any projection (`entry.py`): whole up to
+        the byte threshold, whole above it while its text fits `whole_tokens`, else a preview.
+        Depends only on the result and this window's settings, so a block reads the same
+        forever."""
+        size = item.facts.size_bytes
+        if size <= self.large_output_bytes:
+            return "full"
+        limit = self.whole_tokens
+        if self.counter is None or limit <= 0 or size > limit * MAX_BYTES_PER_TOKEN:
+            return "preview"
+        hit = self._modes.get(item.entry.id)
+        if hit is None:
+            tokens = self.counter.count(self.text(item, "full"))
+            hit = "full" if tokens <= self.whole_tokens else "preview"
+            self._modes[item.entry.id] = hit
+        return hit
 
     def text(self, item: ResultEntry, mode: Mode) -> str:
         """The result's content in `mode`."""
@@ -248,6 +270,12 @@ class ResultTexts:
             value = full_text(body, item.facts.status, item.facts.trailer_exit_code)
         self._memo[key] = value
         return value
+
+
+MAX_BYTES_PER_TOKEN = 16
+"""No text the counters read takes more bytes per token (o200k and cl100k merge at most a few
+dozen bytes only in long runs of one character): an output larger than this many bytes per
+allowed token is previewed without being counted."""
 
 
 _SCHEMA_TEXTS: dict[int, tuple[ToolSpec, str]] = {}
