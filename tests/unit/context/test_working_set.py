@@ -119,7 +119,12 @@ def test_the_working_set_survives_every_event(
                 continue
             events += 1
             event = ledger.entries(builder.session_id)[-1]
-            chosen = [o for o in event.payload["options"] if o.get("viable")]
-            reach = chosen[0]["working_set"]["reach_calls"]
+            options = event.payload["options"]
+            assert isinstance(options, list)
+            chosen = [o for o in options if isinstance(o, dict) and o.get("viable")]
+            kept = chosen[0]["working_set"]
+            assert isinstance(kept, dict)
+            reach = kept["reach_calls"]
+            assert isinstance(reach, int)
             assert set(calls[-reach:]) <= _shown_whole(view.messages, texts)
         assert events
