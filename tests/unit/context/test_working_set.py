@@ -6,7 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from comal.context.measure.budget import default_margin
 from comal.context.relief.working_set import names, reach_of, working_set
+from comal.context.view.entry import whole_limit
 from comal.ledger.store import Ledger
 from comal.messages import ToolResultPart
 from comal.testing.sessions import SessionBuilder
@@ -128,3 +130,36 @@ def test_the_working_set_survives_every_event(
             assert isinstance(reach, int)
             assert set(calls[-reach:]) <= _shown_whole(view.messages, texts)
         assert events
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.integers(min_value=50, max_value=3_000),
+    st.sampled_from([32_000, 64_000, 128_000]),
+    st.sampled_from(["code", "log"]),
+)
+def test_an_output_that_fits_enters_whole(
+    tmp_path_factory: pytest.TempPathFactory, lines: int, window: int, shape: str
+) -> None:
+    # Any output whose text fits the window's share enters whole, whatever its bytes; one
+    # that does not enters as a preview naming its exact reference.
+    if shape == "code":
+        body = "\n".join(
+            f"    result_{i} = compute_value(item_{i}, scale={i})" for i in range(lines)
+        )
+    else:
+        body = "\n".join(f"2026-12-07 12:00:{i % 60:02d} INFO worker-{i} ok" for i in range(lines))
+    with Ledger.open(tmp_path_factory.mktemp("entry") / "ledger.db", durable=False) as ledger:
+        builder = SessionBuilder(ledger, model="gpt-4o", window=window)
+        builder.user("Look.")
+        (result,) = builder.turn("", [("Bash", {"command": "cat big"}, body, 0)])
+        engine = make_engine(ledger, builder.session_id, window=window)
+        view = engine.prepare()
+        shown = view.messages[-1].tool_results[0].content
+        usable = window - 4_096 - default_margin(window)
+        fits = len(body.encode()) <= 20 * 1024 or engine.counter.count(body) <= whole_limit(usable)
+        assert (shown == body) == fits
+        if not fits:
+            assert shown.startswith(f"[ref {result.id} · Bash")
