@@ -34,3 +34,21 @@ def test_facts_read_before_a_checkpoint_stay_in_view_or_named() -> None:
     assert comal["overflows"] == 0
     assert comal["facts_reachable_count"] == comal["facts_total"]
     assert comal["facts_in_view_count"] >= peer["facts_in_view_count"]  # type: ignore[operator]
+
+
+@pytest.mark.replay
+def test_a_large_file_read_early_stays_in_view_when_the_window_has_room() -> None:
+    # A Claude Code 2.x session at 128k: its first call reads a 57 KB Go file whose names
+    # (ErrBranchNotFound, GetWorktreePath…) the agent uses a hundred calls later, and its
+    # checkpoint lands while the PR-review loop still quotes files it just read. The engine
+    # that previewed every output over 20 KiB and landed the checkpoint at 9.5k tokens kept
+    # 94 of 106 later-used facts in view, 5 fewer than a summarizing peer; whole entry within
+    # the window's share and a landing that keeps the working set keep at least the peer's.
+    path = _session("claude-code-2_entire/545b45d4-729e-4d0b-8e6b-45cb65d43f00.jsonl")
+    (transcript,) = transcripts_from(parse_file(path))
+    peer, comal = replay_transcript(transcript, [128_000], ["llm-compaction-80", "comal"])
+    assert comal["policy"] == "comal"
+    assert comal["derivations"] >= 1  # type: ignore[operator]
+    assert comal["overflows"] == 0
+    assert comal["facts_reachable_count"] == comal["facts_total"]
+    assert comal["facts_in_view_count"] >= peer["facts_in_view_count"]  # type: ignore[operator]

@@ -146,7 +146,8 @@ def facts_first_landing(inputs: ReliefInputs, floor: int) -> tuple[int, WorkingS
     The working set is the session's measured reach; when its newest calls alone would land
     above the bound, its oldest calls leave it one by one until they fit (the newest call
     always stays: it is the deepest cut's newest block). The last reads of the files those
-    calls work on join it when the landing with them still fits the bound.
+    calls work on join it when the landing with them still fits the bound. The landing never
+    passes the bound: what the working set cannot keep then is what the deepest cut keeps.
     """
     growth = session_growth(inputs)
     threshold, fixed = inputs.budget.threshold, inputs.fixed_tokens
@@ -160,7 +161,7 @@ def facts_first_landing(inputs: ReliefInputs, floor: int) -> tuple[int, WorkingS
             return max(tie, pinned), ws
         if recent <= bound or reach <= 1:
             ws = working_set(inputs.blocks, inputs.texts, reach, files=False)
-            return max(tie, min(recent, bound) if reach > 1 else recent), ws
+            return max(tie, min(recent, bound)), ws
         reach -= 1
         ws = working_set(inputs.blocks, inputs.texts, reach)
 

@@ -234,6 +234,10 @@ class ResultTexts:
         size = item.facts.size_bytes
         if size <= self.large_output_bytes:
             return "full"
+        if not item.projectable:
+            # An error is never projected, so one that entered whole could never leave: it
+            # enters as a preview above the byte ceiling, as the seed has it.
+            return "preview"
         limit = self.whole_tokens
         if self.counter is None or limit <= 0 or size > limit * MAX_BYTES_PER_TOKEN:
             return "preview"
