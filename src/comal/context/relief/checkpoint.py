@@ -472,9 +472,9 @@ def derive(
     return draft
 
 
-def tail_tokens_from(
+def tail_tokens_by_block(
     blocks: Sequence[Block],
-    seq: int,
+    since_seq: int,
     state: ViewState,
     texts: ResultTexts,
     counter: TokenCounter,
@@ -482,19 +482,20 @@ def tail_tokens_from(
     *,
     vision: bool = False,
     keep: frozenset[str] = frozenset(),
-) -> int:
-    """Tokens a tail starting at the block at `seq` adds beside the newest block, rendered as
-    `derive` renders it: the working set (`keep`) whole, other large outputs by reference."""
+) -> list[tuple[int, int]]:
+    """(seq, tokens) of each block from the one at `since_seq` to the one before the newest,
+    newest first, rendered as `derive`'s tail renders them: the working set (`keep`) whole,
+    other large outputs by reference. A tail starting at a block adds the sum down to it."""
     large_bytes = 4 * min_projectable_tokens(budget.usable)
-    total = 0
-    for block in blocks[:-1]:
-        if block.seq < seq:
-            continue
+    out: list[tuple[int, int]] = []
+    for block in reversed(blocks[:-1]):
+        if block.seq < since_seq:
+            break
         extra = {
             r.entry.id
             for r in block.results
             if r.projectable and r.facts.size_bytes > large_bytes and r.entry.id not in keep
         }
         trial = ViewState(frozenset(state.projected | extra), None, state.media_projected)
-        total += block_tokens(block, trial, texts, counter, vision=vision)
-    return total
+        out.append((block.seq, block_tokens(block, trial, texts, counter, vision=vision)))
+    return out

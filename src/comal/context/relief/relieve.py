@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from comal.context.relief.checkpoint import Draft, deepest_cut, derive, tail_tokens_from
+from comal.context.relief.checkpoint import Draft, deepest_cut, derive, tail_tokens_by_block
 from comal.context.relief.decisions import Option
 from comal.context.relief.inputs import ReliefInputs
 from comal.context.relief.pressure import (
@@ -109,61 +109,54 @@ def landing_for(inputs: ReliefInputs) -> tuple[int, WorkingSet]:
     return facts_first_landing(inputs, deepest(inputs))
 
 
-def working_set_of(inputs: ReliefInputs) -> WorkingSet:
-    """The session's working set (`working_set.py`)."""
-    return working_set(inputs.blocks, inputs.texts)
-
-
-def working_landing(inputs: ReliefInputs, floor: int, ws: WorkingSet) -> tuple[int, int]:
-    """The sizes a checkpoint must leave to keep the working set verbatim: its newest calls
-    alone, and with the last reads of the files they touch (calibrated, the deepest cut
-    `floor` included)."""
-    counter = inputs.scaled_counter()
-    sizes = []
-    for seq in (ws.recent_from_seq, ws.pinned_from_seq):
-        if seq is None:
-            sizes.append(floor)
-            continue
-        extra = tail_tokens_from(
-            inputs.blocks,
-            seq,
-            inputs.state,
-            inputs.texts,
-            counter,
-            inputs.budget,
-            vision=inputs.vision,
-            keep=ws.result_ids,
-        )
-        sizes.append(floor + extra)
-    return sizes[0], sizes[1]
-
-
 def facts_first_landing(inputs: ReliefInputs, floor: int) -> tuple[int, WorkingSet]:
     """Where a checkpoint lands, and the working set it keeps (docs/context.md, "Facts first,
     cost bounded"): high enough to keep the working set verbatim, never above the cost bound
     (`pressure.cost_bound`), and never below the cheapest tie (`pressure.landing`).
 
     The working set is the session's measured reach; when its newest calls alone would land
-    above the bound, its oldest calls leave it one by one until they fit (the newest call
-    always stays: it is the deepest cut's newest block). The last reads of the files those
-    calls work on join it when the landing with them still fits the bound. The landing never
-    passes the bound: what the working set cannot keep then is what the deepest cut keeps.
+    above the bound, its oldest calls leave it one by one until they fit. The last reads of
+    the files those calls work on join it when the landing with them still fits the bound.
+    The landing never passes the bound: what the working set cannot keep then is what the
+    deepest cut keeps (its newest block).
     """
     growth = session_growth(inputs)
     threshold, fixed = inputs.budget.threshold, inputs.fixed_tokens
     tie = landing(floor, threshold, fixed, growth)
     bound = cost_bound(floor, threshold, fixed, growth)
-    ws = working_set_of(inputs)
-    reach = ws.reach
-    while True:
-        recent, pinned = working_landing(inputs, floor, ws)
-        if pinned <= bound:
-            return max(tie, pinned), ws
-        if recent <= bound or reach <= 1:
-            ws = working_set(inputs.blocks, inputs.texts, reach, files=False)
-            return max(tie, min(recent, bound)), ws
+    ws = working_set(inputs.blocks, inputs.texts)
+    oldest = ws.pinned_from_seq  # never newer than the recent calls' oldest block
+    if oldest is None:
+        return tie, ws
+    sizes = tail_tokens_by_block(
+        inputs.blocks,
+        oldest,
+        inputs.state,
+        inputs.texts,
+        inputs.scaled_counter(),
+        inputs.budget,
+        vision=inputs.vision,
+        keep=ws.result_ids,
+    )
+    # The landing with the tail starting at each block (the newest block is in `floor`).
+    landings: dict[int, int] = {}
+    total = floor
+    for seq, tokens in sizes:
+        total += tokens
+        landings[seq] = total
+
+    def at(seq: int) -> int:
+        return landings.get(seq, floor)
+
+    if at(oldest) <= bound:
+        return max(tie, at(oldest)), ws
+    calls = [b.seq for b in reversed(inputs.blocks) if b.role == "assistant"][: ws.reach]
+    reach = len(calls)
+    while reach > 1 and at(calls[reach - 1]) > bound:
         reach -= 1
-        ws = working_set(inputs.blocks, inputs.texts, reach)
+    kept = working_set(inputs.blocks, inputs.texts, reach, files=False)
+    recent = at(calls[reach - 1]) if calls else floor
+    return max(tie, min(recent, bound)), kept
 
 
 def draft_checkpoint(

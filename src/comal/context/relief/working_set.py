@@ -40,25 +40,34 @@ SCAN_CALLS = 200
 output scanned once), long enough to hold several reaches of any session."""
 REUSE_SHARE = 0.9
 """The share of measured reuses the reach covers (see module docstring)."""
-SCAN_BYTES = 256 * 1024
-"""Names are read from an output's first and last halves of this many bytes: a huge log's
-middle holds no name the agent copies that its ends do not."""
+SCAN_BYTES = 64 * 1024
+"""Names are read from an output's first and last halves of this many bytes: the reach is a
+statistic of many reuses, and a long output's ends hold most of the names an agent copies
+(bounds the work of a derivation in a new process)."""
 
-_NAME = re.compile(r"(?:[\w.@-]*/)+[\w.@-]+|\b[A-Za-z_][A-Za-z0-9_]{4,}\b")
+_TOKEN = re.compile(r"[\w./@-]{3,}")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{4,}")
 _INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
 _NAMES: dict[str, frozenset[str]] = {}
 """Names of recorded outputs by entry id (an output never changes)."""
 
 
 def names(text: str) -> frozenset[str]:
-    """The names (identifiers and paths) of a text, as the module docstring defines them."""
-    found = set()
-    for token in _NAME.findall(text):
+    """The names (identifiers and paths) of a text, as the module docstring defines them.
+
+    The text is cut into runs of word characters, `.`, `/`, `@` and `-` (one fast pass; each
+    distinct run is then read once): a run holding `/` with two or more components is a path,
+    and the identifiers inside a run count when they hold `_` or an inner capital."""
+    found: set[str] = set()
+    for token in set(_TOKEN.findall(text)):
         if "/" in token:
-            if sum(1 for piece in token.split("/") if piece) >= 2:
-                found.add(token)
-        elif "_" in token.strip("_") or _INNER_CAPITAL.search(token):
-            found.add(token)
+            path = token.strip(".-")
+            if sum(1 for piece in path.split("/") if piece) >= 2:
+                found.add(path)
+        if "_" in token or _INNER_CAPITAL.search(token):
+            for ident in _IDENT.findall(token):
+                if "_" in ident.strip("_") or _INNER_CAPITAL.search(ident):
+                    found.add(ident)
     return frozenset(found)
 
 
@@ -77,11 +86,22 @@ def output_names(item: ResultEntry, texts: ResultTexts) -> frozenset[str]:
     return found
 
 
+_SAID: dict[str, frozenset[str]] = {}
+"""Names of recorded messages by entry id."""
+
+
 def _said(block: Block) -> frozenset[str]:
-    """Names a message writes: its text and its calls' arguments."""
+    """Names a message writes: its text and its calls' arguments (memoized by entry id)."""
+    hit = _SAID.get(block.entry.id)
+    if hit is not None:
+        return hit
     pieces = [block.message.text]
     pieces += [canonical_json(call.arguments) for call in block.message.tool_calls]
-    return names("\n".join(pieces))
+    found = names("\n".join(pieces))
+    if len(_SAID) >= 20_000:
+        _SAID.clear()
+    _SAID[block.entry.id] = found
+    return found
 
 
 @dataclass(frozen=True, slots=True)
