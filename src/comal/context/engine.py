@@ -100,7 +100,7 @@ from comal.context.view.build import (
     schema_tokens,
 )
 from comal.context.view.conversation import Block
-from comal.context.view.entry import DEFAULT_LARGE_OUTPUT_BYTES, room_limit, whole_limit
+from comal.context.view.entry import DEFAULT_LARGE_OUTPUT_BYTES, whole_limit
 from comal.context.view.invariants import PairChecker, check
 from comal.context.view.media import append_media_projection, media_budget
 from comal.context.view.rendering import preview_chars
@@ -230,11 +230,6 @@ class ContextEngine:
                 preview_chars(usable),
                 whole_tokens=whole_limit(usable) if configured is None else 0,
                 counter=self.counter,
-                room_tokens=(
-                    room_limit(window, self.settings.threshold_ratio, usable)
-                    if configured is None
-                    else 0
-                ),
             )
             self._texts = (window, texts)
         return self._texts[1]

@@ -34,8 +34,6 @@ from comal.context.view.paged import pageable
 from comal.context.view.preview_paged import paged_preview_text, paged_reference_text
 from comal.context.view.rendering import full_text, preview_text, reference_text
 from comal.ledger.entry import Entry
-from comal.ledger.records import AssistantMessage
-from comal.ledger.records import fields as f
 from comal.messages import (
     MediaPart,
     Message,
@@ -221,22 +219,17 @@ class ResultTexts:
     0: the byte threshold alone decides (an explicitly configured ceiling)."""
     counter: TokenCounter | None = None
     """Counts a large output's full text against `whole_tokens`."""
-    room_tokens: int = 0
-    """The input an output may fill when it enters whole with room left for the next
-    stretch (`entry.room_limit`); 0: the share rule alone."""
     _memo: dict[tuple[str, Mode], str] = field(default_factory=dict)
-    _modes: dict[tuple[str, int | None], Mode] = field(default_factory=dict)
+    _modes: dict[str, Mode] = field(default_factory=dict)
     blocks: dict[tuple[object, ...], tuple[tuple[Part, ...], tuple[PartCost, ...]]] = field(
         default_factory=dict
     )
     """Built blocks by (entry id, result modes, counter, vision): a block reads the same forever."""
 
-    def natural_mode(self, item: ResultEntry, asked_at: int | None = None) -> Mode:
+    def natural_mode(self, item: ResultEntry) -> Mode:
         """How a result enters active memory before any projection (`entry.py`): whole up to
-        the byte ceiling; above it whole while its text fits the window's share, or while the
-        request that asked for it (`asked_at`: the input its provider measured) leaves room
-        for it and for the next stretch; else a preview. Depends only on the result, the
-        recorded request before it and this window's settings, so a block reads the same
+        the byte threshold, whole above it while its text fits `whole_tokens`, else a preview.
+        Depends only on the result and this window's settings, so a block reads the same
         forever."""
         size = item.facts.size_bytes
         if size <= self.large_output_bytes:
@@ -245,15 +238,14 @@ class ResultTexts:
             # An error is never projected, so one that entered whole could never leave: it
             # enters as a preview above the byte ceiling, as the seed has it.
             return "preview"
-        limit = max(self.whole_tokens, self.room_tokens - (asked_at or self.room_tokens))
+        limit = self.whole_tokens
         if self.counter is None or limit <= 0 or size > limit * MAX_BYTES_PER_TOKEN:
             return "preview"
-        key = (item.entry.id, asked_at)
-        hit = self._modes.get(key)
+        hit = self._modes.get(item.entry.id)
         if hit is None:
             tokens = self.counter.count(self.text(item, "full"))
-            hit = "full" if tokens <= limit else "preview"
-            self._modes[key] = hit
+            hit = "full" if tokens <= self.whole_tokens else "preview"
+            self._modes[item.entry.id] = hit
         return hit
 
     def text(self, item: ResultEntry, mode: Mode) -> str:
@@ -379,37 +371,11 @@ def _part_tokens(part: Part, counter: TokenCounter) -> tuple[int, str]:
     return counter.count(part.content) + PART_OVERHEAD, "result"
 
 
-def result_mode(
-    item: ResultEntry, state: ViewState, texts: ResultTexts, asked_at: int | None = None
-) -> Mode:
-    """The mode a result is shown in under `state` (`asked_at`: `asked_input(block)`)."""
+def result_mode(item: ResultEntry, state: ViewState, texts: ResultTexts) -> Mode:
+    """The mode a result is shown in under `state`."""
     if item.entry.id in state.projected:
         return "ref"
-    return texts.natural_mode(item, asked_at)
-
-
-_ASKED: dict[str, int | None] = {}
-"""The measured input of assistant messages by entry id (a recorded usage never changes)."""
-
-
-def asked_input(block: Block) -> int | None:
-    """The input tokens the provider measured for the request whose reply is `block` (its
-    recorded usage), or None when it recorded none: where its calls' outputs enter."""
-    if block.role != "assistant" or not block.results:
-        return None
-    key = block.entry.id
-    if key in _ASKED:
-        return _ASKED[key]
-    usage = AssistantMessage.from_entry(block.entry).usage
-    found = None
-    if usage is not None:
-        parts = [f.int_or_none(usage, k) for k in ("new_input", "cache_read", "cache_write")]
-        if parts[0] is not None:
-            found = sum(p or 0 for p in parts)
-    if len(_ASKED) >= 50_000:
-        _ASKED.clear()
-    _ASKED[key] = found
-    return found
+    return texts.natural_mode(item)
 
 
 def block_parts(
@@ -421,8 +387,7 @@ def block_parts(
     vision: bool = False,
 ) -> tuple[tuple[Part, ...], tuple[Part, ...], tuple[PartCost, ...]]:
     """One block as (its own message parts, result parts for the next user message, costs)."""
-    asked = asked_input(block) if texts.room_tokens else None
-    modes = tuple(result_mode(item, state, texts, asked) for item in block.results)
+    modes = tuple(result_mode(item, state, texts) for item in block.results)
     media_refs = tuple(item.entry.id in state.media_projected for item in block.results)
     key = (block.entry.id, modes, media_refs, block.missing, counter.name, vision)
     hit = texts.blocks.get(key)

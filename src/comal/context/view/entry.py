@@ -9,16 +9,10 @@ hides most of them, so the ceiling scales with the window:
     an output enters whole when its full text takes at most `whole_limit(usable)` tokens,
     the newest sixth of the usable room — the share stage 1 never projects
 
-(`relief/projection.recent_tokens` reads the same rule). A larger output still enters whole when
-the window has room for it and for the next stretch:
-
-    asked + tokens ≤ room_limit = threshold − whole_limit(usable)
-
-where `asked` is the input the provider measured for the request whose reply made the call (its
-recorded usage) and the next stretch's room is that same sixth. Both sides are fixed once the
-output is recorded, so its mode never changes. Otherwise it would crowd the window, and it
-enters as a preview. Under pressure, stage 1 projects outputs that entered whole above the byte
-ceiling before anything else, oldest first (`relief/projection.py`).
+(`relief/projection.recent_tokens` reads the same rule). An output larger than that could not
+even stay in the protected recent part of the view, so it would be the first thing any event
+took out: it enters as a preview from the start. Under pressure, stage 1 projects outputs that
+entered whole before anything else, oldest first (`relief/projection.py`).
 
 At 32k (usable about 26k tokens) the sixth is ~4,300 tokens, under the seed's 20 KiB, which
 therefore still decides there; at 64k about 9,300 tokens (30–40 KB of code), at 128k about
@@ -36,10 +30,3 @@ def whole_limit(usable: int) -> int:
     """Most tokens an output over the byte ceiling may take and still enter whole: the newest
     sixth of the usable room (see module docstring)."""
     return max(usable, 0) // 6
-
-
-def room_limit(window: int, threshold_ratio: float, usable: int) -> int:
-    """The input a large output may fill when it enters whole by room: the automatic
-    threshold less the next stretch's room (the window's sixth, `whole_limit`)."""
-    threshold = int(window * threshold_ratio) - (window - usable)
-    return max(threshold - whole_limit(usable), 0)
