@@ -35,12 +35,12 @@ from comal.context.view.build import ResultTexts
 from comal.context.view.conversation import Block, ResultEntry
 from comal.messages import canonical_json
 
-SCAN_CALLS = 200
+SCAN_CALLS = 100
 """Reuse is measured over this many latest calls: a bound on the work of a derivation (every
 output scanned once), long enough to hold several reaches of any session."""
 REUSE_SHARE = 0.9
 """The share of measured reuses the reach covers (see module docstring)."""
-SCAN_BYTES = 64 * 1024
+SCAN_BYTES = 32 * 1024
 """Names are read from an output's first and last halves of this many bytes: the reach is a
 statistic of many reuses, and a long output's ends hold most of the names an agent copies
 (bounds the work of a derivation in a new process)."""
