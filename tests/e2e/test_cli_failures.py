@@ -88,7 +88,7 @@ def test_full_disk_names_the_cause_and_loses_nothing(tmpfs: Path, tmp_path: Path
     # What was recorded before the disk filled is intact, and reading still works.
     verified = comal("verify", cwd=tmp_path, env_home=tmpfs)
     assert verified.code == 0, verified.stdout + verified.stderr
-    listed = comal("sessions", "--json", cwd=tmp_path, env_home=tmpfs)
+    listed = comal("sessions", "--all", "--json", cwd=tmp_path, env_home=tmpfs)
     assert listed.code == 0
     assert len(json.loads(listed.stdout)) == 1
 

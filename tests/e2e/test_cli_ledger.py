@@ -84,17 +84,18 @@ def recorded() -> dict[str, str]:
 
 
 def test_sessions_lists_every_session(recorded: dict[str, str]) -> None:
-    plain = comal("sessions")
+    assert comal("sessions").stderr.startswith("no sessions recorded in ")  # none here
+    plain = comal("sessions", "--all")
     assert plain.returncode == 0, plain.stderr
     header, first, second = plain.stdout.splitlines()
     assert header.split() == ["ID", "AGE", "STATUS", "CWD", "TITLE"]
     # Short ids: the random tails differ only in their last character, so 12 are shown.
     assert first.split()[0] == "00000000000b"
     assert second.split()[0] == "00000000000a"
-    assert {"/work/project", "active", "fix", "tests"} <= set(second.split())
+    assert {"/work/project", "answered", "fix", "tests"} <= set(second.split())
     assert {"/elsewhere", "finished"} <= set(first.split())
 
-    as_json = comal("sessions", "--json")
+    as_json = comal("sessions", "--all", "--json")
     assert as_json.returncode == 0, as_json.stderr
     rows = json.loads(as_json.stdout)
     assert [row["id"] for row in rows] == [recorded["other"], recorded["sid"]]
@@ -109,7 +110,7 @@ def test_the_title_is_the_first_ask(recorded: dict[str, str]) -> None:
         ledger.append(
             recorded["other"], "message.user", {"message": message_to_json(user_text("deploy it"))}
         )
-    first = comal("sessions").stdout.splitlines()[1]
+    first = comal("sessions", "--all").stdout.splitlines()[1]
     assert first.split()[-2:] == ["deploy", "it"]
 
 

@@ -75,6 +75,8 @@ class SessionOptions:
     warnings when the session opens."""
     max_tokens: int | None = None
     """Token budget of a child session (measured input + output); None: no budget."""
+    system_append: str = ""
+    """Text added at the end of the system prompt (`--append-system-prompt`)."""
 
 
 class BoundTools(Protocol):
@@ -295,8 +297,11 @@ def open_session(
         registry, permissions, context, record, confirm=options.ask, observed=observed, hooks=hooks
     )
     instructions = load_instructions(workspace, config.config_dir)
+    system = SYSTEM_PROMPT
+    if options.system_append:
+        system = f"{SYSTEM_PROMPT.rstrip()}\n\n{options.system_append.strip()}\n"
     fixed = FixedParts(
-        system=SYSTEM_PROMPT,
+        system=system,
         instructions=instructions.text,
         tools=native_specs,
         mcp_tools=tuple(tool.spec for tool in mcp),
@@ -305,7 +310,7 @@ def open_session(
             (tool.spec.name, plugins.owner(tool.spec.name) or "") for tool in extra
         ),
     )
-    config_digest = _config_digest(config, instructions.text)
+    config_digest = _config_digest(config, instructions.text + options.system_append)
     catalog_digest = tools_digest(fixed.all_tools)
     engine = ContextEngine(
         ledger,

@@ -11,13 +11,14 @@ Plain mode shortens long tool outputs; `--json` always carries every byte as tex
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from comal.agent.session_status import with_status
+from comal.agent.session_status import shown_status, with_status
 from comal.cli.configuring import read_only_config
 from comal.errors import LedgerError
 from comal.ids import now_ms
@@ -68,7 +69,7 @@ def _open() -> Ledger:
     return Ledger.open(read_only_config().ledger_path)
 
 
-def _first_ask(entry: Entry | None) -> str:
+def first_ask(entry: Entry | None) -> str:
     """The first line of a session's first user message (its title when it has none)."""
     if entry is None:
         return ""
@@ -82,7 +83,7 @@ def _first_ask(entry: Entry | None) -> str:
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 
 
-def _age(ms: int, now: int) -> str:
+def age(ms: int, now: int) -> str:
     seconds = max(0, (now - ms) // 1000)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
@@ -142,30 +143,53 @@ def session_tree(infos: list[SessionInfo]) -> list[tuple[int, SessionInfo]]:
     return out
 
 
+def _listed(infos: list[SessionInfo], here: str | None, limit: int | None) -> list[SessionInfo]:
+    """The sessions a listing shows: those started in `here` (every one when None), latest
+    activity first; `limit` top-level sessions, each with its children and forks (wherever
+    they ran)."""
+    ordered = sorted(infos, key=lambda i: i.last_activity_at, reverse=True)
+    chosen: list[SessionInfo] = []
+    roots, keep = 0, False
+    for depth, info in session_tree(ordered):
+        if depth == 0:
+            keep = (here is None or info.cwd == here) and (limit is None or roots < limit)
+            roots += keep
+        if keep:
+            chosen.append(info)
+    return chosen
+
+
 async def run_sessions(args: argparse.Namespace) -> int:
-    """List every session, newest first (children under their coordinator): short id, age,
-    status, cwd and title (first ask)."""
-    with _open() as ledger:
-        infos = [with_status(ledger, info) for info in ledger.sessions()]
+    """List this directory's sessions (`--all`: every one), latest activity first, children
+    under their coordinator: short id, age (of the last activity), status, cwd and title."""
+    config = read_only_config()
+    here = None if args.all else str(config.workspace)
+    with Ledger.open(config.ledger_path) as ledger:
+        infos = _listed(ledger.sessions(), here, args.limit)
         shorts = ledger.short_ids()
         asks = ledger.first_entries("message.user")
         path = ledger.path
+        if args.json:
+            infos = [with_status(ledger, info) for info in infos]
+        else:
+            infos = [dataclasses.replace(i, status=shown_status(ledger, i)) for i in infos]
     tree = session_tree(infos)
-    titles = {info.id: info.title or _first_ask(asks.get(info.id)) for info in infos}
+    titles = {info.id: info.title or first_ask(asks.get(info.id)) for info in infos}
     if args.json:
         _emit_json(
             [session_json(i, shorts[i.id], titles[i.id]) | {"depth": depth} for depth, i in tree]
         )
         return 0
     if not infos:
-        print(f"no sessions recorded in {path}", file=sys.stderr)
+        where = path if here is None else f"{here} (`comal sessions --all` lists every directory's)"
+        print(f"no sessions recorded in {where}", file=sys.stderr)
         return 0
     now = now_ms()
     header = ("ID", "AGE", "STATUS", "CWD", "TITLE")
     rows = [header] + [
         (
             ("   " * (depth - 1) + " └─ " if depth else "") + shorts[i.id],
-            _age(i.last_activity_at, now),
+            age(i.last_activity_at, now),
             i.status,
             i.cwd,
             titles[i.id] or "-",
@@ -325,7 +349,7 @@ async def run_show(args: argparse.Namespace) -> int:
         entries = ledger.entries(session_id)
         bodies = [ledger.body(entry) for entry in entries]
         asks = ledger.first_entries("message.user")
-    title = info.title or _first_ask(asks.get(session_id))
+    title = info.title or first_ask(asks.get(session_id))
     if args.json:
         _emit_json(
             {
@@ -425,12 +449,28 @@ async def run_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 3
 
 
+def _positive(raw: str) -> int:
+    if not raw.isdigit() or int(raw) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {raw!r}")
+    return int(raw)
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `sessions`, `show` and `verify` to the CLI."""
     sessions = subparsers.add_parser(
-        "sessions", help="list recorded sessions, newest first (short id, age, status, cwd, title)"
+        "sessions",
+        help="list this directory's sessions, latest activity first",
+        description="List this directory's sessions, latest activity first: short id, age of the"
+        " last activity, status (answered, running, finished, failed, interrupted), cwd, title."
+        " In --json the status is the indexed one (`active` for answered and running).",
     )
     sessions.add_argument("--json", action="store_true", help="print a JSON array")
+    sessions.add_argument(
+        "--all", action="store_true", help="every directory's sessions, not only this one's"
+    )
+    sessions.add_argument(
+        "--limit", type=_positive, metavar="N", help="only the N latest (with their children)"
+    )
     sessions.set_defaults(func=run_sessions)
 
     show = subparsers.add_parser("show", help="print a session's transcript")
