@@ -140,8 +140,12 @@ def shown_status(ledger: Ledger, info: SessionInfo) -> str:
     """The status a person reads: `answered` (its last turn ended with an answer, nothing runs),
     `running` (a live process runs its turn), `finished`, `failed` or `interrupted`.
 
-    `active`, the indexed and JSON name, covers both of the first two.
+    `active`, the indexed and JSON name, covers both of the first two. Only an `active` row is
+    derived again: a row is left finished, failed or interrupted only by a holder that derived
+    it, and a new turn makes it `active` before its message is recorded.
     """
+    if info.status != ACTIVE:
+        return info.status
     recorded = lifecycle(ledger, info.id)
     if not recorded.held:
         return ANSWERED if info.status == ACTIVE else info.status

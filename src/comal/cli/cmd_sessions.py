@@ -41,6 +41,8 @@ PLAIN_OUTPUT_HEAD_CHARS = 1500
 PLAIN_OUTPUT_TAIL_CHARS = 500
 """…and this much of its end."""
 _PLAIN_PAYLOAD_CHARS = 300
+LISTED = 50
+"""`comal sessions` lists this many top-level sessions unless `--limit` says (JSON: all)."""
 TITLE_CHARS = 60
 """`comal sessions` shows this much of a session's first ask."""
 _CONTROL = {c: f"\\x{c:02x}" for c in range(32) if chr(c) not in "\n\t"} | {127: "\\x7f"}
@@ -164,8 +166,11 @@ async def run_sessions(args: argparse.Namespace) -> int:
     under their coordinator: short id, age (of the last activity), status, cwd and title."""
     config = read_only_config()
     here = None if args.all else str(config.workspace)
+    limit = args.limit or (None if args.json else LISTED)
     with Ledger.open(config.ledger_path) as ledger:
-        infos = _listed(ledger.sessions(), here, args.limit)
+        every = ledger.sessions()
+        infos = _listed(every, here, limit)
+        more = 0 if limit is None else len(_listed(every, here, None)) - len(infos)
         shorts = ledger.short_ids()
         asks = ledger.first_entries("message.user")
         path = ledger.path
@@ -199,6 +204,8 @@ async def run_sessions(args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     _emit(_plain("\n".join(line.rstrip() for line in lines)) + "\n")
+    if more and not args.limit:
+        print(f"… and {more} older (`--limit N` shows more)", file=sys.stderr)
     return 0
 
 
@@ -469,7 +476,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--all", action="store_true", help="every directory's sessions, not only this one's"
     )
     sessions.add_argument(
-        "--limit", type=_positive, metavar="N", help="only the N latest (with their children)"
+        "--limit",
+        type=_positive,
+        metavar="N",
+        help=f"the N latest, with their children (default {LISTED}; --json: all)",
     )
     sessions.set_defaults(func=run_sessions)
 

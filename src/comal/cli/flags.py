@@ -19,10 +19,14 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from comal.config import EFFORTS, PermissionRule
+if TYPE_CHECKING:
+    from comal.config import PermissionRule
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
+EFFORTS = ("low", "medium", "high")
+"""`comal.config.EFFORTS`, repeated so that parsing flags does not load the configuration."""
 
 PERMISSION_MODES: dict[str, str | None] = {
     "read-only": "read-only",
@@ -57,6 +61,8 @@ def tool_rules(action: str, values: list[str]) -> tuple[PermissionRule, ...]:
     Raises:
         argparse.ArgumentTypeError: a rule that is not `Tool` or `Tool(pattern)`.
     """
+    from comal.config import PermissionRule
+
     rules: list[PermissionRule] = []
     for value in values:
         for item in _split_rules(value):

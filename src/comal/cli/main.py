@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import importlib
 import json
 import sys
@@ -39,12 +38,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "comal.cli.cmd_models",
         "configured providers and models with their context windows",
     ),
-    "doctor": ("comal.cli.cmd_models", "check the configuration and each provider's server"),
+    "doctor": (
+        "comal.cli.cmd_models",
+        "check each provider: its models endpoint answers, key set, --probe",
+    ),
     "context": (
         "comal.cli.cmd_context",
         "show where a session's context window goes (budget rows)",
     ),
-    "compact": ("comal.cli.cmd_compact", "derive a checkpoint now (deterministic, no model call)"),
+    "compact": (
+        "comal.cli.cmd_compact",
+        "derive a checkpoint now (deterministic, no model call; refused when it would not make"
+        " the view smaller)",
+    ),
     "checkpoints": ("comal.cli.cmd_checkpoints", "list a session's checkpoints or show one"),
     "evidence": ("comal.cli.cmd_evidence", "read recorded evidence exactly (no re-run)"),
     "state": (
@@ -108,6 +114,8 @@ def _suggest(parser: argparse.ArgumentParser, message: str) -> str:
     flags = [word for word in message.removeprefix(prefix).split() if word.startswith("-")]
     if not flags:
         return message
+    import difflib
+
     flag = flags[0].split("=", 1)[0]
     known = _option_strings(parser)
     lowered = {name.lower(): name for name in known}
