@@ -199,9 +199,9 @@ def _json_mode(argv: Sequence[str]) -> bool:
 
 
 def _print_failure(args: argparse.Namespace, line: str, code: str, message: str) -> None:
-    """One line on stderr; with `--json`, also the error object on stdout (its data channel)."""
+    """One line on stderr; in JSON modes, also the error object on stdout (its data channel)."""
     print(f"comal: {line}", file=sys.stderr)
-    if getattr(args, "json", False):
+    if getattr(args, "json", False) or Parser.json_errors:
         body = {"error": {"code": code, "message": message}}
         with contextlib.suppress(OSError):  # stdout itself failed: the line on stderr says so
             print(json.dumps(body, ensure_ascii=False), flush=True)
@@ -223,7 +223,9 @@ def _run(
     args: argparse.Namespace, func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 ) -> int:
     from comal.cli._signals import StoppedBySignal, run_stoppable
-    from comal.cli.failures import explain
+    from comal.cli.failures import explain, watch_stdout
+
+    watch_stdout()
 
     try:
         return run_stoppable(func(args))
