@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -80,8 +81,10 @@ def test_help_and_context_on_a_real_terminal(tmp_path: Path) -> None:
             str(workspace),
             command,
         )
+        pid = 0
         try:
             _screen_until(socket, lambda s: "ctx" in s)  # the status bar is up
+            pid = int(_tmux(socket, "display-message", "-p", "-t", "comal", "#{pane_pid}"))
             _tmux(socket, "send-keys", "-t", "comal", "/help", "Enter")
             shown = _screen_until(socket, lambda s: "/quit" in s)
             assert "/context" in shown
@@ -94,3 +97,18 @@ def test_help_and_context_on_a_real_terminal(tmp_path: Path) -> None:
             assert "Buffer" in report
         finally:
             subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+        # The terminal is gone: the TUI must not outlive it.
+        assert _ends(pid, timeout_s=15), f"comal (pid {pid}) still runs after its terminal closed"
+
+
+def _ends(pid: int, timeout_s: float) -> bool:
+    """Whether process `pid` ends within `timeout_s` (it is killed otherwise)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    return False
