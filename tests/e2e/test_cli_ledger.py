@@ -118,21 +118,31 @@ def test_show_prints_a_readable_transcript(recorded: dict[str, str]) -> None:
     result = comal("show", "00000000000a")  # the short id
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.startswith(f"session 00000000000a ({recorded['sid']}) · active")
+    assert out.startswith(f"session 00000000000a ({recorded['sid']}) · answered")
     assert "▶ ask" in out
     assert "run ls" in out
-    assert "◀ answer  (model-x · tool_calls)" in out
+    assert "\n◀ answer\n" in out
     assert "Listing the files." in out
-    assert '→ asks for shell {"command": "ls -la"}  [call_7]' in out
-    assert "← shell ok · exit 0 · 11,600 bytes · receipt evt_" in out
-    assert "line 00000 of a long listing" in out
-    assert "line 00399 of a long listing" in out
-    assert "line 00200 of a long listing" not in out
-    assert "characters not shown" in out
-    assert "output is not valid UTF-8" in out
-    assert "── context: 1 results become references" in out
+    assert out.count("ls -la") == 1  # each call once, as its command
+    assert "    → shell ls -la\n" in out
+    assert "  ← shell ok · exit 0 · 11,600 bytes · E1\n" in out
+    assert "line 00019 of a long listing" in out
+    assert "line 00020 of a long listing" not in out
+    read_on = "comal evidence 00000000000a E1 --offset 580"
+    assert f"    … 380 more lines: {read_on}\n" in out
+    rest = comal(*read_on.split()[1:])
+    assert rest.returncode == 0, rest.stderr
+    assert rest.stdout.startswith("line 00020 of a long listing\n")
+    assert "bad byte \ufffd here" in out
+    assert "── context: 1 output replaced by references to make room (~9 → ~3 tokens)" in out
     assert "══ checkpoint 1: after listing" in out
     assert "CHECKPOINT BODY" in out
+    for internal in ("evt_", "seq", "call_7", "sha256", "model-x · tool_calls"):
+        assert internal not in out.split("\n", 2)[2], internal
+    verbose = comal("show", "00000000000a", "--verbose").stdout
+    assert "← shell ok · exit 0 · 11,600 bytes · E1 · receipt evt_" in verbose
+    assert "    → shell ls -la  [call_7]\n" in verbose
+    assert "◀ answer  (model-x · tool_calls)" in verbose
     assert "session.started" not in out  # bookkeeping stays out of the transcript…
     assert "session.started" in comal("show", "0199AAAA", "--all").stdout  # …unless asked
 

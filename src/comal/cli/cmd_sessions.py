@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,10 @@ from comal.messages import (
     render_output_text,
 )
 
+SCREEN_LINES = 20
+"""Plain `show` prints this many lines of a tool output…"""
+SCREEN_CHARS = 2000
+"""…and at most this many characters, cut after a whole line; `comal evidence` reads on."""
 PLAIN_OUTPUT_HEAD_CHARS = 1500
 """Plain `show` prints this much of a long tool output's start…"""
 PLAIN_OUTPUT_TAIL_CHARS = 500
@@ -233,7 +238,16 @@ def _compact(value: JSONValue, limit: int = _PLAIN_PAYLOAD_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _message_lines(payload: JSONObject, who: str) -> list[str]:
+def _call_line(name: str, arguments: JSONValue, call_id: str, *, verbose: bool) -> str:
+    """`→ Bash pytest -q`: the call as its main argument says it (its id with `--verbose`)."""
+    from comal.context.relief.workstate import describe_call
+
+    args = arguments if isinstance(arguments, dict) else {}
+    said = describe_call(name, args, 300)
+    return f"→ {said}" + (f"  [{call_id}]" if verbose else "")
+
+
+def _message_lines(payload: JSONObject, who: str, *, verbose: bool = True) -> list[str]:
     """An ask or an answer: its words, then (answers) the calls it made."""
     raw = payload.get("message")
     if not isinstance(raw, dict):
@@ -249,8 +263,9 @@ def _message_lines(payload: JSONObject, who: str) -> list[str]:
         elif isinstance(part, ReasoningPart):
             lines.append(_indent(f"(reasoning · {len(part.text):,} chars)"))
         elif isinstance(part, ToolCallPart):
-            args = _compact(part.arguments, 2000)
-            lines.append(_indent(f"→ asks for {part.name} {args}  [{part.call_id}]"))
+            lines.append(
+                _indent(_call_line(part.name, part.arguments, part.call_id, verbose=verbose))
+            )
         elif isinstance(part, ToolResultPart):
             flag = " (error)" if part.is_error else ""
             lines.append(_indent(f"← {part.name}{flag}  [{part.call_id}]"))
@@ -260,17 +275,51 @@ def _message_lines(payload: JSONObject, who: str) -> list[str]:
     return lines
 
 
-def _result_lines(entry: Entry, body: bytes | None) -> list[str]:
+def _clip(text: str) -> tuple[str, int]:
+    """The start of `text` that fits a screen, cut after a whole line (a single longer line is
+    cut), and the UTF-16 offset where the rest starts (what `comal evidence --offset` takes)."""
+    lines = text.splitlines(keepends=True)
+    shown: list[str] = []
+    size = 0
+    for line in lines:
+        if len(shown) >= SCREEN_LINES or (shown and size + len(line) > SCREEN_CHARS):
+            break
+        shown.append(line)
+        size += len(line)
+    if len(shown) == 1 and len(shown[0]) > SCREEN_CHARS:
+        shown = [shown[0][:SCREEN_CHARS]]
+    head = "".join(shown)
+    return head, len(head.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _result_lines(
+    entry: Entry, body: bytes | None, *, ordinal: int, short: str, verbose: bool
+) -> list[str]:
+    from comal.context.view.rendering import evidence_text
+
     p = entry.payload
     exit_code = p.get("exit_code")
     status = f"{p.get('status')}" + ("" if exit_code is None else f" · exit {exit_code}")
     size = p.get("size_bytes", len(body) if body is not None else None)
     shown = f" · {size:,} bytes" if isinstance(size, int) else ""
-    digest = p.get("digest")
-    receipt = f" · receipt {entry.id}" + (f" {digest}" if isinstance(digest, str) else "")
-    lines = [f"  ← {p.get('name')} {status}{shown}{receipt}"]
-    if body is not None:
-        lines.append(_indent(_shorten(render_output_text(body)), "    | "))
+    receipt = ""
+    if verbose:
+        digest = p.get("digest")
+        receipt = f" · receipt {entry.id}" + (f" {digest}" if isinstance(digest, str) else "")
+    lines = [f"  ← {p.get('name')} {status}{shown} · E{ordinal}{receipt}"]
+    if body is None:
+        return lines
+    text = evidence_text(body)
+    head, offset = _clip(text)
+    if head:
+        lines.append(_indent(head.rstrip("\n"), "    | "))
+    total = len(text.encode("utf-16-le", "surrogatepass")) // 2
+    if offset < total:
+        left = text[len(head) :].count("\n") + (0 if text.endswith("\n") else 1)
+        lines.append(
+            f"    … {left:,} more line{'s' if left != 1 else ''}:"
+            f" comal evidence {short} E{ordinal} --offset {offset}"
+        )
     return lines
 
 
@@ -287,30 +336,49 @@ _QUIET_KINDS = frozenset(
 """Bookkeeping a transcript leaves out (`--json` and `--all` keep every entry)."""
 
 
-def _entry_lines(entry: Entry, body: bytes | None, *, every: bool) -> list[str]:
+@dataclass(slots=True)
+class _Show:
+    """How `show` prints: the session's short id, the flags, and the results seen so far."""
+
+    short: str
+    every: bool = False
+    verbose: bool = False
+    results: int = 0
+
+
+def _entry_lines(entry: Entry, body: bytes | None, how: _Show) -> list[str]:
     p = entry.payload
     kind = entry.kind
+    verbose = how.verbose
     if kind == "message.user":
-        return ["", *_message_lines(p, f"▶ ask  ({_utc(entry.created_at)}, seq {entry.seq})")]
+        seq = f", seq {entry.seq}" if verbose else ""
+        return ["", *_message_lines(p, f"▶ ask  ({_utc(entry.created_at)}{seq})", verbose=verbose)]
     if kind == "message.assistant":
         extra = " · ".join(str(p[k]) for k in ("model", "finish") if p.get(k))
-        return ["", *_message_lines(p, "◀ answer" + (f"  ({extra})" if extra else ""))]
+        who = "◀ answer" + (f"  ({extra})" if extra and verbose else "")
+        return ["", *_message_lines(p, who, verbose=verbose)]
     if kind == "tool.started":
-        args = _compact(p.get("arguments"), 2000)
-        return [f"  → {p.get('name')} {args}  [{p.get('call_id')}]"]
+        if not verbose:
+            return []  # the answer that asked for the call shows it
+        name = p.get("name")
+        line = _call_line(str(name), p.get("arguments"), str(p.get("call_id")), verbose=True)
+        return [f"  {line} (started)"]
     if kind == "tool.result":
-        return _result_lines(entry, body)
+        how.results += 1
+        return _result_lines(entry, body, ordinal=how.results, short=how.short, verbose=verbose)
     if kind == "projection":
         calls = p.get("call_ids")
         count = len(calls) if isinstance(calls, list) else 0
+        outputs = "output" if count == 1 else "outputs"
         return [
-            f"── context: {count} results become references"
-            f" ({p.get('reason')}; ~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
+            f"── context: {count} {outputs} replaced by references to make room"
+            f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
         ]
     if kind == "checkpoint":
+        through = f"; covers through seq {p.get('covers_through_seq')}" if verbose else ""
         return [
             f"══ checkpoint {p.get('number')}: {p.get('title')}"
-            f" (by {p.get('by', '?')}; covers through seq {p.get('covers_through_seq')};"
+            f" (by {p.get('by', '?')}{through};"
             f" ~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)",
             _indent(_shorten(str(p.get("text", "")))),
         ]
@@ -324,12 +392,14 @@ def _entry_lines(entry: Entry, body: bytes | None, *, every: bool) -> list[str]:
             ]
         return [f"── context: queued compaction cancelled (by {p.get('by', '?')})"]
     if kind == "context.calibrated":
+        if not verbose:
+            return []
         return [f"── context: calibrated ratio {p.get('ratio')} ({p.get('source')})"]
     if kind in ("warning", "provider.error"):
         return [f"  ! {p.get('code')}: {p.get('message')}"]
     if kind == "session.finished":
         return [f"✓ finished: {_compact(p.get('answer'), 2000)}"]
-    if kind in _QUIET_KINDS and not every:
+    if kind in _QUIET_KINDS and not how.every:
         return []
     return [f"  · {kind} {_compact(p)}"]
 
@@ -351,6 +421,7 @@ async def run_show(args: argparse.Namespace) -> int:
     with _open() as ledger:
         session_id = ledger.resolve(args.session)
         info = with_status(ledger, ledger.session(session_id))
+        shown = shown_status(ledger, ledger.session(session_id))
         short = ledger.short_id(session_id)
         children = ledger.children(session_id)
         entries = ledger.entries(session_id)
@@ -367,8 +438,7 @@ async def run_show(args: argparse.Namespace) -> int:
         )
         return 0
     lines = [
-        f"session {short} ({info.id}) · {info.status} · model {info.model or '-'}"
-        f" · source {info.source}",
+        f"session {short} ({info.id}) · {shown} · model {info.model or '-'} · source {info.source}",
         f"cwd {info.cwd} · started {_utc(info.created_at)} · {info.entries} entries",
     ]
     if title:
@@ -376,8 +446,9 @@ async def run_show(args: argparse.Namespace) -> int:
     if info.parent_id:
         lines.append(f"parent {info.parent_id}")
     lines.extend(f"child {child}" for child in children)
+    how = _Show(short, every=args.all, verbose=args.verbose)
     for entry, body in zip(entries, bodies, strict=True):
-        lines.extend(_entry_lines(entry, body, every=args.all))
+        lines.extend(_entry_lines(entry, body, how))
     _emit(_plain("\n".join(lines)) + "\n")
     return 0
 
@@ -487,6 +558,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     show.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     show.add_argument("--json", action="store_true", help="print every entry, complete, as JSON")
     show.add_argument("--all", action="store_true", help="also show bookkeeping entries (locks…)")
+    show.add_argument(
+        "--verbose", action="store_true", help="also ids, receipts, sequence numbers, calibration"
+    )
     show.set_defaults(func=run_show)
 
     verify = subparsers.add_parser("verify", help="re-hash the ledger's entries and blobs")
