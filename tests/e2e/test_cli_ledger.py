@@ -1,11 +1,11 @@
-"""`comal sessions`, `comal show` and `comal verify` run as real subprocesses on a real ledger."""
+"""`comal sessions`, `comal show` and `comal verify` on a real ledger, run in-process (what they
+print and return is all that is checked; `test_cli_failures.py` runs real processes)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +14,7 @@ from comal.config import load_config
 from comal.ledger import Ledger
 from comal.ledger.schema import SCHEMA_VERSION
 from comal.messages import Message, TextPart, ToolCallPart, message_to_json, user_text
-
-pytestmark = pytest.mark.e2e
+from tests.cli_support import run_cli
 
 SID = "0199aaaa-0000-7000-8000-00000000000a"
 OTHER = "0199aaab-0000-7000-8000-00000000000b"
@@ -23,13 +22,7 @@ LONG_OUTPUT = b"".join(b"line %05d of a long listing\n" % i for i in range(400))
 
 
 def comal(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "comal", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_cli(*args)
 
 
 @pytest.fixture
