@@ -209,7 +209,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     _emit(_plain("\n".join(line.rstrip() for line in lines)) + "\n")
-    if more and not args.limit:
+    if more:
         print(f"… and {more} older (`--limit N` shows more)", file=sys.stderr)
     return 0
 

@@ -192,3 +192,33 @@ def test_disallowed_tools_deny_and_the_system_prompt_is_appended(
     assert system["content"].rstrip().endswith("Answer in French.")
     assert result["role"] == "tool"
     assert "deny rule Bash(echo:*)" in result["content"]
+
+
+def test_sessions_lists_this_directory_by_latest_activity(
+    here: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeServer(["A.", "B.", "C.", "D."]) as server:
+        _newer, older = _two_sessions(here, capsys, server)
+        assert cli(capsys, "-r", older, "-p", "more on the older")[0] == 0
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        configure(elsewhere, server, "openai-chat")
+        monkeypatch.chdir(elsewhere)
+        assert cli(capsys, "-p", "somewhere else")[0] == 0
+        monkeypatch.chdir(here)
+    code, out, err = cli(capsys, "sessions")
+    assert code == 0, err
+    header, *rows = out.splitlines()
+    assert header.split() == ["ID", "AGE", "STATUS", "CWD", "TITLE"]
+    assert [row.split()[2] for row in rows] == ["answered", "answered"]
+    assert [" ".join(row.split()[-2:]) for row in rows] == ["older task", "newer task"]
+    code, out, err = cli(capsys, "sessions", "--limit", "1")
+    assert [" ".join(row.split()[-2:]) for row in out.splitlines()[1:]] == ["older task"]
+    assert err == "… and 1 older (`--limit N` shows more)\n"
+    code, out, _ = cli(capsys, "sessions", "--all", "--json")
+    assert [row["title"] for row in json.loads(out)] == [
+        "somewhere else",
+        "older task",
+        "newer task",
+    ]
+    assert {row["status"] for row in json.loads(out)} == {"active"}
