@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 
 from comal.cli.flags import PERMISSION_MODES, tool_rules
-from comal.cli.main import main
+from comal.cli.main import command_of, main, top_parser
 from comal.config import PermissionRule, load_config
 from comal.ledger.store import Ledger
 from comal.testing.fake_server import FakeServer
@@ -222,3 +222,22 @@ def test_sessions_lists_this_directory_by_latest_activity(
         "newer task",
     ]
     assert {row["status"] for row in json.loads(out)} == {"active"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["sessions", "--all"], "sessions"),
+        (["fix the failing test"], None),
+        (["show"], "show"),
+        (["--model", "show", "fix it"], None),  # a flag's value is not a command
+        (["-p", "explain", "sessions"], "sessions"),
+        (["--allowedTools", "Bash", "-p", "hi"], None),
+        (["--verbose", "doctor"], "doctor"),
+        (["--", "show"], None),
+    ],
+)
+def test_the_first_positional_word_is_a_command_only_when_it_names_one(
+    argv: list[str], command: str | None
+) -> None:
+    assert command_of(argv, top_parser(task=False)) == command
