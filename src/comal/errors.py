@@ -224,6 +224,13 @@ class FileAccessError(ComalError):
     exit_code = 2
 
 
+class OutputError(ComalError):
+    """Standard output cannot be written (a full disk behind a redirect, a closed pipe)."""
+
+    code = "OUTPUT"
+    exit_code = 1
+
+
 class UnexpectedError(ComalError):
     """A failure Comal does not name more precisely (a bug); one line, never a traceback."""
 

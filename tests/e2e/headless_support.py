@@ -12,6 +12,7 @@ from pathlib import Path
 
 from comal.ledger.store import Ledger
 from comal.testing.fake_server import FakeServer
+from tests.cli_support import run_cli
 
 WIRES = ("openai-chat", "openai-responses", "anthropic-messages")
 COMAL = (sys.executable, "-m", "comal")
@@ -105,6 +106,31 @@ def comal(
         check=False,
     )
     return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def comal_here(
+    *args: str,
+    cwd: Path,
+    env_home: Path,
+    stdin: str | None = None,
+    timeout: float = 60,
+    extra_env: Mapping[str, str] | None = None,
+) -> Run:
+    """`comal ARGS` as `comal` runs it, but in this process (`tests/cli_support.py`): for tests
+    that only check what a command prints, records and returns. Same environment as `comal`
+    (`comal_env`), same working directory; restored afterwards."""
+    env = comal_env(env_home) | dict(extra_env or {})
+    saved_env, saved_cwd = dict(os.environ), Path.cwd()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        done = run_cli(*args, stdin=stdin or "")
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return Run(done.returncode, done.stdout, done.stderr)
 
 
 def ledger_at(env_home: Path) -> Ledger:

@@ -14,7 +14,8 @@ import pytest
 
 from comal.agent.children import RECEIPT_KIND, child_session_id
 from comal.testing.fake_server import FakeServer
-from tests.e2e.headless_support import WIRES, comal, configure, ledger_at
+from tests.e2e.headless_support import WIRES, configure, ledger_at
+from tests.e2e.headless_support import comal_here as comal
 
 pytestmark = pytest.mark.e2e
 

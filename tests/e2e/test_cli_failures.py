@@ -88,7 +88,7 @@ def test_full_disk_names_the_cause_and_loses_nothing(tmpfs: Path, tmp_path: Path
     # What was recorded before the disk filled is intact, and reading still works.
     verified = comal("verify", cwd=tmp_path, env_home=tmpfs)
     assert verified.code == 0, verified.stdout + verified.stderr
-    listed = comal("sessions", "--json", cwd=tmp_path, env_home=tmpfs)
+    listed = comal("sessions", "--all", "--json", cwd=tmp_path, env_home=tmpfs)
     assert listed.code == 0
     assert len(json.loads(listed.stdout)) == 1
 
@@ -103,6 +103,18 @@ def test_read_only_home_is_named(tmpfs: Path, tmp_path: Path) -> None:
         assert "read-only file system" in run.stderr
         assert "set COMAL_HOME to a writable directory" in run.stderr
         assert "is not a Comal ledger" not in run.stderr
+
+
+def test_verify_reads_a_healthy_ledger_on_a_read_only_home(tmpfs: Path, tmp_path: Path) -> None:
+    with FakeServer(["Recorded."]) as server:
+        configure(tmp_path, server, "openai-chat")
+        assert comal("-p", "record something", cwd=tmp_path, env_home=tmpfs).code == 0
+    subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
+    run = comal("verify", cwd=tmp_path, env_home=tmpfs)
+    no_traceback(run)
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.stdout.startswith(f"ok: ledger {tmpfs / 'ledger.db'}: ")
+    assert "salvage" not in run.stdout + run.stderr
 
 
 def test_an_unexpected_failure_is_one_line_with_exit_1() -> None:

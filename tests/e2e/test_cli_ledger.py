@@ -1,11 +1,11 @@
-"""`comal sessions`, `comal show` and `comal verify` run as real subprocesses on a real ledger."""
+"""`comal sessions`, `comal show` and `comal verify` on a real ledger, run in-process (what they
+print and return is all that is checked; `test_cli_failures.py` runs real processes)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +14,7 @@ from comal.config import load_config
 from comal.ledger import Ledger
 from comal.ledger.schema import SCHEMA_VERSION
 from comal.messages import Message, TextPart, ToolCallPart, message_to_json, user_text
-
-pytestmark = pytest.mark.e2e
+from tests.cli_support import run_cli
 
 SID = "0199aaaa-0000-7000-8000-00000000000a"
 OTHER = "0199aaab-0000-7000-8000-00000000000b"
@@ -23,13 +22,7 @@ LONG_OUTPUT = b"".join(b"line %05d of a long listing\n" % i for i in range(400))
 
 
 def comal(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "comal", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_cli(*args)
 
 
 @pytest.fixture
@@ -84,17 +77,18 @@ def recorded() -> dict[str, str]:
 
 
 def test_sessions_lists_every_session(recorded: dict[str, str]) -> None:
-    plain = comal("sessions")
+    assert comal("sessions").stderr.startswith("no sessions recorded in ")  # none here
+    plain = comal("sessions", "--all")
     assert plain.returncode == 0, plain.stderr
     header, first, second = plain.stdout.splitlines()
     assert header.split() == ["ID", "AGE", "STATUS", "CWD", "TITLE"]
     # Short ids: the random tails differ only in their last character, so 12 are shown.
     assert first.split()[0] == "00000000000b"
     assert second.split()[0] == "00000000000a"
-    assert {"/work/project", "active", "fix", "tests"} <= set(second.split())
+    assert {"/work/project", "answered", "fix", "tests"} <= set(second.split())
     assert {"/elsewhere", "finished"} <= set(first.split())
 
-    as_json = comal("sessions", "--json")
+    as_json = comal("sessions", "--all", "--json")
     assert as_json.returncode == 0, as_json.stderr
     rows = json.loads(as_json.stdout)
     assert [row["id"] for row in rows] == [recorded["other"], recorded["sid"]]
@@ -109,7 +103,7 @@ def test_the_title_is_the_first_ask(recorded: dict[str, str]) -> None:
         ledger.append(
             recorded["other"], "message.user", {"message": message_to_json(user_text("deploy it"))}
         )
-    first = comal("sessions").stdout.splitlines()[1]
+    first = comal("sessions", "--all").stdout.splitlines()[1]
     assert first.split()[-2:] == ["deploy", "it"]
 
 
@@ -117,21 +111,31 @@ def test_show_prints_a_readable_transcript(recorded: dict[str, str]) -> None:
     result = comal("show", "00000000000a")  # the short id
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.startswith(f"session 00000000000a ({recorded['sid']}) · active")
+    assert out.startswith(f"session 00000000000a ({recorded['sid']}) · answered")
     assert "▶ ask" in out
     assert "run ls" in out
-    assert "◀ answer  (model-x · tool_calls)" in out
+    assert "\n◀ answer\n" in out
     assert "Listing the files." in out
-    assert '→ asks for shell {"command": "ls -la"}  [call_7]' in out
-    assert "← shell ok · exit 0 · 11,600 bytes · receipt evt_" in out
-    assert "line 00000 of a long listing" in out
-    assert "line 00399 of a long listing" in out
-    assert "line 00200 of a long listing" not in out
-    assert "characters not shown" in out
-    assert "output is not valid UTF-8" in out
-    assert "── context: 1 results become references" in out
+    assert out.count("ls -la") == 1  # each call once, as its command
+    assert "    → shell ls -la\n" in out
+    assert "  ← shell ok · exit 0 · 11,600 bytes · E1\n" in out
+    assert "line 00019 of a long listing" in out
+    assert "line 00020 of a long listing" not in out
+    read_on = "comal evidence 00000000000a E1 --offset 580"
+    assert f"    … 380 more lines: {read_on}\n" in out
+    rest = comal(*read_on.split()[1:])
+    assert rest.returncode == 0, rest.stderr
+    assert rest.stdout.startswith("line 00020 of a long listing\n")
+    assert "bad byte \ufffd here" in out
+    assert "── context: 1 output replaced by references to make room (~9 → ~3 tokens)" in out
     assert "══ checkpoint 1: after listing" in out
     assert "CHECKPOINT BODY" in out
+    for internal in ("evt_", "seq", "call_7", "sha256", "model-x · tool_calls"):
+        assert internal not in out.split("\n", 2)[2], internal
+    verbose = comal("show", "00000000000a", "--verbose").stdout
+    assert "← shell ok · exit 0 · 11,600 bytes · E1 · receipt evt_" in verbose
+    assert "    → shell ls -la  [call_7]\n" in verbose
+    assert "◀ answer  (model-x · tool_calls)" in verbose
     assert "session.started" not in out  # bookkeeping stays out of the transcript…
     assert "session.started" in comal("show", "0199AAAA", "--all").stdout  # …unless asked
 

@@ -11,7 +11,8 @@ import pytest
 
 from comal.messages import digest_bytes
 from comal.testing.fake_server import FakeServer
-from tests.e2e.headless_support import WIRES, comal, configure, ledger_at
+from tests.e2e.headless_support import WIRES, configure, ledger_at
+from tests.e2e.headless_support import comal_here as comal
 
 pytestmark = pytest.mark.e2e
 

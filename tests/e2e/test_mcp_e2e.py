@@ -17,7 +17,8 @@ import pytest
 
 from comal.testing.fake_server import FakeServer
 from comal.testing.mcp_server import McpHttpServer
-from tests.e2e.headless_support import comal, configure, ledger_at
+from tests.e2e.headless_support import comal_here as comal
+from tests.e2e.headless_support import configure, ledger_at
 
 pytestmark = pytest.mark.e2e
 

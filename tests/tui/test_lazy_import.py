@@ -8,9 +8,9 @@ import sys
 PROBE = """
 import argparse, sys
 import comal.agent.turns
-from comal.cli import cmd_run
+from comal.cli import cmd_run, flags
 parser = argparse.ArgumentParser()
-cmd_run.register_top_level(parser)
+flags.register_top_level(parser, task=True)
 parser.parse_args(["-p", "task"])
 print(sorted(m for m in sys.modules if m == "textual" or m.startswith(("textual.", "comal.tui"))))
 """

@@ -1,4 +1,5 @@
-"""One real-terminal smoke test: `comal` in tmux, the screen read after `/help` and `/context`.
+"""One real-terminal smoke test: `comal hello` in tmux (the task is the first message), the
+screen read after its answer, `/help` and `/context`; the TUI ends with its terminal.
 
 tmux is installed by `.ci/run`; the TUI talks to the loopback fake server.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -64,6 +66,7 @@ def test_help_and_context_on_a_real_terminal(tmp_path: Path) -> None:
                 shlex.quote(sys.executable),
                 "-m",
                 "comal",
+                "hello",
             ]
         )
         _tmux(
@@ -80,17 +83,34 @@ def test_help_and_context_on_a_real_terminal(tmp_path: Path) -> None:
             str(workspace),
             command,
         )
+        pid = 0
         try:
             _screen_until(socket, lambda s: "ctx" in s)  # the status bar is up
+            pid = int(_tmux(socket, "display-message", "-p", "-t", "comal", "#{pane_pid}"))
+            answered = _screen_until(socket, lambda s: "Hi there, ready." in s)
+            assert "› hello" in answered
             _tmux(socket, "send-keys", "-t", "comal", "/help", "Enter")
             shown = _screen_until(socket, lambda s: "/quit" in s)
             assert "/context" in shown
             assert "/compact" in shown
-            _tmux(socket, "send-keys", "-t", "comal", "hello", "Enter")
-            _screen_until(socket, lambda s: "Hi there, ready." in s)
             _tmux(socket, "send-keys", "-t", "comal", "/context", "Enter")
             report = _screen_until(socket, lambda s: "Free space" in s)
             assert "System prompt" in report
             assert "Buffer" in report
         finally:
             subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+        # The terminal is gone: the TUI must not outlive it.
+        assert _ends(pid, timeout_s=15), f"comal (pid {pid}) still runs after its terminal closed"
+
+
+def _ends(pid: int, timeout_s: float) -> bool:
+    """Whether process `pid` ends within `timeout_s` (it is killed otherwise)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    return False

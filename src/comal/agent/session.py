@@ -76,6 +76,8 @@ class SessionOptions:
     warnings when the session opens."""
     max_tokens: int | None = None
     """Token budget of a child session (measured input + output); None: no budget."""
+    system_append: str = ""
+    """Text added at the end of the system prompt (`--append-system-prompt`)."""
 
 
 class BoundTools(Protocol):
@@ -299,8 +301,11 @@ def open_session(
         registry, permissions, context, record, confirm=options.ask, observed=observed, hooks=hooks
     )
     instructions = load_instructions(workspace, config.config_dir)
+    system = SYSTEM_PROMPT
+    if options.system_append:
+        system = f"{SYSTEM_PROMPT.rstrip()}\n\n{options.system_append.strip()}\n"
     fixed = FixedParts(
-        system=SYSTEM_PROMPT,
+        system=system,
         instructions=instructions.text,
         tools=native_specs,
         mcp_tools=tuple(tool.spec for tool in mcp),
@@ -309,7 +314,7 @@ def open_session(
             (tool.spec.name, plugins.owner(tool.spec.name) or "") for tool in extra
         ),
     )
-    config_digest = _config_digest(config, instructions.text)
+    config_digest = _config_digest(config, instructions.text + options.system_append)
     catalog_digest = tools_digest(fixed.all_tools)
     engine = ContextEngine(
         ledger,

@@ -359,6 +359,10 @@ def _tokens(value: int | None) -> str:
     return "unknown" if value is None else f"{value:,}"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def render_state(state: SessionState) -> str:
     """The plain-text `/state` view."""
     lock = "free"
@@ -385,18 +389,24 @@ def render_state(state: SessionState) -> str:
     lines.append(f"evidence: {state.evidence_count} stored outputs")
     u = state.usage
     m = u.measured
+    counted = "all" if u.measured_responses == u.requests else str(u.measured_responses)
+    uncounted = (
+        f" · ~{u.estimated_input_tokens:,} input tokens estimated where the server gave no count"
+        if u.estimated_input_tokens
+        else ""
+    )
     lines.append(
-        f"usage: {u.requests} requests, {u.measured_responses} measured · input new"
+        f"usage: {_count(u.requests, 'request')} ({counted} counted by the server) · input new"
         f" {_tokens(m.new_input)}, cache read {_tokens(m.cache_read)}, cache write"
         f" {_tokens(m.cache_write)}, output {_tokens(m.output)}, reasoning"
-        f" {_tokens(m.reasoning)} · estimated input ~{u.estimated_input_tokens:,} (unmeasured)"
+        f" {_tokens(m.reasoning)}{uncounted}"
     )
     lines.append(f"children: {len(state.children)}")
     for c in state.children:
         cm = c.usage.measured
         lines.append(
             f"  {c.id} · {c.status} · receipt {c.receipt or 'none yet'} · call"
-            f" {c.parent_call or '?'} · {c.usage.requests} requests · input"
+            f" {c.parent_call or '?'} · {_count(c.usage.requests, 'request')} · input"
             f" {_tokens(cm.total_input)}, output {_tokens(cm.output)}"
             + (f" · {c.title}" if c.title else "")
         )

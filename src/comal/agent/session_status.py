@@ -132,6 +132,30 @@ def session_status(ledger: Ledger, session_id: str) -> str:
     return recorded.status(running=False)
 
 
+ANSWERED = "answered"
+RUNNING = "running"
+
+
+def shown_status(ledger: Ledger, info: SessionInfo) -> str:
+    """The status a person reads: `answered` (its last turn ended with an answer, nothing runs),
+    `running` (a live process runs its turn), `finished`, `failed` or `interrupted`.
+
+    `active`, the indexed and JSON name, covers both of the first two. Only an `active` row is
+    derived again: a row is left finished, failed or interrupted only by a holder that derived
+    it, and a new turn makes it `active` before its message is recorded.
+    """
+    if info.status != ACTIVE:
+        return info.status
+    recorded = lifecycle(ledger, info.id)
+    if not recorded.held:
+        return ANSWERED if info.status == ACTIVE else info.status
+    running = recorded.open and ledger.lock_holder(info.id) is not None and info.status == ACTIVE
+    status = recorded.status(running=running)
+    if status != ACTIVE:
+        return status
+    return RUNNING if recorded.open else ANSWERED
+
+
 def index_status(ledger: Ledger, session_id: str, *, running: bool) -> str:
     """Write the derived status to the row (the lock holder does, at each lifecycle point).
 

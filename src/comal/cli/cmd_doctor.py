@@ -1,9 +1,12 @@
 """`comal doctor`: does each configured provider really answer, and if not, what to change.
 
 For every provider it GETs the models endpoint of the configured wire (`{base_url}/models` for
-the OpenAI wires, `/v1/models` for Anthropic) and, with `--probe`, sends a 1-token request
-through the real adapter. Each line names the URL, the status and the likely fix (a base URL
-without `/v1`, a wire the server does not speak, a missing key). Model servers found on
+the OpenAI wires, `/v1/models` for Anthropic), then POSTs an empty request to the wire's own
+endpoint (a server that speaks the wire refuses it as invalid, one that does not answers 404:
+nothing is generated, nothing is billed) or, with `--probe`, sends a 1-token request through the
+real adapter instead. With no provider configured it checks the model server `comal -p` would
+use, the first one found on loopback. Each line names the URL, the status and the likely fix (a
+base URL without `/v1`, a wire the server does not speak, a missing key). Model servers found on
 loopback are listed too. No key is ever printed: only its variable's name and whether it is set.
 """
 
@@ -99,6 +102,28 @@ async def check_models(
     return Check(True, "models", url, f"{status}, {len(ids)} models")
 
 
+async def check_wire(client: httpx2.AsyncClient, config: Config, provider: ProviderConfig) -> Check:
+    """POST an empty body to the wire's endpoint: refused as invalid (400, 422) means the server
+    speaks the wire; 404, 405 or 501 means it does not."""
+    caps = Capabilities(context_window=4_096, max_output_tokens=1, window_source="explicit")
+    adapter = make_adapter(
+        provider, client=client, api_key=config.api_key(provider), capabilities=caps
+    )
+    url = adapter.url()
+    headers = _headers(config, provider) | {"content-type": "application/json"}
+    try:
+        response = await client.post(url, content=b"{}", headers=headers, timeout=_TIMEOUT)
+    except httpx2.HTTPError as exc:
+        return Check(
+            False, "wire", url, f"unreachable ({type(exc).__name__})", "is the server running?"
+        )
+    code = response.status_code
+    status = f"HTTP {code} to an empty request"
+    if code in (401, 403, 404, 405, 501):
+        return Check(False, "wire", url, status, _fix_for(provider, code))
+    return Check(True, "wire", url, status)
+
+
 async def check_probe(
     client: httpx2.AsyncClient, config: Config, provider: ProviderConfig
 ) -> Check:
@@ -124,11 +149,21 @@ async def run_doctor(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     async with httpx2.AsyncClient() as client:
         detected = await detect_loopback(client)
-        for name in sorted(config.providers):
-            provider = config.providers[name]
+        providers = dict(config.providers)
+        if not providers and detected:
+            found = detected[0]
+            name = f"{found.label} (detected)"
+            model = found.models[0] if len(found.models) == 1 else ""
+            providers[name] = ProviderConfig(
+                name=name, wire="openai-chat", base_url=found.base_url, model=model
+            )
+        for name in sorted(providers):
+            provider = providers[name]
             checks = [await check_models(client, config, provider)]
             if args.probe and provider.model:
                 checks.append(await check_probe(client, config, provider))
+            else:  # the probe checks the wire with a real request
+                checks.append(await check_wire(client, config, provider))
             key = "no key configured"
             if provider.api_key_env is not None:
                 key = "set" if config.api_key(provider) else "NOT SET"
@@ -150,7 +185,9 @@ async def run_doctor(args: argparse.Namespace) -> int:
         print(json.dumps({"ok": healthy, "providers": rows, "detected": servers}, indent=2))
         return _exit_code(rows)
     if not rows:
-        print("no providers configured", file=sys.stderr)
+        print("no providers configured, and no model server found on loopback", file=sys.stderr)
+    elif not config.providers:
+        print("no providers configured: `comal -p` uses the server found on loopback")
     for row in rows:
         env = row["api_key_env"] or "-"
         print(

@@ -1,7 +1,9 @@
-"""The headless runner: `comal -p "task"`, `--resume UUID [-p [more]]`, `--continue`.
+"""The runner: `comal ["task"]`, `comal -p "task"`, `-r/--resume [ID] [-p [more]]`, `-c`.
 
 Without `-p` on a terminal, the same flags open the TUI instead (imported lazily, so `-p`
-never loads Textual).
+never loads Textual), with `TASK` as its first message; off a terminal `comal "task"` runs
+headless as `-p` does. `--resume` without an id picks one of this directory's sessions
+(`cli/pick.py`). The flags themselves are declared in `cli/flags.py`.
 
 Exit codes (documented in the README):
 0 the turn ended with an answer (or the session was already finished); 1 unexpected error;
@@ -33,89 +35,17 @@ from comal.agent.toolset import standard_tools
 from comal.agent.turns import Outcome, run_headless
 from comal.cli.configuring import run_config
 from comal.cli.failures import explain
+from comal.cli.flags import tool_rules
+from comal.cli.pick import choices, pick_headless
 from comal.cli.provider_choice import choose_provider
 from comal.cli.render import Renderer
 from comal.cli.window_check import refuse_overhead
-from comal.config import EFFORTS, Config, ProviderConfig
+from comal.config import Config, ProviderConfig
 from comal.errors import ConfigError, UnknownSessionError
 from comal.ledger.records import SessionMoved
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.providers.factory import make_provider, resolve_capabilities
-
-OUTPUT_FORMATS = ("text", "json", "stream-json")
-
-
-def register_top_level(parser: argparse.ArgumentParser) -> None:
-    """Add the headless flags to the top-level parser and make them the default action."""
-    group = parser.add_argument_group("headless run")
-    group.add_argument(
-        "-p",
-        "--print",
-        dest="prompt",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="TASK",
-        help=(
-            "run TASK without the TUI and print the final answer; piped stdin is appended to"
-            " TASK (or is the task when TASK is omitted)"
-        ),
-    )
-    group.add_argument(
-        "--resume", metavar="ID", help="continue a recorded session (short id, id or prefix)"
-    )
-    group.add_argument(
-        "--continue",
-        dest="continue_latest",
-        action="store_true",
-        help="continue the latest session of the current directory",
-    )
-    group.add_argument("--model", help="model name (overrides the provider's configured model)")
-    group.add_argument("--provider", help="provider name from config.toml")
-    group.add_argument("--context-window", type=int, metavar="N", help="cap the context window")
-    group.add_argument("--max-output-tokens", type=int, metavar="N", help="cap the output reserve")
-    group.add_argument(
-        "--max-turns", type=_at_least_one, metavar="N", help="model calls allowed per turn (≥ 1)"
-    )
-    group.add_argument(
-        "--effort",
-        choices=EFFORTS,
-        help="reasoning effort (overrides the provider's reasoning_effort)",
-    )
-    group.add_argument("--cwd", type=Path, help="workspace directory (default: current)")
-    group.add_argument(
-        "--output-format", choices=OUTPUT_FORMATS, default="text", help="text, json or stream-json"
-    )
-    group.add_argument(
-        "--plugin",
-        dest="plugins",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="load plugin NAME (repeatable; added to [plugins] enabled)",
-    )
-    group.add_argument(
-        "--verbose",
-        action="store_true",
-        help="text mode: show every progress line and the model's commentary on stderr",
-    )
-    group.add_argument(
-        "--permission-mode",
-        choices=("read-only", "workspace-write", "full-access"),
-        help="override permissions.mode",
-    )
-    parser.set_defaults(func=run_command)
-
-
-def _at_least_one(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {raw!r}") from exc
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _load(args: argparse.Namespace, workspace: Path | None = None) -> Config:
@@ -135,6 +65,15 @@ def _load(args: argparse.Namespace, workspace: Path | None = None) -> Config:
         config = dataclasses.replace(
             config,
             permissions=dataclasses.replace(config.permissions, mode=args.permission_mode),
+        )
+    try:
+        rules = tool_rules("allow", args.allowed_tools) + tool_rules("deny", args.disallowed_tools)
+    except argparse.ArgumentTypeError as exc:
+        raise ConfigError(str(exc)) from None
+    if rules:
+        permissions = config.permissions
+        config = dataclasses.replace(
+            config, permissions=dataclasses.replace(permissions, rules=permissions.rules + rules)
         )
     return config
 
@@ -199,27 +138,51 @@ async def provider_for(config: Config, cfg: ProviderConfig, client: httpx2.Async
 
 async def run_command(args: argparse.Namespace) -> int:
     """Entry point of the top-level parser when no subcommand is given."""
+    task: str | None = getattr(args, "task", None)
     interactive = args.prompt is None and _is_tty(sys.stdin) and _is_tty(sys.stdout)
-    if args.prompt is None and not args.resume and not args.continue_latest and not interactive:
-        from comal.cli.main import build_parser
-
-        build_parser().print_help(sys.stderr)
-        return 2
     renderer = Renderer(args.output_format, verbose=args.verbose, progress=_is_tty(sys.stderr))
+    if task is not None and args.prompt is not None:
+        renderer.fail(ConfigError("give the task once: `comal TASK` or `comal -p TASK`"))
+        return 2
+    if task is not None and not interactive:
+        args.prompt = task  # off a terminal, `comal "task"` is `comal -p "task"`
+        task = None
+    resuming = args.resume is not None
+    if args.prompt is None and not resuming and not args.continue_latest and not interactive:
+        from comal.cli.main import top_parser
+
+        top_parser(task=True).print_help(sys.stderr)
+        return 2
     try:
-        return await _run(args, renderer, interactive)
+        return await _run(args, renderer, interactive, task)
     except Exception as exc:  # noqa: BLE001 - every failure is reported in the chosen format
         error = explain(exc)
         renderer.fail(error)
         return error.exit_code
 
 
-async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) -> int:
+async def _picked(ledger: Ledger, config: Config, interactive: bool) -> str | None:
+    """`--resume` without an id: the session chosen (None: the picker was left)."""
+    offered = choices(ledger, str(config.workspace))
+    if not interactive:
+        return pick_headless(offered)
+    from comal.tui.picker import pick_session
+
+    return await pick_session([(c.session_id, c.label) for c in offered], str(config.workspace))
+
+
+async def _run(
+    args: argparse.Namespace, renderer: Renderer, interactive: bool, task: str | None = None
+) -> int:
     config = _load(args)
-    prompt = _expanded(_prompt(args), config)
     with Ledger.open(config.ledger_path) as ledger:
         renderer.shorten = ledger.short_id
         session_id: str | None = None
+        if args.resume == "":
+            session_id = await _picked(ledger, config, interactive)
+            if session_id is None:
+                return 0
+        prompt = _expanded(_prompt(args), config)
         if args.resume:
             session_id = ledger.resolve(args.resume)
         elif args.continue_latest:
@@ -246,6 +209,7 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
                 reasoning_effort=args.effort or cfg.reasoning_effort,
                 max_output_tokens=args.max_output_tokens,
                 emit=renderer,
+                system_append=args.append_system_prompt or "",
             )
 
             async def switch_model(model: str) -> Provider:
@@ -270,6 +234,7 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
                         options,
                         session_id=session_id,
                         switch_model=switch_model,
+                        first_message=task,
                     )
                 if session_id is None:
                     refuse_overhead(config, provider, tools, options)

@@ -11,13 +11,15 @@ Plain mode shortens long tool outputs; `--json` always carries every byte as tex
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from comal.agent.session_status import with_status
+from comal.agent.session_status import shown_status, with_status
 from comal.cli.configuring import read_only_config
 from comal.errors import LedgerError
 from comal.ids import now_ms
@@ -35,11 +37,17 @@ from comal.messages import (
     render_output_text,
 )
 
+SCREEN_LINES = 20
+"""Plain `show` prints this many lines of a tool output…"""
+SCREEN_CHARS = 2000
+"""…and at most this many characters, cut after a whole line; `comal evidence` reads on."""
 PLAIN_OUTPUT_HEAD_CHARS = 1500
 """Plain `show` prints this much of a long tool output's start…"""
 PLAIN_OUTPUT_TAIL_CHARS = 500
 """…and this much of its end."""
 _PLAIN_PAYLOAD_CHARS = 300
+LISTED = 50
+"""`comal sessions` lists this many top-level sessions unless `--limit` says (JSON: all)."""
 TITLE_CHARS = 60
 """`comal sessions` shows this much of a session's first ask."""
 _CONTROL = {c: f"\\x{c:02x}" for c in range(32) if chr(c) not in "\n\t"} | {127: "\\x7f"}
@@ -68,7 +76,7 @@ def _open() -> Ledger:
     return Ledger.open(read_only_config().ledger_path)
 
 
-def _first_ask(entry: Entry | None) -> str:
+def first_ask(entry: Entry | None) -> str:
     """The first line of a session's first user message (its title when it has none)."""
     if entry is None:
         return ""
@@ -82,7 +90,7 @@ def _first_ask(entry: Entry | None) -> str:
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 
 
-def _age(ms: int, now: int) -> str:
+def age(ms: int, now: int) -> str:
     seconds = max(0, (now - ms) // 1000)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
@@ -142,30 +150,56 @@ def session_tree(infos: list[SessionInfo]) -> list[tuple[int, SessionInfo]]:
     return out
 
 
+def _listed(infos: list[SessionInfo], here: str | None, limit: int | None) -> list[SessionInfo]:
+    """The sessions a listing shows: those started in `here` (every one when None), latest
+    activity first; `limit` top-level sessions, each with its children and forks (wherever
+    they ran)."""
+    ordered = sorted(infos, key=lambda i: i.last_activity_at, reverse=True)
+    chosen: list[SessionInfo] = []
+    roots, keep = 0, False
+    for depth, info in session_tree(ordered):
+        if depth == 0:
+            keep = (here is None or info.cwd == here) and (limit is None or roots < limit)
+            roots += keep
+        if keep:
+            chosen.append(info)
+    return chosen
+
+
 async def run_sessions(args: argparse.Namespace) -> int:
-    """List every session, newest first (children under their coordinator): short id, age,
-    status, cwd and title (first ask)."""
-    with _open() as ledger:
-        infos = [with_status(ledger, info) for info in ledger.sessions()]
+    """List this directory's sessions (`--all`: every one), latest activity first, children
+    under their coordinator: short id, age (of the last activity), status, cwd and title."""
+    config = read_only_config()
+    here = None if args.all else str(config.workspace)
+    limit = args.limit or (None if args.json else LISTED)
+    with Ledger.open(config.ledger_path) as ledger:
+        every = ledger.sessions()
+        infos = _listed(every, here, limit)
+        more = 0 if limit is None else len(_listed(every, here, None)) - len(infos)
         shorts = ledger.short_ids()
         asks = ledger.first_entries("message.user")
         path = ledger.path
+        if args.json:
+            infos = [with_status(ledger, info) for info in infos]
+        else:
+            infos = [dataclasses.replace(i, status=shown_status(ledger, i)) for i in infos]
     tree = session_tree(infos)
-    titles = {info.id: info.title or _first_ask(asks.get(info.id)) for info in infos}
+    titles = {info.id: info.title or first_ask(asks.get(info.id)) for info in infos}
     if args.json:
         _emit_json(
             [session_json(i, shorts[i.id], titles[i.id]) | {"depth": depth} for depth, i in tree]
         )
         return 0
     if not infos:
-        print(f"no sessions recorded in {path}", file=sys.stderr)
+        where = path if here is None else f"{here} (`comal sessions --all` lists every directory's)"
+        print(f"no sessions recorded in {where}", file=sys.stderr)
         return 0
     now = now_ms()
     header = ("ID", "AGE", "STATUS", "CWD", "TITLE")
     rows = [header] + [
         (
             ("   " * (depth - 1) + " └─ " if depth else "") + shorts[i.id],
-            _age(i.last_activity_at, now),
+            age(i.last_activity_at, now),
             i.status,
             i.cwd,
             titles[i.id] or "-",
@@ -175,6 +209,8 @@ async def run_sessions(args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     _emit(_plain("\n".join(line.rstrip() for line in lines)) + "\n")
+    if more:
+        print(f"… and {more} older (`--limit N` shows more)", file=sys.stderr)
     return 0
 
 
@@ -202,7 +238,16 @@ def _compact(value: JSONValue, limit: int = _PLAIN_PAYLOAD_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _message_lines(payload: JSONObject, who: str) -> list[str]:
+def _call_line(name: str, arguments: JSONValue, call_id: str, *, verbose: bool) -> str:
+    """`→ Bash pytest -q`: the call as its main argument says it (its id with `--verbose`)."""
+    from comal.context.relief.workstate import describe_call
+
+    args = arguments if isinstance(arguments, dict) else {}
+    said = describe_call(name, args, 300)
+    return f"→ {said}" + (f"  [{call_id}]" if verbose else "")
+
+
+def _message_lines(payload: JSONObject, who: str, *, verbose: bool = True) -> list[str]:
     """An ask or an answer: its words, then (answers) the calls it made."""
     raw = payload.get("message")
     if not isinstance(raw, dict):
@@ -218,8 +263,9 @@ def _message_lines(payload: JSONObject, who: str) -> list[str]:
         elif isinstance(part, ReasoningPart):
             lines.append(_indent(f"(reasoning · {len(part.text):,} chars)"))
         elif isinstance(part, ToolCallPart):
-            args = _compact(part.arguments, 2000)
-            lines.append(_indent(f"→ asks for {part.name} {args}  [{part.call_id}]"))
+            lines.append(
+                _indent(_call_line(part.name, part.arguments, part.call_id, verbose=verbose))
+            )
         elif isinstance(part, ToolResultPart):
             flag = " (error)" if part.is_error else ""
             lines.append(_indent(f"← {part.name}{flag}  [{part.call_id}]"))
@@ -229,17 +275,51 @@ def _message_lines(payload: JSONObject, who: str) -> list[str]:
     return lines
 
 
-def _result_lines(entry: Entry, body: bytes | None) -> list[str]:
+def _clip(text: str) -> tuple[str, int]:
+    """The start of `text` that fits a screen, cut after a whole line (a single longer line is
+    cut), and the UTF-16 offset where the rest starts (what `comal evidence --offset` takes)."""
+    lines = text.splitlines(keepends=True)
+    shown: list[str] = []
+    size = 0
+    for line in lines:
+        if len(shown) >= SCREEN_LINES or (shown and size + len(line) > SCREEN_CHARS):
+            break
+        shown.append(line)
+        size += len(line)
+    if len(shown) == 1 and len(shown[0]) > SCREEN_CHARS:
+        shown = [shown[0][:SCREEN_CHARS]]
+    head = "".join(shown)
+    return head, len(head.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _result_lines(
+    entry: Entry, body: bytes | None, *, ordinal: int, short: str, verbose: bool
+) -> list[str]:
+    from comal.context.view.rendering import evidence_text
+
     p = entry.payload
     exit_code = p.get("exit_code")
     status = f"{p.get('status')}" + ("" if exit_code is None else f" · exit {exit_code}")
     size = p.get("size_bytes", len(body) if body is not None else None)
     shown = f" · {size:,} bytes" if isinstance(size, int) else ""
-    digest = p.get("digest")
-    receipt = f" · receipt {entry.id}" + (f" {digest}" if isinstance(digest, str) else "")
-    lines = [f"  ← {p.get('name')} {status}{shown}{receipt}"]
-    if body is not None:
-        lines.append(_indent(_shorten(render_output_text(body)), "    | "))
+    receipt = ""
+    if verbose:
+        digest = p.get("digest")
+        receipt = f" · receipt {entry.id}" + (f" {digest}" if isinstance(digest, str) else "")
+    lines = [f"  ← {p.get('name')} {status}{shown} · E{ordinal}{receipt}"]
+    if body is None:
+        return lines
+    text = evidence_text(body)
+    head, offset = _clip(text)
+    if head:
+        lines.append(_indent(head.rstrip("\n"), "    | "))
+    total = len(text.encode("utf-16-le", "surrogatepass")) // 2
+    if offset < total:
+        left = text[len(head) :].count("\n") + (0 if text.endswith("\n") else 1)
+        lines.append(
+            f"    … {left:,} more line{'s' if left != 1 else ''}:"
+            f" comal evidence {short} E{ordinal} --offset {offset}"
+        )
     return lines
 
 
@@ -256,30 +336,49 @@ _QUIET_KINDS = frozenset(
 """Bookkeeping a transcript leaves out (`--json` and `--all` keep every entry)."""
 
 
-def _entry_lines(entry: Entry, body: bytes | None, *, every: bool) -> list[str]:
+@dataclass(slots=True)
+class _Show:
+    """How `show` prints: the session's short id, the flags, and the results seen so far."""
+
+    short: str
+    every: bool = False
+    verbose: bool = False
+    results: int = 0
+
+
+def _entry_lines(entry: Entry, body: bytes | None, how: _Show) -> list[str]:
     p = entry.payload
     kind = entry.kind
+    verbose = how.verbose
     if kind == "message.user":
-        return ["", *_message_lines(p, f"▶ ask  ({_utc(entry.created_at)}, seq {entry.seq})")]
+        seq = f", seq {entry.seq}" if verbose else ""
+        return ["", *_message_lines(p, f"▶ ask  ({_utc(entry.created_at)}{seq})", verbose=verbose)]
     if kind == "message.assistant":
         extra = " · ".join(str(p[k]) for k in ("model", "finish") if p.get(k))
-        return ["", *_message_lines(p, "◀ answer" + (f"  ({extra})" if extra else ""))]
+        who = "◀ answer" + (f"  ({extra})" if extra and verbose else "")
+        return ["", *_message_lines(p, who, verbose=verbose)]
     if kind == "tool.started":
-        args = _compact(p.get("arguments"), 2000)
-        return [f"  → {p.get('name')} {args}  [{p.get('call_id')}]"]
+        if not verbose:
+            return []  # the answer that asked for the call shows it
+        name = p.get("name")
+        line = _call_line(str(name), p.get("arguments"), str(p.get("call_id")), verbose=True)
+        return [f"  {line} (started)"]
     if kind == "tool.result":
-        return _result_lines(entry, body)
+        how.results += 1
+        return _result_lines(entry, body, ordinal=how.results, short=how.short, verbose=verbose)
     if kind == "projection":
         calls = p.get("call_ids")
         count = len(calls) if isinstance(calls, list) else 0
+        outputs = "output" if count == 1 else "outputs"
         return [
-            f"── context: {count} results become references"
-            f" ({p.get('reason')}; ~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
+            f"── context: {count} {outputs} replaced by references to make room"
+            f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
         ]
     if kind == "checkpoint":
+        through = f"; covers through seq {p.get('covers_through_seq')}" if verbose else ""
         return [
             f"══ checkpoint {p.get('number')}: {p.get('title')}"
-            f" (by {p.get('by', '?')}; covers through seq {p.get('covers_through_seq')};"
+            f" (by {p.get('by', '?')}{through};"
             f" ~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)",
             _indent(_shorten(str(p.get("text", "")))),
         ]
@@ -293,12 +392,14 @@ def _entry_lines(entry: Entry, body: bytes | None, *, every: bool) -> list[str]:
             ]
         return [f"── context: queued compaction cancelled (by {p.get('by', '?')})"]
     if kind == "context.calibrated":
+        if not verbose:
+            return []
         return [f"── context: calibrated ratio {p.get('ratio')} ({p.get('source')})"]
     if kind in ("warning", "provider.error"):
         return [f"  ! {p.get('code')}: {p.get('message')}"]
     if kind == "session.finished":
         return [f"✓ finished: {_compact(p.get('answer'), 2000)}"]
-    if kind in _QUIET_KINDS and not every:
+    if kind in _QUIET_KINDS and not how.every:
         return []
     return [f"  · {kind} {_compact(p)}"]
 
@@ -320,12 +421,13 @@ async def run_show(args: argparse.Namespace) -> int:
     with _open() as ledger:
         session_id = ledger.resolve(args.session)
         info = with_status(ledger, ledger.session(session_id))
+        shown = shown_status(ledger, ledger.session(session_id))
         short = ledger.short_id(session_id)
         children = ledger.children(session_id)
         entries = ledger.entries(session_id)
         bodies = [ledger.body(entry) for entry in entries]
         asks = ledger.first_entries("message.user")
-    title = info.title or _first_ask(asks.get(session_id))
+    title = info.title or first_ask(asks.get(session_id))
     if args.json:
         _emit_json(
             {
@@ -336,8 +438,7 @@ async def run_show(args: argparse.Namespace) -> int:
         )
         return 0
     lines = [
-        f"session {short} ({info.id}) · {info.status} · model {info.model or '-'}"
-        f" · source {info.source}",
+        f"session {short} ({info.id}) · {shown} · model {info.model or '-'} · source {info.source}",
         f"cwd {info.cwd} · started {_utc(info.created_at)} · {info.entries} entries",
     ]
     if title:
@@ -345,8 +446,9 @@ async def run_show(args: argparse.Namespace) -> int:
     if info.parent_id:
         lines.append(f"parent {info.parent_id}")
     lines.extend(f"child {child}" for child in children)
+    how = _Show(short, every=args.all, verbose=args.verbose)
     for entry, body in zip(entries, bodies, strict=True):
-        lines.extend(_entry_lines(entry, body, every=args.all))
+        lines.extend(_entry_lines(entry, body, how))
     _emit(_plain("\n".join(lines)) + "\n")
     return 0
 
@@ -425,18 +527,40 @@ async def run_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 3
 
 
+def _positive(raw: str) -> int:
+    if not raw.isdigit() or int(raw) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {raw!r}")
+    return int(raw)
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `sessions`, `show` and `verify` to the CLI."""
     sessions = subparsers.add_parser(
-        "sessions", help="list recorded sessions, newest first (short id, age, status, cwd, title)"
+        "sessions",
+        help="list this directory's sessions, latest activity first",
+        description="List this directory's sessions, latest activity first: short id, age of the"
+        " last activity, status (answered, running, finished, failed, interrupted), cwd, title."
+        " In --json the status is the indexed one (`active` for answered and running).",
     )
     sessions.add_argument("--json", action="store_true", help="print a JSON array")
+    sessions.add_argument(
+        "--all", action="store_true", help="every directory's sessions, not only this one's"
+    )
+    sessions.add_argument(
+        "--limit",
+        type=_positive,
+        metavar="N",
+        help=f"the N latest, with their children (default {LISTED}; --json: all)",
+    )
     sessions.set_defaults(func=run_sessions)
 
     show = subparsers.add_parser("show", help="print a session's transcript")
     show.add_argument("session", metavar="ID", help="short id, session id, or a unique prefix")
     show.add_argument("--json", action="store_true", help="print every entry, complete, as JSON")
     show.add_argument("--all", action="store_true", help="also show bookkeeping entries (locks…)")
+    show.add_argument(
+        "--verbose", action="store_true", help="also ids, receipts, sequence numbers, calibration"
+    )
     show.set_defaults(func=run_show)
 
     verify = subparsers.add_parser("verify", help="re-hash the ledger's entries and blobs")

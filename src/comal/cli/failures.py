@@ -12,7 +12,11 @@ traceback. `COMAL_DEBUG=1` prints the traceback too, for a bug report.
 from __future__ import annotations
 
 import errno
+import io
+import os
 import sqlite3
+import sys
+from typing import Any
 
 from comal.errors import (
     ComalError,
@@ -20,6 +24,7 @@ from comal.errors import (
     FileAccessError,
     LedgerDamagedError,
     LedgerError,
+    OutputError,
     UnexpectedError,
 )
 
@@ -67,9 +72,64 @@ def _access(item: OSError) -> FileAccessError:
     return FileAccessError(f"{where.strip() or 'a file'} {detail}")
 
 
+class _WatchedStdout(io.FileIO):
+    """File descriptor 1, remembering the first write that failed."""
+
+    failed: OSError | None = None
+
+    def write(self, data: Any) -> int:
+        try:
+            return super().write(data)
+        except OSError as exc:
+            if _WatchedStdout.failed is None:
+                _WatchedStdout.failed = exc
+            raise
+
+
+def watch_stdout() -> None:
+    """Write standard output through a stream that remembers a failed write, so that a failure
+    of stdout (a redirect to a full disk) is told apart from one of the ledger."""
+    stream = sys.stdout
+    if stream is None or stream is not sys.__stdout__ or not isinstance(stream, io.TextIOWrapper):
+        return  # replaced already (tests capture it): leave it
+    try:
+        if stream.fileno() != 1:
+            return
+    except (OSError, ValueError):
+        return
+    raw = _WatchedStdout(1, "w", closefd=False)
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(raw),
+        encoding=stream.encoding,
+        errors=stream.errors,
+        line_buffering=stream.line_buffering,
+    )
+
+
+def stdout_failure() -> OSError | None:
+    """Why standard output could not be written, if a write to it failed; standard output is
+    then replaced by /dev/null, so that nothing tries again (nor reports it again at exit)."""
+    failed = _WatchedStdout.failed
+    if failed is not None and sys.stdout is not None and not isinstance(sys.stdout, _Null):
+        sys.stdout = _Null(os.devnull, "w")
+    return failed
+
+
+class _Null(io.TextIOWrapper):
+    def __init__(self, path: str, mode: str) -> None:
+        super().__init__(io.BufferedWriter(io.FileIO(path, mode)))
+
+
 def explain(exc: BaseException) -> ComalError:
     """The one named error to report for `exc` (which is not changed)."""
     chain = _chain(exc)
+    if any(isinstance(item, OSError) for item in chain):
+        broken = stdout_failure()
+        if broken is not None:
+            return OutputError(
+                f"cannot write to standard output ({broken.strerror or broken}); nothing"
+                " recorded is affected"
+            )
     full = _disk_full(chain)
     if full is not None:
         return DiskFullError(

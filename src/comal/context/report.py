@@ -74,6 +74,8 @@ class ContextReport:
     """Results whose images are shown by reference (reserve or pressure)."""
     plugins: tuple[tuple[str, int], ...] = ()
     """(plugin, schema tokens) of each loaded plugin."""
+    measured_tokens: int | None = None
+    """Input tokens the server counted for the last measured request (None: none is valid)."""
 
     def to_json(self) -> JSONObject:
         """The `--json` object."""
@@ -118,7 +120,7 @@ class ContextReport:
     def render(self) -> str:
         """Plain-text form."""
         used = f"{self.used_tokens:,}" if self.used_measured else f"~{self.used_tokens:,}"
-        base = "measured base" if self.used_measured else "estimated"
+        base = "counted by the server" if self.used_measured else "estimated"
         kind = "exact" if self.counter_exact else "estimate, calibrated"
         lines = [
             f"Context of session {self.session}",
@@ -136,7 +138,16 @@ class ContextReport:
             mark = "" if r.measured else "~"
             amount = f"{mark}{r.tokens:,}"
             lines.append(f"  {r.name:<{width}}  {amount:>10}  {r.percent:5.1f}%")
-        lines.append(f"Anchor: {self.anchor}")
+        if self.measured_tokens is None:
+            lines.append(
+                "Not yet counted by the server since the prompt, tools or settings last changed:"
+                " the figures are estimates"
+            )
+        else:
+            lines.append(
+                f"The server counted {self.measured_tokens:,} input tokens in the last request;"
+                f" ~{max(0, self.used_tokens - self.measured_tokens):,} estimated since"
+            )
         cp = f", latest: {self.latest_checkpoint}" if self.latest_checkpoint else ""
         lines.append(
             f"Projected results: {self.projected_items} · checkpoints: {self.checkpoint_count}{cp}"
@@ -256,6 +267,7 @@ def context_report(snap: EngineSnapshot) -> ContextReport:
         margin=budget.margin,
         rows=rows,
         anchor=anchor_text,
+        measured_tokens=None if anchor is None else anchor.measured_tokens,
         projected_items=len(state.projected),
         checkpoint_count=len(cps),
         latest_checkpoint=latest,

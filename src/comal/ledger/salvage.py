@@ -10,6 +10,7 @@ with empty fields and source `salvage`). Lock rows are not copied: no process ho
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,34 @@ class _SessionRow:
     created_at: int
 
 
+def _read_only_directory(path: Path) -> bool:
+    return not os.access(path.parent, os.W_OK)
+
+
+def _on_read_only_directory(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
+    """A ledger in a directory nothing may write to (a read-only file system) cannot be opened
+    the usual way: its WAL index file cannot be made. When no write-ahead log holds entries
+    beyond the main file, the main file alone is the whole ledger and is read as immutable.
+
+    Raises:
+        LedgerError: the write-ahead log holds entries that only a writable directory lets
+            SQLite read.
+    """
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        conn.close()
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise LedgerError(
+                f"{path.parent} is read-only and the ledger's write-ahead log ({wal.name}) holds"
+                " entries SQLite can only read from a writable directory: copy the ledger and"
+                " its -wal file elsewhere and verify the copy"
+            ) from None
+        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+    return conn
+
+
 def open_read_only(path: Path, *, check: bool = True) -> sqlite3.Connection:
     """A read-only connection to a ledger file that may be damaged (no migration, no write).
 
@@ -57,6 +86,8 @@ def open_read_only(path: Path, *, check: bool = True) -> sqlite3.Connection:
         raise LedgerError(f"no ledger file at {path}")
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        if _read_only_directory(path):
+            conn = _on_read_only_directory(conn, path)
     except sqlite3.Error as exc:
         raise LedgerError(f"cannot open ledger {path}: {exc}") from exc
     if not check:

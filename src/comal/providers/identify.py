@@ -13,6 +13,8 @@ Every probe has a short timeout and failures only mean "not this kind".
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpx2
@@ -97,14 +99,22 @@ async def identify_server(
     return DetectedServer("openai-compatible", root, _ids(openai, "id"), "/v1/models")
 
 
+def loopback_ports(env: Mapping[str, str] | None = None) -> tuple[int, ...]:
+    """The ports searched: `COMAL_LOOPBACK_PORTS` (comma-separated) when set, else the usual
+    ones (`LOOPBACK_PORTS`)."""
+    raw = (os.environ if env is None else env).get("COMAL_LOOPBACK_PORTS", "")
+    ports = tuple(int(p) for p in raw.replace(" ", "").split(",") if p.isdigit())
+    return ports or tuple(port for port, _ in LOOPBACK_PORTS)
+
+
 async def detect_loopback(
     client: httpx2.AsyncClient, *, host: str = "127.0.0.1", timeout_s: float = 1.0
 ) -> list[DetectedServer]:
-    """Model servers answering on the usual loopback ports, in `LOOPBACK_PORTS` order."""
+    """Model servers answering on the usual loopback ports (`loopback_ports`), in order."""
     found = await asyncio.gather(
         *(
             identify_server(client, f"http://{host}:{port}", timeout_s=timeout_s)
-            for port, _ in LOOPBACK_PORTS
+            for port in loopback_ports()
         )
     )
     return [server for server in found if server is not None]

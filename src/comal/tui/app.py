@@ -88,6 +88,8 @@ class SessionStart:
     workspace: Path | None = None
     switch_model: ModelSwitch | None = None
     """Builds the provider for another model (`/model NAME`); None: switching is not offered."""
+    first_message: str | None = None
+    """Sent as the first message once the app is up (`comal "task"`)."""
 
 
 class ComalApp(App[int]):
@@ -141,6 +143,7 @@ class ComalApp(App[int]):
                 f"comal · {self.start.provider.name}/{self.start.provider.model} · type a task,"
                 " or /help"
             )
+            self._send_first()
             return
         try:
             session = self._open()
@@ -157,6 +160,11 @@ class ComalApp(App[int]):
                 "warning",
             )
         self._refresh_context()
+        self._send_first()
+
+    def _send_first(self) -> None:
+        if self.start.first_message:
+            self._start_turn(self.start.first_message, shown=False)
 
     # --- session ----------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ async def run_tui(
     session_id: str | None = None,
     workspace: Path | None = None,
     switch_model: ModelSwitch | None = None,
+    first_message: str | None = None,
 ) -> int:
     """Run the interactive front end until the user quits; returns the exit code.
 
@@ -38,9 +39,20 @@ async def run_tui(
         session_id: a session to resume; None starts one on the first message.
         workspace: the workspace (default: the configuration's).
         switch_model: builds the provider for another model (`/model NAME`).
+        first_message: sent once the app is up (`comal "task"`).
     """
     app = ComalApp(
-        SessionStart(ledger, config, provider, tools, options, session_id, workspace, switch_model)
+        SessionStart(
+            ledger,
+            config,
+            provider,
+            tools,
+            options,
+            session_id,
+            workspace,
+            switch_model,
+            first_message,
+        )
     )
     try:
         await app.run_async()

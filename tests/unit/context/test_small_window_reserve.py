@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
@@ -123,3 +125,22 @@ def test_a_reported_count_moves_the_ratio_down_and_a_bare_refusal_only_up(
     engine.prepare()
     engine.on_context_length(ContextLengthError("too long"))  # no numbers: a lower bound
     assert engine.ratio() > 1.0  # the refused size (window + 1) over the count
+
+
+def test_the_overhead_message_adds_up_to_more_than_the_window(ledger: Ledger) -> None:
+    builder = SessionBuilder(ledger, model=LOCAL, window=2_048)
+    builder.user("say hi")
+    fixed = FixedParts("You are a coding agent. " * 40, "", TOOLS)
+    engine = ContextEngine(ledger, builder.session_id, EngineSettings(2_048), fixed, model=LOCAL)
+    with pytest.raises(ContextOverheadError) as refused:
+        engine.prepare()
+    message = refused.value.message
+    numbers = re.search(
+        r"~([\d,]+) in all\), room for a reply ([\d,]+) and as much again for the conversation,"
+        r" margin ([\d,]+): ~([\d,]+) needed, more than the 2,048 there are",
+        message,
+    )
+    assert numbers is not None, message
+    in_all, reply, margin, needed = (int(g.replace(",", "")) for g in numbers.groups())
+    assert needed == in_all + 2 * reply + margin
+    assert needed > 2_048

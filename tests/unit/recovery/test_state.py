@@ -53,7 +53,7 @@ async def test_state_lists_board_pending_uncertain_and_usage(bench: Bench) -> No
     assert f"session {s.id}" in text
     assert "[done] 1: write it" in text
     assert "uncertain calls: 1" in text
-    assert "estimated input ~777" in text
+    assert "~777 input tokens estimated where the server gave no count" in text
     data = state_to_json(after)
     assert json.loads(json.dumps(data)) == data
     uncertain = data["uncertain_calls"]

@@ -199,16 +199,20 @@ def size_output_reserve(
     return min(base, cap)
 
 
-def overhead_message(asm: Assembly, budget: Budget, fixed: int) -> str:
-    """The CONTEXT_OVERHEAD message: the budget, row by row, and what to do."""
+def overhead_message(asm: Assembly, budget: Budget, fixed: int, reserve: int | None = None) -> str:
+    """The CONTEXT_OVERHEAD message: the budget, row by row, the total the rule needs (the fixed
+    parts, room for a reply twice — one for the reply, as much again for the conversation —
+    and the margin) against the window, and what to do."""
+    reply = budget.output_reserve if reserve is None else reserve
+    needed = fixed + 2 * reply + budget.margin
     return (
         f"the fixed parts do not fit the {budget.window:,}-token window: system"
         f" {asm.system_tokens:,}, custom instructions {asm.instructions_tokens:,}, native"
         f" tools {asm.tools_tokens:,}, plugin tools {asm.plugin_tokens:,}, MCP tools"
-        f" {asm.mcp_tokens:,}, output reserve"
-        f" {budget.output_reserve:,}, margin {budget.margin:,} (~{fixed:,} before any"
-        " conversation). Nothing was sent. Offer fewer tools or shorter instructions, or"
-        " configure a window the backend really supports (--context-window)."
+        f" {asm.mcp_tokens:,} (~{fixed:,} in all), room for a reply {reply:,} and as much"
+        f" again for the conversation, margin {budget.margin:,}: ~{needed:,} needed, more"
+        f" than the {budget.window:,} there are. Nothing was sent. Offer fewer tools or shorter"
+        " instructions, or configure a window the backend really supports (--context-window)."
     )
 
 
@@ -238,8 +242,9 @@ def check_overhead(asm: Assembly, budget: Budget, fixed: int, max_output_tokens:
     # The reserve shrinks to fit a small window, but not below a useful reply: the fixed
     # parts must leave room for the floor and as much again for the conversation.
     least = min(RESERVE_FLOOR, max_output_tokens)
-    if fixed + max(budget.output_reserve, least) * 2 + budget.margin > budget.window:
-        raise ContextOverheadError(overhead_message(asm, budget, fixed))
+    reply = max(budget.output_reserve, least)
+    if fixed + reply * 2 + budget.margin > budget.window:
+        raise ContextOverheadError(overhead_message(asm, budget, fixed, reply))
 
 
 def check_grown_reserve(
