@@ -190,11 +190,22 @@ async def discover_window(
     return await _openai_compatible(client, cfg, headers, timeout_s)
 
 
-def detect_prompt_truncation(reported_prompt_tokens: int, our_estimate: int) -> str | None:
+def detect_prompt_truncation(
+    reported_prompt_tokens: int, our_estimate: int, tools_tokens: int = 0
+) -> str | None:
     """A warning when a server counted far fewer prompt tokens than Comal sent.
 
     Tokenizers differ between models (Comal may only estimate), so only a large shortfall
-    counts: under 60 % of the estimate and at least 512 tokens missing.
+    counts: under 60 % of the estimate and at least 512 tokens missing. Two causes are known:
+    the server cut the prompt (Ollama's num_ctx), or the model's chat template rendered no tool
+    definitions (SmolLM2's own template under llama-server: 254 tokens counted against 1,447
+    sent). When tools were offered and the shortfall is about their size (half to twice), the
+    template is named first.
+
+    Args:
+        reported_prompt_tokens: the server's prompt-token count.
+        our_estimate: Comal's estimate of the request.
+        tools_tokens: a rough size of the tool definitions sent (0 when none were).
 
     Returns:
         The warning text, or None when the counts are compatible.
@@ -204,9 +215,20 @@ def detect_prompt_truncation(reported_prompt_tokens: int, our_estimate: int) -> 
     missing = our_estimate - reported_prompt_tokens
     if reported_prompt_tokens >= 0.6 * our_estimate or missing < 512:
         return None
-    return (
+    counted = (
         f"the server counted {reported_prompt_tokens:,} prompt tokens where Comal estimated"
-        f" {our_estimate:,}: it probably truncated the prompt silently (Ollama cuts prompts to"
+        f" {our_estimate:,}"
+    )
+    if tools_tokens > 0 and tools_tokens // 2 <= missing <= 2 * tools_tokens:
+        return (
+            f"{counted}: the model's chat template probably dropped the tool definitions"
+            f" (about {tools_tokens:,} tokens), so the model cannot see its tools. For"
+            " llama-server, run it with --jinja and a template that renders tools (/props shows"
+            " chat_template_caps.supports_tool_calls). Or the server cut the prompt (Ollama cuts"
+            " prompts to its num_ctx): raise num_ctx or set --context-window."
+        )
+    return (
+        f"{counted}: it probably truncated the prompt silently (Ollama cuts prompts to"
         " its num_ctx). Raise the server's num_ctx or set --context-window to what it really"
         " holds."
     )
