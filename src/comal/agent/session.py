@@ -12,10 +12,11 @@ import dataclasses
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolStarted
+from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolOutput, ToolStarted
 from comal.agent.hooks import Hooks
 from comal.agent.instructions import load_instructions
 from comal.agent.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
@@ -201,6 +202,11 @@ def _window(provider: Provider) -> JSONObject:
     return {"tokens": caps.context_window, "source": caps.window_source}
 
 
+def _told_output(emit: EmitFn, call_id: str, chunk: bytes) -> None:
+    """A running command's new output, to the front ends' progress (never recorded here)."""
+    emit(ToolOutput(call_id, chunk.decode("utf-8", errors="replace")))
+
+
 def open_session(
     ledger: Ledger,
     config: Config,
@@ -259,6 +265,7 @@ def open_session(
         interactive=options.interactive,
         cancel=options.cancel,
         sandbox=session_sandbox(config.permissions.mode, workspace, config.sandbox),
+        on_output=partial(_told_output, options.emit),
     )
     offered = {tool.spec.name for tool in tools}
     plugins = options.plugins

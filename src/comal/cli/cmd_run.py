@@ -205,7 +205,8 @@ async def run_command(args: argparse.Namespace) -> int:
 
         build_parser().print_help(sys.stderr)
         return 2
-    renderer = Renderer(args.output_format, verbose=args.verbose, progress=_is_tty(sys.stderr))
+    on_tty = _is_tty(sys.stderr)
+    renderer = Renderer(args.output_format, verbose=args.verbose, progress=on_tty, live=on_tty)
     try:
         return await _run(args, renderer, interactive)
     except Exception as exc:  # noqa: BLE001 - every failure is reported in the chosen format
@@ -273,9 +274,16 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
                     )
                 if session_id is None:
                     refuse_overhead(config, provider, tools, options)
-                outcome = await run_headless(
-                    ledger, config, provider, tools, options, prompt=prompt, session_id=session_id
-                )
+                async with renderer.ticking():
+                    outcome = await run_headless(
+                        ledger,
+                        config,
+                        provider,
+                        tools,
+                        options,
+                        prompt=prompt,
+                        session_id=session_id,
+                    )
                 cost = session_cost(ledger.entries(outcome.session_id), config.prices)
                 return _finish(renderer, outcome, cost)  # inside: short ids read the open ledger
 

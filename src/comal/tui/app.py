@@ -66,6 +66,7 @@ from comal.tui.widgets.reports import CheckpointList, ContextView, HelpView, Tex
 from comal.tui.widgets.rewind import RewindScreen
 from comal.tui.widgets.status import StatusBar, StatusLine
 from comal.tui.widgets.transcript import Transcript
+from comal.tui.widgets.working import WorkingLine
 
 ModelSwitch = Callable[[str], Awaitable[Provider]]
 """Builds the provider of the same configuration for another model."""
@@ -121,6 +122,7 @@ class ComalApp(App[int]):
     def compose(self) -> ComposeResult:
         provider = self.start.provider
         yield Transcript()
+        yield WorkingLine()
         yield PromptArea(self.start.workspace or self.start.config.workspace)
         yield StatusBar(StatusLine(provider.model, provider.capabilities.context_window))
 
@@ -216,6 +218,7 @@ class ComalApp(App[int]):
             # model call streams or the next tool call starts, exactly as `Task.cancel()`
             # would at the next await (which a provider that never suspends would skip).
             raise asyncio.CancelledError("cancelled by the user (Esc)")
+        self.query_one(WorkingLine).apply(event)
         self.transcript.apply(event)
         if isinstance(event, TurnStarted):
             self._step = event.step
@@ -318,6 +321,7 @@ class ComalApp(App[int]):
         self._cancelling = False
         self._tool_running = False
         self._set_status(activity="thinking")
+        self.query_one(WorkingLine).start()
         work = start_turn(session, text, recover_first=self._recover)
         self._recover = False
         self.turn = self.run_worker(work, name="turn", group="turn", exit_on_error=False)
@@ -331,6 +335,7 @@ class ComalApp(App[int]):
             return
         self.turn = None
         self._tool_running = False
+        self.query_one(WorkingLine).stop()
         cancelled = event.state == WorkerState.CANCELLED
         self.transcript.close_reply(cancelled=cancelled)
         compaction = None
