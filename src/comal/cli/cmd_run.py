@@ -25,7 +25,7 @@ from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
 from comal.agent.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.events import Notice, TextStreamed, TurnFinished
 from comal.agent.plugins import load_plugins
-from comal.agent.session import SessionOptions
+from comal.agent.session import SessionOptions, kept_model
 from comal.agent.session_facts import final_answer, open_calls, render_state, session_state
 from comal.agent.session_status import FINISHED, reindex, session_status
 from comal.agent.tool_catalog import configured_mcp_tools
@@ -41,6 +41,7 @@ from comal.errors import ConfigError, UnknownSessionError
 from comal.ledger.records import SessionMoved
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
+from comal.providers.discovery import list_models
 from comal.providers.factory import make_provider, resolve_capabilities
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
@@ -241,6 +242,11 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
                 return _show_finished(renderer, ledger, session_id)
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=10.0)) as client:
             cfg = await choose_provider(config, args.provider, args.model)
+            if session_id is not None and not args.model:
+                # A model chosen in the session (`/model`) is kept when it is resumed.
+                kept = kept_model(ledger, session_id, cfg.name)
+                if kept is not None and kept != cfg.model:
+                    cfg = dataclasses.replace(cfg, model=kept)
             provider = await provider_for(config, cfg, client)
             options = SessionOptions(
                 max_turns=args.max_turns or config.max_turns,
@@ -251,6 +257,9 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
 
             async def switch_model(model: str) -> Provider:
                 return await provider_for(config, dataclasses.replace(cfg, model=model), client)
+
+            async def served_models() -> tuple[str, ...] | None:
+                return await list_models(cfg, client, config.api_key(cfg))
 
             async with configured_mcp_tools(config) as mcp:
                 tools = [*standard_tools(), *mcp.tools]
@@ -271,6 +280,7 @@ async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) 
                         options,
                         session_id=session_id,
                         switch_model=switch_model,
+                        list_models=served_models,
                     )
                 if session_id is None:
                     refuse_overhead(config, provider, tools, options)

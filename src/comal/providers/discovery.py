@@ -190,6 +190,28 @@ async def discover_window(
     return await _openai_compatible(client, cfg, headers, timeout_s)
 
 
+async def list_models(
+    cfg: ProviderConfig, client: httpx2.AsyncClient, api_key: str | None, timeout_s: float = 5.0
+) -> tuple[str, ...] | None:
+    """The model ids the provider's server lists (`GET …/v1/models`, OpenAI's and Anthropic's
+    form: `data[].id`), in its order; None when it lists none or does not answer."""
+    if cfg.wire == "anthropic-messages":
+        headers = {"anthropic-version": "2023-06-01"}
+        if api_key:
+            headers["x-api-key"] = api_key
+        url = f"{server_root(cfg.base_url)}/v1/models"
+    else:
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        url = f"{cfg.base_url.rstrip('/')}/models"
+    listing = await fetch_json(client, "GET", url, headers, timeout_s)
+    data = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(data, list):
+        return None
+    ids = [e.get("id") for e in data if isinstance(e, dict)]
+    found = tuple(i for i in ids if isinstance(i, str) and i)
+    return found or None
+
+
 def detect_prompt_truncation(
     reported_prompt_tokens: int, our_estimate: int, tools_tokens: int = 0
 ) -> str | None:

@@ -33,7 +33,8 @@ class SlashCommand:
     force: bool = False
     """`/rewind … force`: overwrite files changed outside the session."""
     value: str | None = None
-    """`/model NAME`, `/effort LEVEL` (`off` for none); None shows the current one."""
+    """`/model NAME`, `/effort LEVEL` (`off` for none), `/resume N|ID`; None shows the current
+    one (the list, for `/resume`)."""
 
 
 HELP_ROWS: tuple[tuple[str, str], ...] = (
@@ -46,17 +47,25 @@ HELP_ROWS: tuple[tuple[str, str], ...] = (
     ),
     ("/session checkpoints [N]", "list the checkpoints, or show checkpoint N"),
     ("/rewind [N]", "back to before turn N (picker without N; files, conversation, force)"),
-    ("/model · /effort", "show, or switch from the next call on, the model · the effort"),
+    ("/model [NAME] · /effort", "the server's models, or switch from the next call on · effort"),
+    ("/status · /cost", "session, model, window, mode, ledger · what the model calls cost"),
+    ("/mcp · /permissions", "MCP servers and their tools · the mode and the rules in force"),
+    ("/config · /memory", "config files and settings · the instruction files loaded"),
+    ("/resume [N|ID]", "this directory's sessions, or open one here (this one stays resumable)"),
+    ("!command", "run a shell command in the workspace; its output goes with your next message"),
     ("/init · /clear", "a starter AGENTS.md · a new session (this one stays resumable)"),
     ("/NAME [args]", "a custom command: .comal/commands/NAME.md (.claude/commands too)"),
     ("/help · /quit · Ctrl+Q", "this list · leave (the session stays resumable)"),
     ("Esc · Enter · Ctrl+J", "cancel the running turn · send · new line"),
+    ("Up · Down", "earlier prompts of this directory (from the first or last line)"),
+    ("Ctrl+C", "clear the input (cancel a running turn when it is empty); twice: quit"),
 )
 """The `/help` table: (what to type, what it does)."""
 
 COMMAND_NAMES = (
     "/context, /state, /compact, /session checkpoints [N], /rewind, /model, /effort, /init,"
-    " /clear, /help, /quit, or a custom command"
+    " /clear, /status, /cost, /mcp, /permissions, /config, /memory, /resume, /help, /quit,"
+    " or a custom command"
 )
 EFFORT_WORDS = (*EFFORTS, "off")
 REWIND_USAGE = "usage: /rewind [N] [files|conversation] [force] (N is a turn number)"
@@ -71,6 +80,12 @@ _SIMPLE = {
     "/?": "help",
     "/quit": "quit",
     "/exit": "quit",
+    "/status": "status",
+    "/cost": "cost",
+    "/mcp": "mcp",
+    "/permissions": "permissions",
+    "/config": "config",
+    "/memory": "memory",
 }
 
 
@@ -104,6 +119,8 @@ def parse_command(text: str) -> SlashCommand | None:
         raise UnknownCommandError("usage: /session checkpoints [N] (N is a checkpoint number)")
     if head == "/rewind":
         return _rewind(words[1:])
+    if head == "/resume" and len(words) <= 2:
+        return SlashCommand("resume", value=words[1] if len(words) == 2 else None)
     if head in ("/model", "/effort") and len(words) <= 2:
         value = words[1] if len(words) == 2 else None
         if head == "/effort" and value is not None and value.lower() not in EFFORT_WORDS:

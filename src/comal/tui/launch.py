@@ -1,19 +1,22 @@
 """Starting the TUI from the command line: `comal` on a terminal, `comal --resume UUID`.
 
 The command line imports this module only when it opens the TUI, so `comal -p` never loads
-Textual. The session's lock is released here whatever way the app ends.
+Textual. The session's lock is released here whatever way the app ends, and the command that
+resumes the session is printed once the screen is restored.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import TextIO
 
 from comal.agent.session import SessionOptions
 from comal.config import Config
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.tools.base import Tool
-from comal.tui.app import ComalApp, ModelSwitch, SessionStart
+from comal.tui.app import ComalApp, ModelList, ModelSwitch, SessionStart
 
 
 async def run_tui(
@@ -26,6 +29,8 @@ async def run_tui(
     session_id: str | None = None,
     workspace: Path | None = None,
     switch_model: ModelSwitch | None = None,
+    list_models: ModelList | None = None,
+    out: TextIO | None = None,
 ) -> int:
     """Run the interactive front end until the user quits; returns the exit code.
 
@@ -38,13 +43,31 @@ async def run_tui(
         session_id: a session to resume; None starts one on the first message.
         workspace: the workspace (default: the configuration's).
         switch_model: builds the provider for another model (`/model NAME`).
+        list_models: the server's models (`/model` lists and checks them).
+        out: where the resume line goes (stdout).
     """
     app = ComalApp(
-        SessionStart(ledger, config, provider, tools, options, session_id, workspace, switch_model)
+        SessionStart(
+            ledger,
+            config,
+            provider,
+            tools,
+            options,
+            session_id,
+            workspace,
+            switch_model,
+            list_models,
+        )
     )
     try:
         await app.run_async()
     finally:
         if app.session is not None:
             ledger.release_lock(app.session.id)
+            print(resume_line(app.session.id), file=out or sys.stdout, flush=True)
     return app.return_code or 0
+
+
+def resume_line(session_id: str) -> str:
+    """What the TUI prints when it closes on a session."""
+    return f"Resume this session with: comal --resume {session_id}"
