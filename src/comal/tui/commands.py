@@ -38,27 +38,21 @@ class SlashCommand:
 
 
 HELP_ROWS: tuple[tuple[str, str], ...] = (
-    ("/context", "where the context window goes, row by row"),
-    ("/state", "session status, board, pending and uncertain calls, usage, lock"),
+    ("/context · /state", "the window row by row · status and pending calls"),
     (
         "/compact",
         "derive a checkpoint now (no model call; waits for the turn boundary, Esc cancels it);"
         " refused with its figures when it would not make the view smaller",
     ),
     ("/session checkpoints [N]", "list the checkpoints, or show checkpoint N"),
-    ("/rewind [N]", "back to before turn N (picker without N; files, conversation, force)"),
-    ("/model [NAME] · /effort", "the server's models, or switch from the next call on · effort"),
-    ("/status · /cost", "session, model, window, mode, ledger · what the model calls cost"),
-    ("/mcp · /permissions", "MCP servers and their tools · the mode and the rules in force"),
-    ("/config · /memory", "config files and settings · the instruction files loaded"),
-    ("/resume [N|ID]", "this directory's sessions, or open one here (this one stays resumable)"),
-    ("!command", "run a shell command in the workspace; its output goes with your next message"),
-    ("/init · /clear", "a starter AGENTS.md · a new session (this one stays resumable)"),
-    ("/NAME [args]", "a custom command: .comal/commands/NAME.md (.claude/commands too)"),
-    ("/help · /quit · Ctrl+Q", "this list · leave (the session stays resumable)"),
-    ("Esc · Enter · Ctrl+J", "cancel the running turn · send · new line"),
-    ("Up · Down", "earlier prompts of this directory (from the first or last line)"),
-    ("Ctrl+C", "clear the input (cancel a running turn when it is empty); twice: quit"),
+    ("/rewind [N]", "back to before turn N (a picker without N)"),
+    ("/model · /effort", "the server's models, or switch · the effort"),
+    ("/status · /cost · /mcp", "session · cost · MCP servers and their tools"),
+    ("/permissions · /config", "the rules in force · the settings in force"),
+    ("/memory · /resume", "instruction files · open another session here"),
+    ("/init · /clear · !cmd", "AGENTS.md · new session · run cmd, output sent"),
+    ("/help · /quit · /NAME", "this list · leave · a custom command"),
+    ("Esc · Ctrl+C ×2 · ↑ ↓", "cancel the turn · quit · earlier prompts"),
 )
 """The `/help` table: (what to type, what it does)."""
 
