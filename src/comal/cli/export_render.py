@@ -16,8 +16,11 @@ import html
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 from comal.agent.tool_runner import call_summary
 from comal.context.view.pairing import pair
@@ -217,13 +220,18 @@ document.getElementById('toggle').addEventListener('click', function () {
 """
 
 
-_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
-"""Raw HTML off: any markup in a message is escaped, never passed through."""
+@cache
+def _markdown() -> MarkdownIt:
+    """The parser, built on first use (the CLI starts without it). Raw HTML off: any markup in
+    a message is escaped, never passed through."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
 
 
 def render_markdown(text: str) -> str:
     """A message's Markdown as HTML, with every piece of raw HTML in it escaped."""
-    rendered: str = _MARKDOWN.render(text)
+    rendered: str = _markdown().render(text)
     return rendered
 
 
