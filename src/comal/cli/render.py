@@ -77,6 +77,7 @@ class Renderer:
     _mid_line: bool = False
     _working: Working | None = None
     _drawn: bool = False
+    _drawn_at: float = float("-inf")
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, SessionOpened):
@@ -86,7 +87,8 @@ class Renderer:
         if running_output(event):
             if self._working is not None:
                 self._working.apply(event)
-                self.tick()
+                if self.clock() - self._drawn_at >= FRAME_S:
+                    self.tick()  # a flood of output redraws at most once a frame
             return  # progress only: never printed as a line nor in the JSON formats
         if self.fmt == "stream-json":
             self.out.write(json.dumps(event_to_json(event), ensure_ascii=False) + "\n")
@@ -130,6 +132,7 @@ class Renderer:
         self.err.write("\r\x1b[2K" + text)
         self.err.flush()
         self._drawn = True
+        self._drawn_at = self.clock()
 
     @contextlib.asynccontextmanager
     async def ticking(self) -> AsyncIterator[None]:
