@@ -64,9 +64,7 @@ def test_a_terminal_sees_the_working_line_with_the_running_commands_output(
     assert text[:closing].endswith("\r\x1b[2K"), text[-400:]
 
 
-def test_off_a_terminal_nothing_of_the_working_line_is_written(
-    workspace: Path, home: Path
-) -> None:
+def test_off_a_terminal_nothing_of_the_working_line_is_written(workspace: Path, home: Path) -> None:
     with FakeServer(TURNS) as server:
         configure(workspace, server, "openai-chat")
         run = comal("-p", "run the steps", cwd=workspace, env_home=home)
