@@ -10,12 +10,21 @@ import pytest
 from comal.agent.session_status import session_status
 from comal.ledger.records import UserShell
 from comal.ledger.store import Ledger
-from comal.providers.scripted import ScriptedProvider
+from comal.messages import ToolCallPart
+from comal.providers.scripted import ScriptedProvider, ScriptedTurn
 from comal.tui.widgets.prompt import PromptArea
 from comal.tui.widgets.reports import TextReport
 from comal.tui.widgets.status import StatusBar
 from comal.tui.widgets.transcript import NoticeItem, ToolItem, UserItem
-from tests.tui.conftest import AppFactory, command_after_a_turn, send, session_id, settle, until
+from tests.tui.conftest import (
+    AppFactory,
+    command_after_a_turn,
+    permission_prompt,
+    send,
+    session_id,
+    settle,
+    until,
+)
 
 pytestmark = pytest.mark.tui
 
@@ -169,3 +178,19 @@ async def test_resume_lists_this_directorys_sessions_and_opens_one(
     assert users == ["fix the parser"]
     resumed = f"● resumed session {earlier} · the last one stays resumable: comal --resume"
     assert f"{resumed} {current}" in notices
+
+
+async def test_ctrl_c_during_a_permission_question_answers_no(
+    make_app: AppFactory, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    read = ToolCallPart("call_1", "Read", {"path": str(outside)})
+    app = make_app([ScriptedTurn(tool_calls=(read,)), "I could not read it."])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await permission_prompt(pilot, app, "read the file outside")
+        await pilot.press("ctrl+c")
+        await settle(pilot, app)
+        statuses = [t.status for t in app.query(ToolItem)]
+        running = app.is_running
+    assert (statuses, running) == (["denied"], True)

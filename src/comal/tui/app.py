@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
 from comal.agent.children import Delegation, offers_delegation
@@ -144,14 +145,17 @@ class ComalApp(App[int]):
         self.shell_runs: list[ShellRun] = []
         """`!command` runs whose output goes with the next message."""
         self.prompts = PromptHistory(start.config.home, self._workspace())
+        # Held, not queried: a modal screen (a permission question) may be the active one.
+        self.working_line = WorkingLine()
+        self.prompt_area = PromptArea(self._workspace())
 
     # --- layout -----------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         provider = self.start.provider
         yield Transcript()
-        yield WorkingLine()
-        yield PromptArea(self.start.workspace or self.start.config.workspace)
+        yield self.working_line
+        yield self.prompt_area
         yield StatusBar(StatusLine(provider.model, provider.capabilities.context_window))
 
     @property
@@ -248,7 +252,7 @@ class ComalApp(App[int]):
             # model call streams or the next tool call starts, exactly as `Task.cancel()`
             # would at the next await (which a provider that never suspends would skip).
             raise asyncio.CancelledError("cancelled by the user (Esc)")
-        self.query_one(WorkingLine).apply(event)
+        self.working_line.apply(event)
         self.transcript.apply(event)
         if isinstance(event, TurnStarted):
             self._step = event.step
@@ -358,7 +362,7 @@ class ComalApp(App[int]):
         self._cancelling = False
         self._tool_running = False
         self._set_status(activity="thinking")
-        self.query_one(WorkingLine).start()
+        self.working_line.start()
         work = start_turn(session, text, recover_first=self._recover)
         self._recover = False
         self.turn = self.run_worker(work, name="turn", group="turn", exit_on_error=False)
@@ -372,7 +376,7 @@ class ComalApp(App[int]):
             return
         self.turn = None
         self._tool_running = False
-        self.query_one(WorkingLine).stop()
+        self.working_line.stop()
         cancelled = event.state == WorkerState.CANCELLED
         self.transcript.close_reply(cancelled=cancelled)
         compaction = None
@@ -421,7 +425,10 @@ class ComalApp(App[int]):
     def action_interrupt(self) -> None:
         """Ctrl+C: clear the input; on an empty one, cancel the running turn, else quit when
         pressed twice (the first says so in the status bar)."""
-        prompt = self.query_one(PromptArea)
+        if self.screen is not self.screen_stack[0] and isinstance(self.screen, ModalScreen):
+            self.screen.dismiss(None)  # a question or picker: Ctrl+C answers no
+            return
+        prompt = self.prompt_area
         if prompt.text:
             prompt.clear()
             self._ctrl_c_at = None
@@ -550,16 +557,19 @@ class ComalApp(App[int]):
             target = listed[int(chosen) - 1].id
         else:
             target = ledger.resolve(chosen)
-        old = self.session
-        if old is not None:
-            ledger.release_lock(old.id)
+        old, before = self.session, self.start
+        if old is not None and old.id == target:
+            self.transcript.add_notice("this is the session already open")
+            return
         self.session = None
         self.start = dataclasses.replace(self.start, session_id=target)
         try:
             session = self._open()
         except ComalError:
-            self.start = dataclasses.replace(self.start, session_id=None)
+            self.session, self.start = old, before  # the current session stays open
             raise
+        if old is not None:
+            ledger.release_lock(old.id)
         self._recover = True
         self.transcript.remove_children()
         self.transcript.add_past(past_items(ledger.entries(session.id)))
