@@ -24,7 +24,7 @@ TURNS: list[Any] = [
     "All steps ran.",
 ]
 LINE = re.compile(
-    r"\r\x1b\[2K[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Bash " + re.escape(COMMAND) + r" · \d+s · ↑ [\d,.k]+ ↓ [\d,.k]+"
+    r"\r\x1b\[2K[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Bash " + re.escape(COMMAND[:26]) + r"… · \d+s · ↑ [\d,.k]+ ↓ [\d,.k]+"
     r" tokens · ctrl\+c to interrupt · │ step-one"
 )
 

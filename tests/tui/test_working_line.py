@@ -33,7 +33,7 @@ async def test_the_working_line_and_the_growing_output_of_the_running_command(
         assert [line.display] == [True]
         assert line.working is not None
         text = line.text
-        assert text.startswith(f"{text[0]} Bash {COMMAND[:120]} · ")
+        assert text.startswith(f"{text[0]} Bash {COMMAND[:26]}… · ")  # clipped: the tail fits
         assert text.endswith(" tokens · esc to interrupt")
         assert (line.working.input_tokens > 0, line.working.call) == (True, f"Bash {COMMAND}")
         assert item.output == "compiling\nlinking\n"

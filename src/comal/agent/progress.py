@@ -35,6 +35,8 @@ TAIL_LINES = 3
 """Output lines of the running call kept for the view."""
 CHARS_PER_TOKEN = 4
 """Streamed characters per output token, until the server reports the count."""
+CALL_CHARS = 32
+"""A running call's summary is clipped to this on the line, so its output tail fits after it."""
 _TAIL_CHARS = 4096
 
 
@@ -121,6 +123,8 @@ class Working:
         spent = max(0.0, now - self.started_at)
         frame = SPINNER[int(spent / FRAME_S) % len(SPINNER)]
         doing = self.call if self.call is not None else "Working"
+        if len(doing) > CALL_CHARS:
+            doing = doing[: CALL_CHARS - 1] + "…"
         return (
             f"{frame} {doing} · {_elapsed(spent)} · ↑ {_tokens(self.input_tokens)}"
             f" ↓ {_tokens(self.output_tokens)} tokens · {self.interrupt} to interrupt"

@@ -40,3 +40,11 @@ def test_a_childs_activity_moves_the_line_too_and_big_counts_are_short() -> None
     w.apply(ChildActivity("child", "t1", TurnStarted(1, 48_000, False, 512)))
     w.apply(ChildActivity("child", "t1", ToolStarted("k1", "Read", "Read app.py")))
     assert w.line(75.0) == "⠋ Read app.py · 1m 15s · ↑ 48.0k ↓ 0 tokens · ctrl+c to interrupt"
+
+
+def test_a_long_command_is_clipped_so_its_output_fits_after_it() -> None:
+    w = Working(started_at=0.0)
+    w.apply(ToolStarted("c1", "Bash", "Bash for i in $(seq 1 30); do echo collected $i; done"))
+    assert w.line(9.0) == (
+        "⠋ Bash for i in $(seq 1 30); do e… · 9s · ↑ 0 ↓ 0 tokens · esc to interrupt"
+    )
