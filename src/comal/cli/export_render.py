@@ -35,6 +35,7 @@ from comal.ledger.records import (
     SummaryMessage,
     ToolResult,
     UserMessage,
+    UserShell,
 )
 from comal.messages import (
     JSONValue,
@@ -158,6 +159,10 @@ def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) 
                 items.append(Item("call", name, "", detail, result.is_error, head))
         elif entry.kind in EVENT_KINDS:
             items.append(Item("event", entry.kind, _event(entry)))
+        elif entry.kind == "user.shell":
+            ran = UserShell.from_entry(entry)
+            ended = "killed" if ran.exit_code is None else f"exit {ran.exit_code}"
+            items.append(Item("note", "shell", f"$ {ran.command} (run by the user) → {ended}"))
         elif entry.kind == "hook.run":
             hook = HookRun.from_entry(entry)
             items.append(
