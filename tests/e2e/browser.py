@@ -51,3 +51,16 @@ def console_messages(page: Path, screenshot: Path, size: str = "1280,1800") -> l
     )
     assert screenshot.exists(), proc.stderr[-2000:]
     return [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+
+
+def rendered_dom(page: Path) -> str:
+    """The page's DOM after Chromium loaded it and ran its scripts (`--dump-dom`)."""
+    proc = subprocess.run(
+        [chromium(), *CHROMIUM_FLAGS, "--dump-dom", page.resolve().as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout

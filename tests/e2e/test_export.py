@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from comal.testing.fake_server import FakeServer
-from tests.e2e.browser import ARTIFACTS, console_messages
+from tests.e2e.browser import ARTIFACTS, console_messages, rendered_dom
 from tests.e2e.headless_support import Run, comal, configure, ledger_at
 
 pytestmark = pytest.mark.e2e
@@ -18,6 +18,14 @@ pytestmark = pytest.mark.e2e
 def _ok(run: Run) -> Run:
     assert run.code == 0, run.stderr + run.stdout
     return run
+
+
+ANSWER = (
+    "Done: **all three** calls ran.\n\n| call | result |\n|---|---|\n| `seq` | 4000 lines |\n\n"
+    "<script>alert(1)</script> is text, <b onmouseover=alert(2)>so is this</b>,"
+    " and [this](javascript:alert(3)) is no link."
+)
+"""Markdown with raw HTML and an unsafe link: rendered, with the markup escaped."""
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +47,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]
             ],
             "usage": {"input_tokens": 2_000, "cached_tokens": 500, "output_tokens": 40},
         },
-        {"text": "Done: <script>alert(1)</script> is text.", "usage": {"input_tokens": 2_400}},
+        {"text": ANSWER, "usage": {"input_tokens": 2_400}},
     ]
     with FakeServer(turns) as server:
         configure(ws, server, "openai-chat")
@@ -59,18 +67,42 @@ def test_html_is_self_contained_and_opens_in_chromium_without_console_errors(
     _ok(comal("export", sid, "--format", "html", "-o", str(page), cwd=ws, env_home=home))
     text = page.read_text()
     assert "<details" in text
-    assert "→ Bash · c1" in text
+    # Each call's header names what ran and how it ended; the call id is in its receipt.
+    assert (
+        "<summary>→ Bash printf &#x27;%s\\n&#x27; &#x27;receipt-&lt;b&gt;&amp;-42&#x27;"
+        ' <span class="outcome">· ok · exit 0</span></summary>'
+    ) in text
+    assert "<summary>→ Write a.txt" in text
+    assert "[ok · exit 0 · c1 · " in text
     assert "receipt-&lt;b&gt;&amp;-42\n</pre>" in text  # receipts escaped, never markup
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    # The answer is Markdown, rendered; its raw HTML is escaped and the unsafe link not made.
+    assert "<p>Done: <strong>all three</strong> calls ran.</p>" in text
+    assert "<td><code>seq</code></td>" in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; is text" in text
+    assert "&lt;b onmouseover=alert(2)&gt;so is this&lt;/b&gt;" in text
+    assert "[this](javascript:alert(3))" in text
+    assert "<script>alert" not in text
     assert "◆ checkpoint #1" in text
-    assert "◆ rewound to before turn 1" in text
+    assert "◆ rewound to before turn 1 (files)</div>" in text
+    assert "conversation: " not in text
     assert '<figure id="timeline"><svg' in text
+    # The chart's threshold is the one `comal context` reports.
+    report = json.loads(_ok(comal("context", sid, "--json", cwd=ws, env_home=home)).stdout)
+    assert f"threshold {report['threshold_tokens']:,}" in text
     assert "<link" not in text
     assert " src=" not in text
 
     shot = ARTIFACTS / "export-session.png"
     assert console_messages(page, shot) == []
     assert shot.stat().st_size > 10_000
+    # As Chromium built the page: the Markdown became elements, the message's markup stayed
+    # text (the page's own folding script is its only script element), and no link runs code.
+    dom = rendered_dom(page)
+    assert dom.count("<script") == 1
+    assert "<strong>all three</strong>" in dom
+    assert "<table>" in dom
+    assert 'href="javascript:' not in dom
+    assert "<b onmouseover" not in dom
 
     # The check can fail: a page whose script throws is reported.
     broken = tmp_path / "broken.html"
@@ -85,7 +117,7 @@ def test_markdown_and_json(recorded: tuple[Path, Path, str]) -> None:
     assert md.startswith(f"# Session {sid}")
     assert "## user" in md
     assert "do it" in md
-    assert "**→ Write · c2**" in md
+    assert "**→ Write a.txt** · ok" in md
     assert "> ◆ checkpoint #1" in md
     data = json.loads(_ok(comal("export", sid, "--format", "json", cwd=ws, env_home=home)).stdout)
     with ledger_at(home) as ledger:

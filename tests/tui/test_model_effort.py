@@ -42,3 +42,36 @@ async def test_effort_then_model_apply_to_the_next_call(make_app: AppFactory) ->
     assert request.model == "model-b"
     assert request.reasoning_effort == "high"
     assert "effort: high" in notices
+
+
+async def test_model_lists_the_servers_models_and_refuses_one_it_does_not_list(
+    make_app: AppFactory,
+) -> None:
+    app = make_app(["first"])
+    switched: list[str] = []
+
+    async def switch(model: str) -> Provider:
+        switched.append(model)
+        return ScriptedProvider(["second"], model=model)
+
+    async def served() -> tuple[str, ...] | None:
+        return ("qwen2.5-coder-7b", "llama-3.2-3b")
+
+    app.start = dataclasses.replace(app.start, switch_model=switch, list_models=served)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await command_after_a_turn(pilot, app, "/model")
+        await pilot.pause(0.2)
+        await send(pilot, app, "/model qwen2.5-coder-8b")
+        await pilot.pause(0.2)
+        await send(pilot, app, "/model llama-3.2-3b")
+        await pilot.pause(0.2)
+        notices = [n.text for n in app.query(NoticeItem)]
+    assert (
+        "model: scripted-model\nthe server offers: qwen2.5-coder-7b, llama-3.2-3b\n"
+        "/model NAME switches from the next call on"
+    ) in notices
+    assert (
+        "✗ the server does not list model 'qwen2.5-coder-8b' (it offers qwen2.5-coder-7b,"
+        " llama-3.2-3b); did you mean 'qwen2.5-coder-7b'?"
+    ) in notices
+    assert switched == ["llama-3.2-3b"]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from comal.testing.fake_server import FakeServer
-from tests.e2e.headless_support import configure
+from tests.e2e.headless_support import configure, ledger_at
 
 pytestmark = [
     pytest.mark.tui,
@@ -44,6 +44,54 @@ def _screen_until(socket: str, test: Callable[[str], bool], timeout_s: float = 3
             return screen
         time.sleep(0.2)
     raise AssertionError(f"the screen never showed what was expected:\n{screen}")
+
+
+def _start(socket: str, workspace: Path, home: Path, tmp_path: Path) -> None:
+    """`comal` in a detached tmux session `comal`, its pane kept after the process exits."""
+    env = {
+        "COMAL_HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / "xdg"),
+        "TERM": "xterm-256color",
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+    }
+    command = " ".join(
+        [
+            "env",
+            *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
+            shlex.quote(sys.executable),
+            "-m",
+            "comal",
+        ]
+    )
+    _tmux(socket, "new-session", "-d", "-s", "comal", "-x", "120", "-y", "45", "-c", str(workspace))
+    _tmux(socket, "set-option", "-t", "comal", "remain-on-exit", "on")
+    _tmux(socket, "respawn-pane", "-k", "-t", "comal", command)
+
+
+def test_ctrl_c_twice_quits_and_prints_the_resume_line(tmp_path: Path) -> None:
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    workspace.mkdir()
+    socket = f"comal-test-{uuid.uuid4().hex[:8]}"
+    with FakeServer(["Hi there, ready."]) as server:
+        configure(workspace, server, "openai-chat")
+        _start(socket, workspace, home, tmp_path)
+        try:
+            _screen_until(socket, lambda s: "ctx" in s)
+            _tmux(socket, "send-keys", "-t", "comal", "hello", "Enter")
+            _screen_until(socket, lambda s: "Hi there, ready." in s)
+            _tmux(socket, "send-keys", "-t", "comal", "C-c")
+            warned = _screen_until(socket, lambda s: "press Ctrl+C" in s)
+            assert "ctrl+q" not in warned.lower()
+            _tmux(socket, "send-keys", "-t", "comal", "C-c")
+            left = _screen_until(socket, lambda s: "Resume this session with" in s)
+        finally:
+            subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+    line = next(ln for ln in left.splitlines() if "Resume this session with" in ln)
+    session_id = line.rsplit(" ", 1)[-1]
+    assert line.strip() == f"Resume this session with: comal --resume {session_id}"
+    with ledger_at(home) as ledger:
+        assert [info.id for info in ledger.sessions()] == [session_id]
 
 
 def test_help_and_context_on_a_real_terminal(tmp_path: Path) -> None:

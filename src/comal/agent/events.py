@@ -97,6 +97,18 @@ class ToolFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A running call's output grew (Bash): the new text, for the front ends' progress only.
+
+    Never recorded (the result is, whole) and not part of the JSON formats: a view of work in
+    progress, like the spinner.
+    """
+
+    call_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ContextActed:
     """The context engine projected results or derived a checkpoint before a call."""
 
@@ -177,6 +189,7 @@ AgentEvent = (
     | ResponseDiscarded
     | ToolStarted
     | ToolFinished
+    | ToolOutput
     | ContextActed
     | Notice
     | TurnFinished
@@ -196,6 +209,7 @@ _TYPE_NAMES: dict[type, str] = {
     ResponseDiscarded: "response_discarded",
     ToolStarted: "tool_started",
     ToolFinished: "tool_finished",
+    ToolOutput: "tool_output",
     ContextActed: "context",
     Notice: "notice",
     TurnFinished: "finished",
@@ -220,6 +234,31 @@ def event_to_json(event: AgentEvent) -> JSONObject:
     return body
 
 
+def running_output(event: AgentEvent) -> bool:
+    """Whether `event` is a running call's output (a child's too): progress only, never shown
+    as a line nor written in the JSON formats."""
+    while isinstance(event, ChildActivity):
+        event = event.event
+    return isinstance(event, ToolOutput)
+
+
+REASON_CHARS = 160
+"""How much of a failed call's reason a progress line shows."""
+
+
+def failure_reason(event: ToolFinished) -> str:
+    """` · reason` for a call that failed or was denied (the first line of what the model was
+    told, clipped to one line), "" for any other call."""
+    if event.status not in ("error", "denied", "timeout", "cancelled", "uncertain"):
+        return ""
+    line = next((ln.strip() for ln in event.preview.splitlines() if ln.strip()), "")
+    if not line:
+        return ""
+    if len(line) > REASON_CHARS:
+        line = line[: REASON_CHARS - 1] + "…"
+    return f" · {line}"
+
+
 def progress_line(event: AgentEvent) -> str | None:
     """A tool call or failure as one line of progress, the same in both front ends: `→ summary`
     when it starts, `← name status` when its receipt is recorded, `✗ CODE: message`. None for
@@ -227,7 +266,7 @@ def progress_line(event: AgentEvent) -> str | None:
     if isinstance(event, ToolStarted):
         return f"→ {event.summary}"
     if isinstance(event, ToolFinished):
-        return f"← {event.name} {event.status}"
+        return f"← {event.name} {event.status}{failure_reason(event)}"
     if isinstance(event, Failed):
         return f"✗ {event.code}: {event.message}"
     return None

@@ -12,7 +12,9 @@ Invariants kept here:
   `prepare()` projects or derives); "input + max_tokens exceed" lowers the reserve instead;
 - pressure is re-checked before every model call, i.e. after every batch of tool results;
 - a run's first request is prepared with the server's exact count where it offers one;
-- a refusal ends the turn as `RefusedError` once recorded: it is never passed off as an answer.
+- a refusal ends the turn as `RefusedError` once recorded: it is never passed off as an answer;
+- a reply that is a tool call written as text runs as that call when it names an offered tool
+  and its arguments validate, else it stands with a notice (`text_calls`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from comal.agent.mentions import mention_message
 from comal.agent.recording import error_record, record_reply, record_request, record_resent
 from comal.agent.server_count import prepare_first
 from comal.agent.session import Session
+from comal.agent.text_calls import take_text_calls
 from comal.errors import (
     BudgetError,
     CompactNotSmallerError,
@@ -41,7 +44,7 @@ from comal.errors import (
     RefusedError,
     StepLimitError,
 )
-from comal.ledger.records import UserMessage
+from comal.ledger.records import UserMessage, WarningRecord
 from comal.messages import JSONObject, message_to_json, user_text
 from comal.providers.base import (
     ModelRequest,
@@ -116,7 +119,14 @@ async def run_turn(s: Session, text: str | None) -> str:
         if discarded is not None:
             s.emit(ResponseDiscarded(discarded.reason, discarded.output_reserve))
             continue
-        message = record_reply(s, reply, request_entry, view.estimated_tokens)
+        taken = take_text_calls(reply, view.tools)
+        reply = taken.reply
+        message = record_reply(
+            s, reply, request_entry, view.estimated_tokens, taken.recovered, view.tools
+        )
+        if taken.notice is not None:
+            s.write(WarningRecord(*taken.notice))
+            s.emit(Notice(*taken.notice))
         if reply.refused:
             s.emit(Refused(reply.refusal_text(), reply.refusal_reason()))
             raise RefusedError(reply.refusal_text(), reply.refusal_reason())

@@ -8,6 +8,9 @@ reports far fewer prompt tokens than were sent (Ollama's silent truncation).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+
 from comal.agent.events import AssistantReplied, Notice
 from comal.agent.session import Session
 from comal.errors import ProviderError
@@ -18,14 +21,31 @@ from comal.ledger.records import (
     ProviderResent,
     WarningRecord,
 )
-from comal.messages import JSONObject, Message, ToolCallPart, digest_bytes, message_to_json
+from comal.messages import (
+    JSONObject,
+    Message,
+    ToolCallPart,
+    ToolSpec,
+    digest_bytes,
+    message_to_json,
+)
 from comal.providers.base import EncodedRequest, Resent
 from comal.providers.discovery import detect_prompt_truncation
 from comal.providers.reply import Reply
 
 
-def record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -> Message:
+def record_reply(
+    s: Session,
+    reply: Reply,
+    request_entry: str,
+    estimated: int,
+    recovered: JSONObject | None = None,
+    offered: Sequence[ToolSpec] = (),
+) -> Message:
     """Record a finished reply (and a warning if the server seems to have cut the prompt).
+
+    `recovered` marks calls taken from the reply's text (`comal.agent.text_calls`); `offered`
+    are the tools the request carried (a template that drops them explains a short count).
 
     A refusal is recorded with its text and reason; tool calls in a refused reply are dropped
     (counted), since the turn ends there and they would otherwise wait as pending calls.
@@ -51,10 +71,13 @@ def record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -
             usage_raw=reply.usage_raw,
             request_entry=request_entry,
             refusal=refusal,
+            recovered=recovered,
         )
     )
     reported = reply.usage.total_input
-    warning = None if reported is None else detect_prompt_truncation(reported, estimated)
+    warning = None
+    if reported is not None:
+        warning = detect_prompt_truncation(reported, estimated, _tools_tokens(offered))
     if warning is not None:
         s.write(WarningRecord("PROMPT_TRUNCATED", warning))
         s.emit(Notice("PROMPT_TRUNCATED", warning))
@@ -68,6 +91,12 @@ def record_reply(s: Session, reply: Reply, request_entry: str, estimated: int) -
         )
     )
     return message
+
+
+def _tools_tokens(offered: Sequence[ToolSpec]) -> int:
+    """A rough token size of tool definitions (4 bytes a token): only its magnitude is used."""
+    size = sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in offered)
+    return size // 4
 
 
 def record_request(

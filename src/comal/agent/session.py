@@ -12,10 +12,11 @@ import dataclasses
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolStarted
+from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolOutput, ToolStarted
 from comal.agent.hooks import Hooks
 from comal.agent.instructions import load_instructions
 from comal.agent.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
@@ -36,11 +37,13 @@ from comal.ledger.records import (
     SessionResumed,
     SessionStarted,
     WarningRecord,
+    record_of,
 )
 from comal.ledger.records.base import Record
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart, canonical_json
 from comal.providers.base import Provider
+from comal.providers.catalog import known_not_to_reason
 from comal.tools.base import Tool, ToolContext, ToolRegistry
 from comal.tools.mcp import McpNotice, McpServerFailure, is_mcp_tool
 from comal.tools.permissions import AskHook, PermissionPolicy
@@ -199,12 +202,28 @@ def engine_settings(config: Config, provider: Provider, options: SessionOptions)
 
 SANDBOX_WARNING = "SANDBOX_UNAVAILABLE"
 """Notice code when bubblewrap cannot confine Bash (said once, at session open)."""
+EFFORT_WARNING = "EFFORT_NOT_SENT"
+"""The notice when an effort was asked of a model known not to reason (`catalog.reasoning`)."""
+
+
+def _effort_unsent(provider: Provider, options: SessionOptions) -> bool:
+    return bool(options.reasoning_effort) and known_not_to_reason(provider.model)
+
+
+def effort_note(model: str, effort: str) -> str:
+    """The one warning said when an effort is dropped for a model that does not reason."""
+    return f"{model} is known not to reason: effort {effort!r} is not sent"
 
 
 def _window(provider: Provider) -> JSONObject:
     """The `window` field of the entries that say what a session runs on."""
     caps = provider.capabilities
     return {"tokens": caps.context_window, "source": caps.window_source}
+
+
+def _told_output(emit: EmitFn, call_id: str, chunk: bytes) -> None:
+    """A running command's new output, to the front ends' progress (never recorded here)."""
+    emit(ToolOutput(call_id, chunk.decode("utf-8", errors="replace")))
 
 
 def open_session(
@@ -232,6 +251,9 @@ def open_session(
     """
     workspace = workspace or config.workspace
     resumed = session_id is not None
+    unsent_effort = options.reasoning_effort if _effort_unsent(provider, options) else None
+    if unsent_effort is not None:
+        options.reasoning_effort = None  # never sent, and not part of the anchor's fingerprint
     if session_id is None:
         session_id = ledger.create_session(cwd=str(workspace), model=provider.model)
         ledger.acquire_lock(session_id)
@@ -265,6 +287,7 @@ def open_session(
         interactive=options.interactive,
         cancel=options.cancel,
         sandbox=session_sandbox(config.permissions.mode, workspace, config.sandbox),
+        on_output=partial(_told_output, options.emit),
     )
     offered = {tool.spec.name for tool in tools}
     plugins = options.plugins
@@ -361,6 +384,10 @@ def open_session(
     if sandbox is not None and sandbox.unavailable is not None and "Bash" in offered:
         then = "Bash is refused" if sandbox.config.required else "Bash runs unconfined"
         session.emit(Notice(SANDBOX_WARNING, f"no sandbox: {sandbox.unavailable}; {then}"))
+    if unsent_effort is not None:
+        note = effort_note(provider.model, unsent_effort)
+        ledger.append_record(session_id, WarningRecord(EFFORT_WARNING, note))
+        session.emit(Notice(EFFORT_WARNING, note))
     for notice in options.mcp_notices:
         ledger.append_record(session_id, WarningRecord(MCP_NOTICE, notice.message))
         session.emit(Notice(MCP_NOTICE, notice.message))
@@ -369,6 +396,17 @@ def open_session(
         for plugin_failure in plugins.failures:
             session.emit(Notice(PLUGIN_WARNING, plugin_failure.message))
     return session
+
+
+def kept_model(ledger: Ledger, session_id: str, provider_name: str) -> str | None:
+    """The model the session last ran on with this provider (a `/model` choice is kept when it
+    is resumed), or None when it last ran on another provider or records none."""
+    entries = ledger.entries(session_id, kinds=("session.configured", "session.resumed"))
+    for entry in reversed(entries):
+        ran = record_of(entry)
+        if isinstance(ran, SessionConfigured | SessionResumed):
+            return (ran.model or None) if ran.provider == provider_name else None
+    return None
 
 
 CONFIGURED_KIND = "session.configured"
@@ -393,6 +431,12 @@ def reconfigure(
     provider = provider or session.provider
     if not keep_effort:
         session.options.reasoning_effort = effort
+    unsent = session.options.reasoning_effort
+    if unsent and known_not_to_reason(provider.model):
+        session.options.reasoning_effort = None
+        note = effort_note(provider.model, unsent)
+        session.write(WarningRecord(EFFORT_WARNING, note))
+        session.emit(Notice(EFFORT_WARNING, note))
     session.provider = provider
     old = session.engine
     session.engine = ContextEngine(

@@ -135,7 +135,7 @@ async def _run(args: argparse.Namespace) -> int:
         entries = ledger.entries(session_id)
         cost = session_cost(entries, config.prices)
         if args.timeline is not None:
-            picture = timeline_of(entries, engine.window()[0], config.context.threshold_ratio)
+            picture = timeline_of(entries, engine.window()[0], report.threshold_tokens)
             write_timeline(picture, args.timeline, f"session {session_id} · {engine.model}")
             print(f"wrote {args.timeline} ({len(picture.calls)} calls)", file=sys.stderr)
     if args.json:

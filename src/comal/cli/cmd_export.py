@@ -33,7 +33,9 @@ async def _run(args: argparse.Namespace) -> int:
         svg = None
         if args.format == "html" and not args.no_timeline:
             engine = recorded_engine(ledger, session_id, config)
-            picture = timeline_of(entries, engine.window()[0], config.context.threshold_ratio)
+            # The threshold `comal context` reports, so the picture and the report agree.
+            threshold = engine.report().threshold_tokens
+            picture = timeline_of(entries, engine.window()[0], threshold)
             svg = timeline_svg(picture, f"session {session_id} · {engine.model}")
     if args.format == "json":
         text = to_json(session_json(info, short, info.title), entries, bodies)

@@ -27,7 +27,7 @@ from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
 from comal.agent.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.events import Notice, TextStreamed, TurnFinished
 from comal.agent.plugins import load_plugins
-from comal.agent.session import SessionOptions
+from comal.agent.session import SessionOptions, kept_model
 from comal.agent.session_facts import final_answer, open_calls, render_state, session_state
 from comal.agent.session_status import FINISHED, reindex, session_status
 from comal.agent.tool_catalog import configured_mcp_tools
@@ -45,6 +45,7 @@ from comal.errors import ConfigError, UnknownSessionError
 from comal.ledger.records import SessionMoved
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
+from comal.providers.discovery import list_models
 from comal.providers.factory import make_provider, resolve_capabilities
 
 
@@ -140,7 +141,8 @@ async def run_command(args: argparse.Namespace) -> int:
     """Entry point of the top-level parser when no subcommand is given."""
     task: str | None = getattr(args, "task", None)
     interactive = args.prompt is None and _is_tty(sys.stdin) and _is_tty(sys.stdout)
-    renderer = Renderer(args.output_format, verbose=args.verbose, progress=_is_tty(sys.stderr))
+    on_tty = _is_tty(sys.stderr)
+    renderer = Renderer(args.output_format, verbose=args.verbose, progress=on_tty, live=on_tty)
     if task is not None and args.prompt is not None:
         renderer.fail(ConfigError("give the task once: `comal TASK` or `comal -p TASK`"))
         return 2
@@ -203,6 +205,11 @@ async def _run(
                 return _show_finished(renderer, ledger, session_id)
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=10.0)) as client:
             cfg = await choose_provider(config, args.provider, args.model)
+            if session_id is not None and not args.model:
+                # A model chosen in the session (`/model`) is kept when it is resumed.
+                kept = kept_model(ledger, session_id, cfg.name)
+                if kept is not None and kept != cfg.model:
+                    cfg = dataclasses.replace(cfg, model=kept)
             provider = await provider_for(config, cfg, client)
             options = SessionOptions(
                 max_turns=args.max_turns or config.max_turns,
@@ -214,6 +221,9 @@ async def _run(
 
             async def switch_model(model: str) -> Provider:
                 return await provider_for(config, dataclasses.replace(cfg, model=model), client)
+
+            async def served_models() -> tuple[str, ...] | None:
+                return await list_models(cfg, client, config.api_key(cfg))
 
             async with configured_mcp_tools(config) as mcp:
                 tools = [*standard_tools(), *mcp.tools]
@@ -235,12 +245,20 @@ async def _run(
                         session_id=session_id,
                         switch_model=switch_model,
                         first_message=task,
+                        list_models=served_models,
                     )
                 if session_id is None:
                     refuse_overhead(config, provider, tools, options)
-                outcome = await run_headless(
-                    ledger, config, provider, tools, options, prompt=prompt, session_id=session_id
-                )
+                async with renderer.ticking():
+                    outcome = await run_headless(
+                        ledger,
+                        config,
+                        provider,
+                        tools,
+                        options,
+                        prompt=prompt,
+                        session_id=session_id,
+                    )
                 cost = session_cost(ledger.entries(outcome.session_id), config.prices)
                 return _finish(renderer, outcome, cost)  # inside: short ids read the open ledger
 

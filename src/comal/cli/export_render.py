@@ -3,8 +3,11 @@
 The transcript is the session's history (a fork's starts with its parent's): asks, answers,
 tool calls with their receipts, and context events (projections, checkpoints, rewinds, peer
 summaries) marked as such. The HTML is one file with no outside resource: inline style, the
-context timeline as inline SVG, tool calls folded in `<details>`, and a small script for
-folding them all at once.
+context timeline as inline SVG, tool calls folded in `<details>` under a header naming what ran
+(`Bash pytest -q · ok · exit 0`, the call id inside), and a small script for folding them all
+at once. Messages are rendered as Markdown (CommonMark with tables and strikethrough, by
+markdown-it-py) with raw HTML turned off: a `<script>` in a message is shown as text, and links
+with `javascript:` and other unsafe schemes are not made links.
 """
 
 from __future__ import annotations
@@ -13,7 +16,13 @@ import html
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+
+from comal.agent.tool_runner import call_summary
 from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.records import (
@@ -26,6 +35,7 @@ from comal.ledger.records import (
     SummaryMessage,
     ToolResult,
     UserMessage,
+    UserShell,
 )
 from comal.messages import (
     JSONValue,
@@ -51,6 +61,8 @@ class Item:
     detail: str = ""
     """The receipt of a call."""
     error: bool = False
+    outcome: str = ""
+    """A call's status as its header shows it (`ok · exit 0`), "" before its result."""
 
 
 def _short(text: str) -> str:
@@ -62,21 +74,34 @@ def _short(text: str) -> str:
     )
 
 
+def _n(tokens: int | None) -> str:
+    return "?" if tokens is None else f"{tokens:,}"
+
+
 def _event(entry: Entry) -> str:
     if entry.kind == "projection":
         projection = ProjectionRecord.from_entry(entry)
         return (
             f"projection: {len(projection.result_ids)} old results become exact references"
-            f" (~{projection.before_tokens} → ~{projection.after_tokens} tokens)"
+            f" (~{_n(projection.before_tokens)} → ~{_n(projection.after_tokens)} tokens)"
         )
     if entry.kind == "checkpoint":
         cp = CheckpointRecord.from_entry(entry)
         return (
-            f"checkpoint #{cp.number} {cp.title} (~{cp.before_tokens} → ~{cp.after_tokens} tokens)"
+            f"checkpoint #{cp.number} {cp.title}"
+            f" (~{_n(cp.before_tokens)} → ~{_n(cp.after_tokens)} tokens)"
         )
     if entry.kind == "session.rewound":
         rewound = SessionRewound.from_entry(entry)
-        return f"rewound to {rewound.to} (conversation: {rewound.conversation})"
+        what = [
+            name
+            for name, done in (
+                ("the conversation", rewound.conversation),
+                ("files", rewound.files_restored),
+            )
+            if done
+        ]
+        return f"rewound to {rewound.to}" + (f" ({' and '.join(what)})" if what else "")
     if entry.kind == "session.forked":
         forked = SessionForked.from_entry(entry)
         return f"forked from {forked.parent} after entry {forked.through_entry}"
@@ -115,24 +140,29 @@ def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) 
             for position, part in enumerate(message.tool_calls):
                 arguments = json.dumps(part.arguments, ensure_ascii=False, indent=1)
                 calls[entry.id, position] = len(items)
-                items.append(Item("call", f"{part.name} · {part.call_id}", arguments))
+                items.append(Item("call", call_summary(part), arguments))
         elif entry.kind == "tool.result":
             body = bodies.get(entry.id)
             text = _short(render_output_text(body)) if body is not None else ""
             result = ToolResult.from_entry(entry)
             exit_code = result.exit_code
             head = str(result.status) + ("" if exit_code is None else f" · exit {exit_code}")
-            detail = f"[{head} · {entry.id}]\n{text}"
+            detail = f"[{head} · {result.call_id} · {entry.id}]\n{text}"
             site = pairing.site_of(entry)
             where = (site.message.id, site.position) if site and site.message else None
             index = calls.get(where) if where is not None else None
             if index is not None:
                 call = items[index]
-                items[index] = Item(call.kind, call.title, call.text, detail, result.is_error)
+                items[index] = Item(call.kind, call.title, call.text, detail, result.is_error, head)
             else:
-                items.append(Item("call", f"{result.name} · {result.call_id}", "", detail))
+                name = result.name or "call"
+                items.append(Item("call", name, "", detail, result.is_error, head))
         elif entry.kind in EVENT_KINDS:
             items.append(Item("event", entry.kind, _event(entry)))
+        elif entry.kind == "user.shell":
+            ran = UserShell.from_entry(entry)
+            ended = "killed" if ran.exit_code is None else f"exit {ran.exit_code}"
+            items.append(Item("note", "shell", f"$ {ran.command} (run by the user) → {ended}"))
         elif entry.kind == "hook.run":
             hook = HookRun.from_entry(entry)
             items.append(
@@ -154,7 +184,8 @@ def to_markdown(info: SessionInfo, items: Sequence[Item], cost_line: str) -> str
         if item.kind in ("user", "assistant"):
             lines += [f"## {item.title}", "", item.text, ""]
         elif item.kind == "call":
-            lines += [f"**→ {item.title}**", "", fence + "json", item.text, fence, ""]
+            outcome = f" · {item.outcome}" if item.outcome else ""
+            lines += [f"**→ {item.title}**{outcome}", "", fence + "json", item.text, fence, ""]
             if item.detail:
                 lines += [fence, item.detail, fence, ""]
         else:
@@ -176,6 +207,10 @@ details.error summary{color:#b00020}
 summary{cursor:pointer;font-family:ui-monospace,monospace}
 pre{white-space:pre-wrap;word-break:break-word;background:#fafafa;padding:.5rem;margin:.3rem 0}
 h2{font-size:.85rem;text-transform:uppercase;color:#555;margin:0}
+.md pre,.md code{font-family:ui-monospace,monospace;font-size:.9em;background:#eee}
+.md pre{padding:.5rem;overflow-x:auto}
+.md table{border-collapse:collapse}.md td,.md th{border:1px solid #ccc;padding:.2rem .5rem}
+summary .outcome{color:#666}
 figure{margin:1rem 0;overflow-x:auto}
 figure svg{max-width:100%;height:auto}
 """
@@ -188,6 +223,21 @@ document.getElementById('toggle').addEventListener('click', function () {
   this.textContent = open ? 'fold every call' : 'unfold every call';
 });
 """
+
+
+@cache
+def _markdown() -> MarkdownIt:
+    """The parser, built on first use (the CLI starts without it). Raw HTML off: any markup in
+    a message is escaped, never passed through."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+
+
+def render_markdown(text: str) -> str:
+    """A message's Markdown as HTML, with every piece of raw HTML in it escaped."""
+    rendered: str = _markdown().render(text)
+    return rendered
 
 
 def to_html(info: SessionInfo, items: Sequence[Item], cost_line: str, svg: str | None) -> str:
@@ -210,12 +260,13 @@ def to_html(info: SessionInfo, items: Sequence[Item], cost_line: str, svg: str |
         if item.kind in ("user", "assistant"):
             parts.append(
                 f'<section class="{item.kind}"><h2>{e(item.title)}</h2>'
-                f"<pre>{e(item.text)}</pre></section>"
+                f'<div class="md">{render_markdown(item.text)}</div></section>'
             )
         elif item.kind == "call":
             css = ' class="error"' if item.error else ""
+            outcome = f' <span class="outcome">· {e(item.outcome)}</span>' if item.outcome else ""
             parts.append(
-                f"<details{css}><summary>→ {e(item.title)}</summary>"
+                f"<details{css}><summary>→ {e(item.title)}{outcome}</summary>"
                 f"<pre>{e(item.text)}</pre><pre>{e(item.detail)}</pre></details>"
             )
         else:

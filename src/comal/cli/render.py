@@ -4,14 +4,24 @@ All three consume the same `AgentEvent` stream. Plain text prints the final answ
 (what `comal -p … > answer.txt` should capture); progress lines go to stderr when stderr is a
 terminal, and with `verbose` the model's running commentary too; warnings and errors always do.
 `json` prints one object at the end; `stream-json` prints every event as it happens (documented
-in the README). Every failure, early ones included, reaches stdout in the JSON formats.
+in the README), except the running output of a call (`ToolOutput`, progress only). Every
+failure, early ones included, reaches stdout in the JSON formats.
+
+With `live` (text mode, stderr a terminal) a working line (`comal.agent.progress`) sits at the
+bottom of stderr while a turn runs, redrawn in place (`\r` + clear line) as events arrive and on
+`tick()`: spinner, elapsed time, tokens in and out, the running command and its last output
+line. Every other line clears it first and it is drawn again after, so nothing is overwritten.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import shutil
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -31,9 +41,13 @@ from comal.agent.events import (
     ToolFinished,
     ToolStarted,
     TurnFinished,
+    TurnStarted,
     event_to_json,
+    failure_reason,
     progress_line,
+    running_output,
 )
+from comal.agent.progress import FRAME_S, Working
 from comal.errors import ComalError, RefusedError
 from comal.messages import JSONObject
 
@@ -55,13 +69,27 @@ class Renderer:
     """Text mode: show progress lines (the CLI sets it when stderr is a terminal)."""
     shorten: Callable[[str], str] = str
     """A session id as people type it (the CLI passes the ledger's short ids)."""
+    live: bool = False
+    """Text mode: keep a working line at the bottom of stderr while a turn runs (a terminal)."""
+    clock: Callable[[], float] = time.monotonic
+    columns: Callable[[], int] = lambda: shutil.get_terminal_size((80, 24)).columns
+    """The terminal's width: the working line is clipped to it, so it never wraps."""
     _mid_line: bool = False
+    _working: Working | None = None
+    _drawn: bool = False
+    _drawn_at: float = float("-inf")
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, SessionOpened):
             self.session_id = event.session_id
         if isinstance(event, AssistantReplied):
             self.steps += 1
+        if running_output(event):
+            if self._working is not None:
+                self._working.apply(event)
+                if self.clock() - self._drawn_at >= FRAME_S:
+                    self.tick()  # a flood of output redraws at most once a frame
+            return  # progress only: never printed as a line nor in the JSON formats
         if self.fmt == "stream-json":
             self.out.write(json.dumps(event_to_json(event), ensure_ascii=False) + "\n")
             self.out.flush()
@@ -69,11 +97,70 @@ class Renderer:
         if self.fmt == "json":
             self.events.append(event)
             return
+        self._follow(event)
         self._plain(event)
+        self.tick()
+
+    def _follow(self, event: AgentEvent) -> None:
+        """Start, feed or end the working line."""
+        if not (self.live and self.fmt == "text"):
+            return
+        if isinstance(event, TurnStarted) and self._working is None:
+            self._working = Working(self.clock(), interrupt="ctrl+c")
+        if isinstance(event, TurnFinished | Failed | Refused):
+            self._working = None
+            self._clear()
+        elif self._working is not None:
+            self._working.apply(event)
+
+    def _clear(self) -> None:
+        if self._drawn:
+            self.err.write("\r\x1b[2K")
+            self._drawn = False
+
+    def tick(self) -> None:
+        """Redraw the working line (the spinner and elapsed time move on)."""
+        working = self._working
+        if working is None or self._mid_line:
+            return
+        text = working.line(self.clock())
+        if working.tail:
+            text += f" · │ {working.tail[-1].strip()}"
+        width = self.columns() - 1
+        if len(text) > width:
+            text = text[: max(0, width - 1)] + "…"
+        self.err.write("\r\x1b[2K" + text)
+        self.err.flush()
+        self._drawn = True
+        self._drawn_at = self.clock()
+
+    @contextlib.asynccontextmanager
+    async def ticking(self) -> AsyncIterator[None]:
+        """Redraw the working line every frame while the body runs (live text mode only)."""
+        if not (self.live and self.fmt == "text"):
+            yield
+            return
+
+        async def tick_forever() -> None:
+            while True:
+                await asyncio.sleep(FRAME_S)
+                self.tick()
+
+        task = asyncio.create_task(tick_forever())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            self._working = None
+            self._clear()
+            self.err.flush()
 
     def _line(self, text: str, *, always: bool = False) -> None:
         if not (always or self.progress or self.verbose):
             return
+        self._clear()
         if self._mid_line:
             self.err.write("\n")
             self._mid_line = False
@@ -83,6 +170,7 @@ class Renderer:
     def _plain(self, event: AgentEvent) -> None:
         if isinstance(event, TextStreamed):
             if self.verbose:
+                self._clear()
                 self.err.write(event.text)
                 self.err.flush()
                 self._mid_line = not event.text.endswith("\n")
@@ -97,7 +185,10 @@ class Renderer:
             self._line(f"  → {event.summary}")
         elif isinstance(event, ToolFinished):
             code = "" if event.exit_code is None else f" · exit {event.exit_code}"
-            self._line(f"  ← {event.name} {event.status}{code} · {event.size_bytes:,} bytes")
+            self._line(
+                f"  ← {event.name} {event.status}{code} · {event.size_bytes:,} bytes"
+                f"{failure_reason(event)}"
+            )
         elif isinstance(event, ContextActed):
             number = f" #{event.checkpoint_number}" if event.checkpoint_number else ""
             self._line(f"  ◆ context: {event.action}{number} → ~{event.after_tokens:,} tokens")
@@ -108,6 +199,7 @@ class Renderer:
             )
         elif isinstance(event, Refused):
             if event.text:
+                self._clear()
                 self.out.write(("\n" if self._mid_line else "") + event.text + "\n")
                 self.out.flush()
                 self._mid_line = False
@@ -184,6 +276,8 @@ class Renderer:
         if self.fmt == "json":
             self._json_object(session_id, status, answer, error, cost)
         elif self.fmt == "text":
+            self._working = None
+            self._clear()
             if answer:
                 self.out.write(answer if answer.endswith("\n") else answer + "\n")
                 self.out.flush()

@@ -3,8 +3,12 @@
 Each bar is one response (`message.assistant` or `response.discarded`), in order: the input
 the provider measured split into cache read, cache write and new input, then the output. A
 response whose input was not reported stands on Comal's recorded estimate of its request,
-drawn hatched. The window and the pressure threshold are lines; each projection, checkpoint
-and peer summary is a vertical mark labelled with what it freed (its before → after tokens).
+drawn hatched. The window and the pressure threshold are lines — the threshold `comal context`
+reports (`threshold_tokens`: the window's share less the output reserve and margin), so the
+picture and the report agree; each projection, checkpoint and peer summary is a vertical mark
+labelled with what it freed (its before → after tokens). Labels sit in a band above the window
+line, each in the first row where it overlaps no other, and the legend below the axes, so no
+text covers another (`label_rows`).
 
 matplotlib is imported only when a picture is drawn, so the CLI starts without it.
 """
@@ -85,8 +89,14 @@ def _mark(entry: Entry, index: int) -> ContextMark | None:
     return None
 
 
-def timeline_of(entries: Sequence[Entry], window: int, threshold_ratio: float) -> Timeline:
-    """The timeline of a session's history."""
+def timeline_of(entries: Sequence[Entry], window: int, threshold: int) -> Timeline:
+    """The timeline of a session's history.
+
+    Args:
+        entries: the session's history.
+        window: the context window, in tokens.
+        threshold: the pressure threshold, in tokens (the context report's `threshold_tokens`).
+    """
     estimates: dict[str, int] = {}
     calls: list[CallTokens] = []
     marks: list[ContextMark] = []
@@ -125,7 +135,7 @@ def timeline_of(entries: Sequence[Entry], window: int, threshold_ratio: float) -
         tuple(calls),
         tuple(_with_drop(m, calls) for m in marks),
         window,
-        int(window * threshold_ratio),
+        threshold,
     )
 
 
@@ -141,11 +151,40 @@ def _with_drop(mark: ContextMark, calls: Sequence[CallTokens]) -> ContextMark:
     return ContextMark(mark.index, mark.kind, f"{mark.label} −{freed:,}", freed)
 
 
+LABEL_POINTS = 8
+"""Font size of the marks' labels."""
+CHAR_INCHES = 0.62 * LABEL_POINTS / 72
+"""A label character's width, generously (DejaVu Sans averages about 0.55 em)."""
+
+
+def label_rows(xs: Sequence[float], widths: Sequence[float]) -> list[int]:
+    """The row of each label, so that labels of one row never overlap.
+
+    Args:
+        xs: where each label starts, in order of x.
+        widths: each label's width, in the same unit.
+
+    Returns:
+        For each label, the lowest row whose last label ends before it starts.
+    """
+    ends: list[float] = []
+    rows: list[int] = []
+    for x, width in zip(xs, widths, strict=True):
+        row = next((r for r, end in enumerate(ends) if end <= x), len(ends))
+        if row == len(ends):
+            ends.append(x + width)
+        else:
+            ends[row] = x + width
+        rows.append(row)
+    return rows
+
+
 def _figure(timeline: Timeline, title: str) -> object:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     width = min(24.0, max(8.0, len(timeline.calls) * 0.06 + 6))
     fig, ax = plt.subplots(figsize=(width, 5.5), dpi=110)
@@ -173,29 +212,54 @@ def _figure(timeline: Timeline, title: str) -> object:
     )
     styles = {"projection": "#2a9d8f", "checkpoint": "#6a4c93", "summary": "#e76f51"}
     top = max([timeline.window, *bottoms, 1])
-    for number, mark in enumerate(timeline.marks):
-        x = mark.index + 0.5
+    right = max(len(xs), 1) + 1
+    ax.set_xlim(0, right)
+    # Labels in rows above the window line: a row per overlap, the axes grown to hold them.
+    axes_inches = fig.get_figwidth() * 0.85
+    units_per_inch = right / axes_inches
+    marks = sorted(timeline.marks, key=lambda m: m.index)
+    starts = [m.index + 0.5 for m in marks]
+    widths = [(len(m.label) + 1) * CHAR_INCHES * units_per_inch for m in marks]
+    # A label that would run past the right edge is drawn leftwards from its line.
+    lefts = [min(x, right - w) for x, w in zip(starts, widths, strict=True)]
+    order = sorted(range(len(marks)), key=lambda i: lefts[i])
+    placed = label_rows([lefts[i] for i in order], [widths[i] for i in order])
+    rows = [0] * len(marks)
+    for i, row in zip(order, placed, strict=True):
+        rows[i] = row
+    band = top * 0.07
+    for mark, x, left, row in zip(marks, starts, lefts, rows, strict=True):
         ax.axvline(x, color=styles[mark.kind], linewidth=1.2, alpha=0.9)
         ax.text(
-            x,
-            top * (0.97 - 0.06 * (number % 4)),
+            left,
+            top + band * (row + 0.5),
             " " + mark.label,
             color=styles[mark.kind],
-            fontsize=8,
-            va="top",
+            fontsize=LABEL_POINTS,
+            va="center",
+            ha="left",
         )
-    from matplotlib.ticker import MaxNLocator
-
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{int(v):,}"))
     ax.set_xlabel("model call")
     ax.set_ylabel("tokens")
     ax.set_title(title, fontsize=10)
-    ax.set_xlim(0, max(len(xs), 1) + 1)
-    ax.set_ylim(0, top * 1.05)
-    ax.legend(loc="upper left", fontsize=8, ncol=3, framealpha=0.9)
+    ax.set_ylim(0, top + band * (max(rows, default=-1) + 1.5))
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.14),
+        fontsize=8,
+        ncol=6,
+        frameon=False,
+    )
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def timeline_figure(timeline: Timeline, title: str) -> object:
+    """The matplotlib figure of the timeline (the caller closes it)."""
+    return _figure(timeline, title)
 
 
 def _save(timeline: Timeline, title: str, target: Path | io.StringIO, fmt: str) -> None:

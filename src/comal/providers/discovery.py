@@ -190,11 +190,44 @@ async def discover_window(
     return await _openai_compatible(client, cfg, headers, timeout_s)
 
 
-def detect_prompt_truncation(reported_prompt_tokens: int, our_estimate: int) -> str | None:
+async def list_models(
+    cfg: ProviderConfig, client: httpx2.AsyncClient, api_key: str | None, timeout_s: float = 5.0
+) -> tuple[str, ...] | None:
+    """The model ids the provider's server lists (`GET …/v1/models`, OpenAI's and Anthropic's
+    form: `data[].id`), in its order; None when it lists none or does not answer."""
+    if cfg.wire == "anthropic-messages":
+        headers = {"anthropic-version": "2023-06-01"}
+        if api_key:
+            headers["x-api-key"] = api_key
+        url = f"{server_root(cfg.base_url)}/v1/models"
+    else:
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        url = f"{cfg.base_url.rstrip('/')}/models"
+    listing = await fetch_json(client, "GET", url, headers, timeout_s)
+    data = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(data, list):
+        return None
+    ids = [e.get("id") for e in data if isinstance(e, dict)]
+    found = tuple(i for i in ids if isinstance(i, str) and i)
+    return found or None
+
+
+def detect_prompt_truncation(
+    reported_prompt_tokens: int, our_estimate: int, tools_tokens: int = 0
+) -> str | None:
     """A warning when a server counted far fewer prompt tokens than Comal sent.
 
     Tokenizers differ between models (Comal may only estimate), so only a large shortfall
-    counts: under 60 % of the estimate and at least 512 tokens missing.
+    counts: under 60 % of the estimate and at least 512 tokens missing. Two causes are known:
+    the server cut the prompt (Ollama's num_ctx), or the model's chat template rendered no tool
+    definitions (SmolLM2's own template under llama-server: 254 tokens counted against 1,447
+    sent). When tools were offered and the shortfall is about their size (half to twice), the
+    template is named first.
+
+    Args:
+        reported_prompt_tokens: the server's prompt-token count.
+        our_estimate: Comal's estimate of the request.
+        tools_tokens: a rough size of the tool definitions sent (0 when none were).
 
     Returns:
         The warning text, or None when the counts are compatible.
@@ -204,9 +237,20 @@ def detect_prompt_truncation(reported_prompt_tokens: int, our_estimate: int) -> 
     missing = our_estimate - reported_prompt_tokens
     if reported_prompt_tokens >= 0.6 * our_estimate or missing < 512:
         return None
-    return (
+    counted = (
         f"the server counted {reported_prompt_tokens:,} prompt tokens where Comal estimated"
-        f" {our_estimate:,}: it probably truncated the prompt silently (Ollama cuts prompts to"
+        f" {our_estimate:,}"
+    )
+    if tools_tokens > 0 and tools_tokens // 2 <= missing <= 2 * tools_tokens:
+        return (
+            f"{counted}: the model's chat template probably dropped the tool definitions"
+            f" (about {tools_tokens:,} tokens), so the model cannot see its tools. For"
+            " llama-server, run it with --jinja and a template that renders tools (/props shows"
+            " chat_template_caps.supports_tool_calls). Or the server cut the prompt (Ollama cuts"
+            " prompts to its num_ctx): raise num_ctx or set --context-window."
+        )
+    return (
+        f"{counted}: it probably truncated the prompt silently (Ollama cuts prompts to"
         " its num_ctx). Raise the server's num_ctx or set --context-window to what it really"
         " holds."
     )

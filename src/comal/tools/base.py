@@ -22,7 +22,7 @@ policy uses, so what was checked is what is touched.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
@@ -140,6 +140,9 @@ class ToolContext:
     """The provider id of the call being run (set per call by the runner; "" outside one)."""
     sandbox: Sandbox | None = None
     """How Bash is confined; None runs it unconfined (`full-access`)."""
+    on_output: Callable[[str, bytes], None] | None = None
+    """Told (call id, bytes) as a running command's output arrives: progress only, never the
+    result (which the tool returns whole)."""
 
 
 class Tool(Protocol):

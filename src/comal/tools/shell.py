@@ -23,6 +23,8 @@ import contextlib
 import os
 import signal
 import tempfile
+from collections.abc import Callable
+from functools import partial
 
 from comal.errors import ToolError
 from comal.messages import JSONObject, ToolSpec
@@ -81,8 +83,9 @@ class _Capture:
     growing buffer plus the copy made from it.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, on_chunk: Callable[[bytes], None] | None = None) -> None:
         self.limit = limit
+        self.on_chunk = on_chunk
         self.kept = 0
         self.total = 0
         self.ends_with_newline = False
@@ -90,6 +93,8 @@ class _Capture:
 
     async def drain(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(_CHUNK_BYTES):
+            if self.on_chunk is not None:
+                self.on_chunk(chunk)
             room = self.limit - self.kept
             if room > 0:
                 piece = chunk[:room]
@@ -217,7 +222,11 @@ class BashTool(NoPreparation):
         except OSError as exc:
             return error_outcome(f"cannot start {argv[0]}: {exc.strerror or exc}")
         assert proc.stdout is not None  # stdout=PIPE guarantees it
-        capture = _Capture(self.output_limit_bytes)
+        told = ctx.on_output
+        capture = _Capture(
+            self.output_limit_bytes,
+            None if told is None else partial(told, ctx.call_id),
+        )
         try:
             try:
                 ending = await self._supervise(proc, capture, timeout_s, ctx.cancel)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from typing import Any, ClassVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
 from comal.agent.children import Delegation, offers_delegation
@@ -51,6 +53,7 @@ from comal.agent.turns import (
     end_turn,
     start_turn,
 )
+from comal.agent.user_shell import ShellRun, offered, run_user_command
 from comal.config import Config, PermissionRule, add_workspace_rule
 from comal.errors import ComalError, ConfigError
 from comal.ledger.store import Ledger
@@ -59,19 +62,39 @@ from comal.providers.base import Provider
 from comal.tools.base import Tool
 from comal.tools.permissions import PermissionPolicy, suggest_rules
 from comal.tui.commands import HELP_ROWS, SlashCommand, UnknownCommandError, parse_command
+from comal.tui.habits import (
+    TITLES,
+    config_report,
+    cost_report,
+    mcp_report,
+    memory_report,
+    permissions_report,
+    resumable,
+    resume_list,
+    served_list,
+    status_report,
+    unknown_model,
+)
 from comal.tui.history import past_items
+from comal.tui.prompt_history import PromptHistory
 from comal.tui.widgets.confirm import ConfirmScreen
 from comal.tui.widgets.prompt import PromptArea
 from comal.tui.widgets.reports import CheckpointList, ContextView, HelpView, TextReport
 from comal.tui.widgets.rewind import RewindScreen
 from comal.tui.widgets.status import StatusBar, StatusLine
-from comal.tui.widgets.transcript import Transcript
+from comal.tui.widgets.transcript import ToolItem, Transcript
+from comal.tui.widgets.working import WorkingLine
 
 ModelSwitch = Callable[[str], Awaitable[Provider]]
 """Builds the provider of the same configuration for another model."""
+ModelList = Callable[[], Awaitable[tuple[str, ...] | None]]
+"""The model ids the provider's server lists (None when it lists none)."""
 
 CANCEL_GRACE_S = 3.0
 """How long Esc waits for a running tool to stop on its own before cancelling the task."""
+
+QUIT_WINDOW_S = 2.0
+"""A second Ctrl+C on an empty input within this many seconds quits."""
 
 
 @dataclass(slots=True)
@@ -90,6 +113,8 @@ class SessionStart:
     """Builds the provider for another model (`/model NAME`); None: switching is not offered."""
     first_message: str | None = None
     """Sent as the first message once the app is up (`comal "task"`)."""
+    list_models: ModelList | None = None
+    """The server's models (`/model` lists them and checks a name against them)."""
 
 
 class ComalApp(App[int]):
@@ -103,6 +128,7 @@ class ComalApp(App[int]):
     TITLE = "comal"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel_turn", "cancel turn", show=False),
+        Binding("ctrl+c", "interrupt", "clear · quit", show=False, priority=True),
     ]
 
     def __init__(self, start: SessionStart) -> None:
@@ -117,13 +143,21 @@ class ComalApp(App[int]):
         self._step = 0
         self._recover = start.session_id is not None
         """The next turn starts with recovery (a resumed session, or after a cancel)."""
+        self._ctrl_c_at: float | None = None
+        self.shell_runs: list[ShellRun] = []
+        """`!command` runs whose output goes with the next message."""
+        self.prompts = PromptHistory(start.config.home, self._workspace())
+        # Held, not queried: a modal screen (a permission question) may be the active one.
+        self.working_line = WorkingLine()
+        self.prompt_area = PromptArea(self._workspace())
 
     # --- layout -----------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         provider = self.start.provider
         yield Transcript()
-        yield PromptArea(self.start.workspace or self.start.config.workspace)
+        yield self.working_line
+        yield self.prompt_area
         yield StatusBar(StatusLine(provider.model, provider.capabilities.context_window))
 
     @property
@@ -137,7 +171,9 @@ class ComalApp(App[int]):
         return self.query_one(StatusBar)
 
     def on_mount(self) -> None:
-        self.query_one(PromptArea).focus()
+        prompt = self.query_one(PromptArea)
+        prompt.earlier = self.prompts.items
+        prompt.focus()
         if self.start.session_id is None:
             self.transcript.add_notice(
                 f"comal · {self.start.provider.name}/{self.start.provider.model} · type a task,"
@@ -224,6 +260,7 @@ class ComalApp(App[int]):
             # model call streams or the next tool call starts, exactly as `Task.cancel()`
             # would at the next await (which a provider that never suspends would skip).
             raise asyncio.CancelledError("cancelled by the user (Esc)")
+        self.working_line.apply(event)
         self.transcript.apply(event)
         if isinstance(event, TurnStarted):
             self._step = event.step
@@ -292,6 +329,12 @@ class ComalApp(App[int]):
 
     def on_prompt_area_submitted(self, message: PromptArea.Submitted) -> None:
         text = message.text.strip()
+        problem = self.prompts.add(text)
+        if problem is not None:
+            self.transcript.add_notice(f"! {problem}", "warning")
+        if text.startswith("!") and text[1:].strip():
+            self._shell(text[1:].strip())
+            return
         try:
             command = parse_command(text)
         except UnknownCommandError as exc:
@@ -322,10 +365,12 @@ class ComalApp(App[int]):
             return
         if not shown:
             self.transcript.add_user(text)
+        text, self.shell_runs = offered(self.shell_runs, text), []
         self.cancel_event.clear()
         self._cancelling = False
         self._tool_running = False
         self._set_status(activity="thinking")
+        self.working_line.start()
         work = start_turn(session, text, recover_first=self._recover)
         self._recover = False
         self.turn = self.run_worker(work, name="turn", group="turn", exit_on_error=False)
@@ -339,6 +384,7 @@ class ComalApp(App[int]):
             return
         self.turn = None
         self._tool_running = False
+        self.working_line.stop()
         cancelled = event.state == WorkerState.CANCELLED
         self.transcript.close_reply(cancelled=cancelled)
         compaction = None
@@ -384,6 +430,27 @@ class ComalApp(App[int]):
 
         self.set_timer(CANCEL_GRACE_S, force)
 
+    def action_interrupt(self) -> None:
+        """Ctrl+C: clear the input; on an empty one, cancel the running turn, else quit when
+        pressed twice (the first says so in the status bar)."""
+        if self.screen is not self.screen_stack[0] and isinstance(self.screen, ModalScreen):
+            self.screen.dismiss(None)  # a question or picker: Ctrl+C answers no
+            return
+        prompt = self.prompt_area
+        if prompt.text:
+            prompt.clear()
+            self._ctrl_c_at = None
+            return
+        if self.turn is not None:
+            self.action_cancel_turn()
+            return
+        now = time.monotonic()
+        if self._ctrl_c_at is not None and now - self._ctrl_c_at <= QUIT_WINDOW_S:
+            self.run_worker(self.action_quit(), group="quit")
+            return
+        self._ctrl_c_at = now
+        self._set_status(activity="press Ctrl+C again to quit")
+
     async def action_quit(self) -> None:
         """Leave; a running turn is cancelled first and the lock released by the launcher."""
         turn = self.turn
@@ -415,6 +482,16 @@ class ComalApp(App[int]):
             return
         if command.name in ("model", "effort"):
             self.run_worker(self._configure(command), group="configure", exit_on_error=False)
+            return
+        try:
+            if command.name in TITLES:
+                self.transcript.add(TextReport(TITLES[command.name], self._report(command.name)))
+                return
+            if command.name == "resume":
+                self._resume(command.value)
+                return
+        except ComalError as exc:
+            self.transcript.add_notice(f"✗ {exc}", "error")
             return
         if self.session is None:
             self.transcript.add_notice("no session yet: send a task first", "warning")
@@ -455,6 +532,85 @@ class ComalApp(App[int]):
     def _workspace(self) -> Path:
         return self.start.workspace or self.start.config.workspace
 
+    def _report(self, name: str) -> str:
+        """The text of a report command (`habits.TITLES`)."""
+        s, start, workspace = self.session, self.start, self._workspace()
+        provider = s.provider if s is not None else start.provider
+        options = s.options if s is not None else start.options
+        effort = options.reasoning_effort
+        if name == "status":
+            return status_report(start.config, provider, effort, s, workspace)
+        if name == "cost":
+            return cost_report(start.config, start.ledger, s)
+        if name == "mcp":
+            return mcp_report(start.config, start.tools, options.mcp_failures)
+        if name == "permissions":
+            return permissions_report(start.config, s, workspace)
+        if name == "config":
+            return config_report(start.config, provider, effort)
+        return memory_report(start.config, workspace)
+
+    def _resume(self, chosen: str | None) -> None:
+        """`/resume`: this directory's sessions, or open one here (this one stays resumable)."""
+        ledger = self.start.ledger
+        current = None if self.session is None else self.session.id
+        listed = resumable(ledger, self._workspace(), current)
+        if chosen is None:
+            self.transcript.add(TextReport("Resume", resume_list(ledger, listed)))
+            return
+        if self.turn is not None:
+            self.transcript.add_notice("✗ a turn is running: /resume when it ends", "error")
+            return
+        if chosen.isdigit() and 1 <= int(chosen) <= len(listed):
+            target = listed[int(chosen) - 1].id
+        else:
+            target = ledger.resolve(chosen)
+        old, before = self.session, self.start
+        if old is not None and old.id == target:
+            self.transcript.add_notice("this is the session already open")
+            return
+        self.session = None
+        self.start = dataclasses.replace(self.start, session_id=target)
+        try:
+            session = self._open()
+        except ComalError:
+            self.session, self.start = old, before  # the current session stays open
+            raise
+        if old is not None:
+            ledger.release_lock(old.id)
+        self._recover = True
+        self.transcript.remove_children()
+        self.transcript.add_past(past_items(ledger.entries(session.id)))
+        left = f" · the last one stays resumable: comal --resume {old.id}" if old else ""
+        self.transcript.add_notice(f"● resumed session {session.id}{left}")
+        self._refresh_context()
+
+    def _shell(self, command: str) -> None:
+        """`!command`: run it in the workspace; its output goes with the next message."""
+        if self.turn is not None:
+            self.transcript.add_notice("✗ a turn is running: !command when it ends", "error")
+            return
+        try:
+            session = self._open()
+        except ComalError as exc:
+            self.transcript.add_notice(f"✗ {exc}", "error")
+            return
+        item = ToolItem(f"shell_{len(self.shell_runs)}", f"! {command}")
+        self.transcript.add(item)
+
+        async def run() -> None:
+            done = await run_user_command(session, command)
+            self.shell_runs.append(done)
+            out = done.outcome
+            item.finish(
+                ToolFinished(
+                    "", "shell", out.status, out.exit_code, len(out.output), done.text[:4000]
+                )
+            )
+            self.transcript.add_notice("its output goes with your next message")
+
+        self.run_worker(run(), group="shell", exit_on_error=False)
+
     def _custom(self, text: str) -> str | None:
         """The prompt of a custom command, or None when `text` names none."""
         config = self.start.config
@@ -487,9 +643,18 @@ class ComalApp(App[int]):
         """`/model [NAME]` and `/effort [LEVEL]`: show, or change from the next model call on."""
         provider = self.session.provider if self.session else self.start.provider
         options = self.session.options if self.session else self.start.options
+        served = None
+        if command.name == "model" and self.start.list_models is not None:
+            served = await self.start.list_models()
         if command.value is None:
             shown = provider.model if command.name == "model" else options.reasoning_effort
-            self.transcript.add_notice(f"{command.name}: {shown or 'off'}")
+            listed = (
+                served_list(served) if self.start.list_models and command.name == "model" else ""
+            )
+            self.transcript.add_notice(f"{command.name}: {shown or 'off'}{listed}")
+            return
+        if served is not None and command.value not in served:
+            self.transcript.add_notice(f"✗ {unknown_model(command.value, served)}", "error")
             return
         if self.turn is not None:
             self.transcript.add_notice(

@@ -33,30 +33,33 @@ class SlashCommand:
     force: bool = False
     """`/rewind … force`: overwrite files changed outside the session."""
     value: str | None = None
-    """`/model NAME`, `/effort LEVEL` (`off` for none); None shows the current one."""
+    """`/model NAME`, `/effort LEVEL` (`off` for none), `/resume N|ID`; None shows the current
+    one (the list, for `/resume`)."""
 
 
 HELP_ROWS: tuple[tuple[str, str], ...] = (
-    ("/context", "where the context window goes, row by row"),
-    ("/state", "session status, board, pending and uncertain calls, usage, lock"),
+    ("/context · /state", "the window row by row · status and pending calls"),
     (
         "/compact",
         "derive a checkpoint now (no model call; waits for the turn boundary, Esc cancels it);"
         " refused with its figures when it would not make the view smaller",
     ),
     ("/session checkpoints [N]", "list the checkpoints, or show checkpoint N"),
-    ("/rewind [N]", "back to before turn N (picker without N; files, conversation, force)"),
-    ("/model · /effort", "show, or switch from the next call on, the model · the effort"),
-    ("/init · /clear", "a starter AGENTS.md · a new session (this one stays resumable)"),
-    ("/NAME [args]", "a custom command: .comal/commands/NAME.md (.claude/commands too)"),
-    ("/help · /quit · Ctrl+Q", "this list · leave (the session stays resumable)"),
-    ("Esc · Enter · Ctrl+J", "cancel the running turn · send · new line"),
+    ("/rewind [N]", "back to before turn N (a picker without N)"),
+    ("/model · /effort", "the server's models, or switch · the effort"),
+    ("/status · /cost · /mcp", "session · cost · MCP servers and their tools"),
+    ("/permissions · /config", "the rules in force · the settings in force"),
+    ("/memory · /resume", "instruction files · open another session here"),
+    ("/init · /clear · !cmd", "AGENTS.md · new session · run cmd, output sent"),
+    ("/help · /quit · /NAME", "this list · leave · a custom command"),
+    ("Esc · Ctrl+C ×2 · ↑ ↓", "cancel the turn · quit · earlier prompts"),
 )
 """The `/help` table: (what to type, what it does)."""
 
 COMMAND_NAMES = (
     "/context, /state, /compact, /session checkpoints [N], /rewind, /model, /effort, /init,"
-    " /clear, /help, /quit, or a custom command"
+    " /clear, /status, /cost, /mcp, /permissions, /config, /memory, /resume, /help, /quit,"
+    " or a custom command"
 )
 EFFORT_WORDS = (*EFFORTS, "off")
 REWIND_USAGE = "usage: /rewind [N] [files|conversation] [force] (N is a turn number)"
@@ -71,6 +74,12 @@ _SIMPLE = {
     "/?": "help",
     "/quit": "quit",
     "/exit": "quit",
+    "/status": "status",
+    "/cost": "cost",
+    "/mcp": "mcp",
+    "/permissions": "permissions",
+    "/config": "config",
+    "/memory": "memory",
 }
 
 
@@ -104,6 +113,8 @@ def parse_command(text: str) -> SlashCommand | None:
         raise UnknownCommandError("usage: /session checkpoints [N] (N is a checkpoint number)")
     if head == "/rewind":
         return _rewind(words[1:])
+    if head == "/resume" and len(words) <= 2:
+        return SlashCommand("resume", value=words[1] if len(words) == 2 else None)
     if head in ("/model", "/effort") and len(words) <= 2:
         value = words[1] if len(words) == 2 else None
         if head == "/effort" and value is not None and value.lower() not in EFFORT_WORDS:

@@ -1,19 +1,22 @@
 """Starting the TUI from the command line: `comal` on a terminal, `comal --resume UUID`.
 
 The command line imports this module only when it opens the TUI, so `comal -p` never loads
-Textual. The session's lock is released here whatever way the app ends.
+Textual. The session's lock is released here whatever way the app ends, and the command that
+resumes the session is printed once the screen is restored.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import TextIO
 
 from comal.agent.session import SessionOptions
 from comal.config import Config
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.tools.base import Tool
-from comal.tui.app import ComalApp, ModelSwitch, SessionStart
+from comal.tui.app import ComalApp, ModelList, ModelSwitch, SessionStart
 
 
 async def run_tui(
@@ -27,6 +30,8 @@ async def run_tui(
     workspace: Path | None = None,
     switch_model: ModelSwitch | None = None,
     first_message: str | None = None,
+    list_models: ModelList | None = None,
+    out: TextIO | None = None,
 ) -> int:
     """Run the interactive front end until the user quits; returns the exit code.
 
@@ -40,6 +45,8 @@ async def run_tui(
         workspace: the workspace (default: the configuration's).
         switch_model: builds the provider for another model (`/model NAME`).
         first_message: sent once the app is up (`comal "task"`).
+        list_models: the server's models (`/model` lists and checks them).
+        out: where the resume line goes (stdout).
     """
     app = ComalApp(
         SessionStart(
@@ -52,6 +59,7 @@ async def run_tui(
             workspace,
             switch_model,
             first_message,
+            list_models,
         )
     )
     try:
@@ -59,4 +67,10 @@ async def run_tui(
     finally:
         if app.session is not None:
             ledger.release_lock(app.session.id)
+            print(resume_line(app.session.id), file=out or sys.stdout, flush=True)
     return app.return_code or 0
+
+
+def resume_line(session_id: str) -> str:
+    """What the TUI prints when it closes on a session."""
+    return f"Resume this session with: comal --resume {session_id}"

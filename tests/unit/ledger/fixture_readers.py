@@ -85,7 +85,7 @@ def _session(ledger: Ledger, session_id: str, home: Path) -> JSONValue:
         "work_state": _plain(work_state(entries, ledger)),
         "receipt": _plain(recorded_receipt(ledger, session_id)),
         "cost": cost_json(session_cost(entries, config.prices)),
-        "timeline": _plain(timeline_of(entries, engine.window()[0], 0.8)),
+        "timeline": _plain(timeline_of(entries, engine.window()[0], int(engine.window()[0] * 0.8))),
         "evidence": evidence,
     }
 

@@ -28,6 +28,7 @@ from comal.ledger.records import (
     SessionPlugins,
     ToolResult,
     ToolStarted,
+    UserShell,
     with_table,
 )
 from comal.ledger.records.base import Record
@@ -41,6 +42,7 @@ NOT_IN_FIXTURE = {
     "pressure.deferred",
     "lock.reclaimed",
     "provider.resent",
+    "user.shell",
 }
 
 
@@ -75,6 +77,8 @@ def test_kinds_the_fixture_lacks_round_trip_too() -> None:
         ),
         PressureDeferred("threshold", "turn_boundary", 10, 8, 9, 2, 1, ({"action": "defer"},)),
         ProviderResent("evt_" + "0" * 32, "probe", "sha256:" + "ab" * 32, 120),
+        UserShell("make test", 2, False, 1024),
+        UserShell("sleep 900", None, True, 0),
         LockReclaimed(
             1,
             "h",

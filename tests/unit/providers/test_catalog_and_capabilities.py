@@ -143,6 +143,20 @@ def test_prompt_truncation_detection() -> None:
     assert detect_prompt_truncation(100, 400) is None  # too small to judge
 
 
+def test_a_template_that_drops_the_tools_is_named_when_the_shortfall_is_their_size() -> None:
+    # SmolLM2's own template under llama-server: 254 tokens counted against 1,447 sent.
+    assert detect_prompt_truncation(254, 1447, tools_tokens=1100) == (
+        "the server counted 254 prompt tokens where Comal estimated 1,447: the model's chat"
+        " template probably dropped the tool definitions (about 1,100 tokens), so the model"
+        " cannot see its tools. For llama-server, run it with --jinja and a template that renders"
+        " tools (/props shows chat_template_caps.supports_tool_calls). Or the server cut the"
+        " prompt (Ollama cuts prompts to its num_ctx): raise num_ctx or set --context-window."
+    )
+    # Far more missing than the tools could explain, or no tools: the prompt was cut.
+    assert "probably truncated" in (detect_prompt_truncation(2048, 8000, tools_tokens=300) or "")
+    assert "probably truncated" in (detect_prompt_truncation(254, 1447) or "")
+
+
 def test_make_provider_rejects_unknown_wire_and_missing_model() -> None:
     async def nothing() -> None: ...
 

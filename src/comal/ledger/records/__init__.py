@@ -43,6 +43,7 @@ from comal.ledger.records.process import (
     HookRun,
     LockAcquired,
     LockReclaimed,
+    UserShell,
     WarningRecord,
 )
 from comal.ledger.records.session import (
@@ -89,6 +90,7 @@ __all__ = [
     "ToolResult",
     "ToolStarted",
     "UserMessage",
+    "UserShell",
     "WarningRecord",
     "call_id_of",
     "kind_table",
@@ -122,6 +124,7 @@ _ORDER: tuple[type[Record], ...] = (
     SessionForked,
     SessionRewound,
     HookRun,
+    UserShell,
     SessionFinished,
     SessionResumed,
     SessionMoved,

@@ -38,7 +38,10 @@ class AssistantMessage(Record):
     id of its `provider.request` (null in imports). When `finish` is `refusal`, `refusal`
     holds {`text` (what the model said in refusing), `reason` (the wire's `category:
     explanation`, or empty), `details` (the wire's raw explanation, e.g. Anthropic
-    `stop_details`, or null), `dropped_calls` (tool calls of the refused reply, never run)}."""
+    `stop_details`, or null), `dropped_calls` (tool calls of the refused reply, never run)}.
+    `recovered` is set when the model wrote its tool calls as text and they were taken as
+    calls: {`from`: "text", `form` (`json`, `fenced` or `tag`), `text` (the reply's text as
+    written; `message` holds the calls in its place)}."""
 
     KIND: ClassVar[str] = "message.assistant"
     WRITTEN_BY: ClassVar[str] = "agent, importers"
@@ -51,6 +54,7 @@ class AssistantMessage(Record):
     usage_raw: JSONValue = None
     request_entry: str | None = None
     refusal: JSONObject | None = None
+    recovered: JSONObject | None = None
 
     def to_payload(self) -> JSONObject:
         payload: JSONObject = {
@@ -63,6 +67,7 @@ class AssistantMessage(Record):
             "request_entry": self.request_entry,
         }
         f.put(payload, "refusal", self.refusal)
+        f.put(payload, "recovered", self.recovered)
         return payload
 
     @classmethod
@@ -76,6 +81,7 @@ class AssistantMessage(Record):
             payload.get("usage_raw"),
             f.text_or_none(payload, "request_entry"),
             f.obj_or_none(payload, "refusal"),
+            f.obj_or_none(payload, "recovered"),
         )
 
 

@@ -153,6 +153,39 @@ class WarningRecord(Record):
 
 
 @value
+class UserShell(Record):
+    """A command the user ran in the workspace (`!cmd` in the TUI), not the model: `command`,
+    `exit_code` (null when it was killed or did not start), `is_error`, `size_bytes` of its
+    output (kept as the entry's body). Its output goes with the user's next message, which
+    records it again as part of that message."""
+
+    KIND: ClassVar[str] = "user.shell"
+    WRITTEN_BY: ClassVar[str] = "tui"
+
+    command: str
+    exit_code: int | None
+    is_error: bool
+    size_bytes: int
+
+    def to_payload(self) -> JSONObject:
+        return {
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "is_error": self.is_error,
+            "size_bytes": self.size_bytes,
+        }
+
+    @classmethod
+    def from_payload(cls, payload: JSONObject) -> Self:
+        return cls(
+            f.text(payload, "command"),
+            f.int_or_none(payload, "exit_code"),
+            payload.get("is_error") is True,
+            f.int_or_none(payload, "size_bytes") or 0,
+        )
+
+
+@value
 class ChildReceipt(Record):
     """The last entry of a child session (one with it is never run again): `call_id` (the
     coordinator's call), `status` (`finished`, `budget_exhausted`, `failed`), `answer` (the

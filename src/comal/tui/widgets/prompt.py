@@ -1,5 +1,7 @@
 """The input box: Enter sends, Ctrl+J (or Shift+Enter where the terminal reports it) breaks
-the line, and pasted text keeps all its lines. Esc asks to cancel the running turn.
+the line, and pasted text keeps all its lines. Esc asks to cancel the running turn. Up on the
+first line recalls the previous prompt of `earlier` and Down on the last line the next one
+(back to what was being typed), as in a shell.
 """
 
 from __future__ import annotations
@@ -34,6 +36,28 @@ class PromptArea(TextArea):
         self.workspace = workspace
         self.candidates: list[str] = []
         """What the last Tab on an `@` word could complete to (shown in the border)."""
+        self.earlier: list[str] = []
+        """Earlier prompts, oldest first (the app fills it)."""
+        self._recalled: int | None = None
+        self._draft = ""
+
+    def recall(self, step: int) -> bool:
+        """Show the prompt `step` away in `earlier` (-1 older, +1 newer); False at either end."""
+        if not self.earlier:
+            return False
+        at = len(self.earlier) if self._recalled is None else self._recalled
+        target = at + step
+        if target < 0 or target > len(self.earlier) or target == at:
+            return False
+        if self._recalled is None:
+            self._draft = self.text
+        if target == len(self.earlier):
+            self._recalled, text = None, self._draft
+        else:
+            self._recalled, text = target, self.earlier[target]
+        self.text = text
+        self.move_cursor(self.document.end)
+        return True
 
     def _complete(self) -> bool:
         """Tab on an `@path` word: complete it from the workspace; True when it was one."""
@@ -56,7 +80,17 @@ class PromptArea(TextArea):
             text = self.text
             if text.strip():
                 self.clear()
+                self._recalled = None
                 self.post_message(self.Submitted(text))
+            return
+        row = self.cursor_location[0]
+        if event.key == "up" and row == 0 and self.recall(-1):
+            event.stop()
+            event.prevent_default()
+            return
+        if event.key == "down" and row == self.document.line_count - 1 and self.recall(+1):
+            event.stop()
+            event.prevent_default()
             return
         if event.key in NEWLINE_KEYS:
             event.stop()

@@ -4,7 +4,8 @@ Invariants: the transcript only renders what events (or recorded entries) say; i
 engine state. Streamed text goes into the open assistant item until the reply is recorded
 (`AssistantReplied`), when it is re-rendered as Markdown; a discarded response keeps its text
 but is marked so, and so does a reply a cancel (Esc) cut mid-stream: the ledger records none of
-it. Each tool call is one item, updated in place when its receipt arrives.
+it. Each tool call is one item showing the last lines of its output as it runs, updated in
+place when its receipt arrives.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from comal.agent.events import (
     SessionOpened,
     TextStreamed,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
     TurnFinished,
     TurnStarted,
@@ -105,6 +107,20 @@ class ToolItem(Static):
         self.call_id = call_id
         self.summary = summary
         self.status: str | None = None
+        self.output = ""
+        """The output so far while it runs (its last lines are shown under the summary)."""
+
+    def grow(self, text: str) -> None:
+        """More output of the running call: show its last lines."""
+        if self.status is not None:
+            return
+        self.output = (self.output + text)[-8192:]
+        lines = [ln.rstrip() for ln in self.output.replace("\r", "\n").splitlines()]
+        tail = [ln for ln in lines if ln.strip()][-PREVIEW_LINES:]
+        label = Text("→ " + self.summary)
+        if tail:
+            label.append("\n" + "\n".join("  " + ln for ln in tail), style="dim")
+        self.update(label)
 
     def finish(self, event: ToolFinished) -> None:
         """Show the call's receipt."""
@@ -237,6 +253,10 @@ class Transcript(VerticalScroll):
             tool = ToolItem(event.call_id, event.summary)
             self._tools[event.call_id] = tool
             self.mount(tool)
+        elif isinstance(event, ToolOutput):
+            running = self._tools.get(event.call_id)
+            if running is not None:
+                running.grow(event.text)
         elif isinstance(event, ChildStarted | ChildActivity | ChildFinished):
             self._apply_child(event)
         elif isinstance(event, ToolFinished):
