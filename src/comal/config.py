@@ -140,6 +140,8 @@ class SandboxConfig:
     """Whether sandboxed commands may use the network."""
     required: bool = False
     """Refuse to run Bash when the sandbox cannot be set up (instead of warning once)."""
+    env_passthrough: tuple[str, ...] = ()
+    """Secret-looking variables Bash, hooks and MCP servers keep (all others are removed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +205,12 @@ class Config:
     def ledger_path(self) -> Path:
         """The ledger database file."""
         return self.home / "ledger.db"
+
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        """Every variable a provider reads its key from (`api_key_env`)."""
+        names = (p.api_key_env for p in self.providers.values() if p.api_key_env)
+        return tuple(dict.fromkeys(names))
 
     def api_key(self, provider: ProviderConfig) -> str | None:
         """The provider's API key, read from its environment variable at call time."""
@@ -283,7 +291,7 @@ KNOWN_KEYS: Mapping[str, frozenset[str]] = {
             "transport",
         }
     ),
-    "sandbox": frozenset({"writable", "network", "required"}),
+    "sandbox": frozenset({"writable", "network", "required", "env_passthrough"}),
     "agents": frozenset({"enabled", "max_parallel", "max_turns", "max_tokens"}),
     "hooks": frozenset(HOOK_EVENTS),
     "hooks.*[]": frozenset({"matcher", "command", "timeout_s", "timeout"}),
@@ -524,7 +532,10 @@ def _sandbox(raw: object) -> SandboxConfig:
     for key, value in flags.items():
         if not isinstance(value, bool):
             raise ConfigError(f"sandbox.{key} must be true or false, got {value!r}")
-    return SandboxConfig(tuple(writable), flags["network"], flags["required"])
+    passthrough = raw.get("env_passthrough", [])
+    if not isinstance(passthrough, list) or not all(isinstance(n, str) for n in passthrough):
+        raise ConfigError("sandbox.env_passthrough must be a list of variable names")
+    return SandboxConfig(tuple(writable), flags["network"], flags["required"], tuple(passthrough))
 
 
 def _soft_limit(value: object) -> int | float | None:

@@ -123,6 +123,9 @@ class ToolRunner:
             headless context) refuses such re-issues.
         observed: tools whose interrupted calls a plugin's recovery adapter settles by a
             fresh observation (a cancelled one with a preparation is left to recovery).
+        hooks: the session's hooks (PreToolUse, PostToolUse), if any.
+        redact: applied to every output before it is recorded or shown to a hook (the
+            session's secrets).
     """
 
     def __init__(
@@ -134,8 +137,10 @@ class ToolRunner:
         confirm: ConfirmFn | None = None,
         observed: frozenset[str] = frozenset(),
         hooks: Hooks | None = None,
+        redact: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self.registry = registry
+        self._redact = redact
         self.hooks = hooks
         self.feedback: list[str] = []
         """What PostToolUse hooks asked to tell the model; the loop sends it after the results."""
@@ -195,6 +200,9 @@ class ToolRunner:
         self._record(started.KIND, started.to_payload(), body)
 
     def _result(self, call: ToolCallPart, outcome: ToolOutcome) -> CallReceipt:
+        if self._redact is not None:
+            # A key a command printed (`env`) never reaches the ledger.
+            outcome = replace(outcome, output=self._redact(outcome.output))
         cut = outcome.cut
         result = ToolResult.for_output(
             call.call_id,
@@ -313,12 +321,15 @@ class ToolRunner:
         preparation: Preparation | None,
     ) -> ToolOutcome:
         try:
-            return await tool.run(call.arguments, context, preparation)
+            outcome = await tool.run(call.arguments, context, preparation)
         except ToolError as exc:
             return ToolOutcome(output=exc.message.encode(), is_error=True, status="error")
         except asyncio.CancelledError:
             self._cancelled(call, tool, preparation)
             raise
+        if self._redact is None:
+            return outcome
+        return replace(outcome, output=self._redact(outcome.output))
 
     @staticmethod
     def _hook_fields(call: ToolCallPart) -> JSONObject:
