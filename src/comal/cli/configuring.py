@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from comal.cli.trusting import review_untrusted
 from comal.config import Config, load_config
 
 
@@ -21,8 +22,16 @@ def warn(config: Config) -> Config:
 
 
 def run_config(cwd: Path | None = None) -> Config:
-    """The configuration for a command that runs a session (a broken file stops it)."""
-    return warn(load_config(cwd=cwd))
+    """The configuration for a command that runs a session (a broken file stops it).
+
+    Project files that would run hooks or MCP servers and are not trusted yet are shown and
+    trusted on the spot when a person answers on a terminal; otherwise what they configure is
+    left out and said so (`comal trust` reviews them).
+    """
+    config = load_config(cwd=cwd, gated=True)
+    if config.untrusted and review_untrusted(config.workspace, config.config_dir):
+        config = load_config(cwd=cwd, gated=True)
+    return warn(config)
 
 
 def read_only_config() -> Config:
