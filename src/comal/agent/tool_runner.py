@@ -275,6 +275,10 @@ class ToolRunner:
             return self._result(
                 call, ToolOutcome(output=exc.message.encode(), is_error=True, status="error")
             )
+        moved = self._moved(tool, call, decision, preparation)
+        if moved is not None:
+            self._started(call, decision)
+            return self._result(call, ToolOutcome(moved.encode(), is_error=True, status="error"))
         self._started(call, decision, preparation)
         outcome = await self._execute(tool, call, context, preparation)
         receipt = self._result(call, outcome)
@@ -289,6 +293,30 @@ class ToolRunner:
                     f"PostToolUse hook on {call.name} ({call.call_id}): {verdict.reason}"
                 )
         return receipt
+
+    def _moved(
+        self,
+        tool: Tool,
+        call: ToolCallPart,
+        decision: PermissionDecision,
+        preparation: Preparation | None,
+    ) -> str | None:
+        """Why the prepared path is not the one the check allowed (a folder of it was swapped
+        for a symlink in between), or None.
+
+        The check resolved the path, then the preparation resolved it again: the path prepared
+        must be allowed as it is, unless the user confirmed the call.
+        """
+        path = call.arguments.get("path")
+        if preparation is None or not isinstance(path, str) or "confirmed" in decision.reason:
+            return None
+        again = self.permissions.decide(tool, {**call.arguments, "path": preparation.abs_path})
+        if again.allowed:
+            return None
+        return (
+            f"{path} resolves to {preparation.abs_path} now, which the permission check did not "
+            f"allow ({again.reason}); a folder of the path changed since; nothing written"
+        )
 
     async def repeat_read(self, call: ToolCallPart) -> CallReceipt | None:
         """Make again a read-only call whose `tool.started` is recorded but whose result is not.

@@ -120,9 +120,15 @@ class _FileChangeTool(PathArgument):
         """The bytes to write and a one-line summary of the change."""
         raise NotImplementedError
 
-    async def _change(self, arguments: JSONObject, ctx: ToolContext) -> _Change:
+    async def _change(
+        self, arguments: JSONObject, ctx: ToolContext, prepared: Preparation | None = None
+    ) -> _Change:
         path = string_arg(arguments, "path")
-        resolved = resolve_path(ctx.workspace, path)
+        # Run acts on the path prepared (and recorded), never on a fresh resolution: a folder
+        # swapped for a symlink since would resolve elsewhere.
+        resolved = (
+            Path(prepared.abs_path) if prepared is not None else resolve_path(ctx.workspace, path)
+        )
         before = await asyncio.to_thread(_read_current, ctx.workspace, resolved)
         after, summary = self._intended(arguments, before, display_path(ctx.workspace, resolved))
         return _Change(resolved, before, after, summary)
@@ -145,7 +151,7 @@ class _FileChangeTool(PathArgument):
     ) -> ToolOutcome:
         """Write the intended bytes if the file is still as prepared."""
         try:
-            change = await self._change(arguments, ctx)
+            change = await self._change(arguments, ctx, preparation)
             if preparation is not None:
                 _check_prepared(preparation, change)
             if change.before != change.after:
