@@ -77,7 +77,8 @@ def attack(
 
 
 def processes_with(marker: str) -> list[int]:
-    """Host processes whose command line holds `marker` (zombies left out)."""
+    """Host processes with `marker` as one of their arguments (`sleep MARKER`; not the shells
+    whose command text holds it), zombies left out."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -87,7 +88,7 @@ def processes_with(marker: str) -> list[int]:
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if marker.encode() in cmdline and state not in ("Z", "X"):
+        if marker.encode() in cmdline.split(b"\0") and state not in ("Z", "X"):
             found.append(int(proc.name))
     return found
 
