@@ -6,6 +6,8 @@ asks (headless: denied), and a project file nobody trusted runs nothing."""
 from __future__ import annotations
 
 import os
+import pty
+import select
 import subprocess
 from pathlib import Path
 
@@ -13,12 +15,13 @@ import pytest
 
 from comal.config import PermissionsConfig, SandboxConfig
 from comal.messages import JSONObject
+from comal.testing.fake_server import FakeServer
 from comal.tools.base import ToolContext
 from comal.tools.edits import WriteTool
 from comal.tools.permissions import PermissionPolicy
 from comal.tools.sandbox import session_sandbox
 from comal.tools.shell import BashTool
-from tests.e2e.headless_support import comal
+from tests.e2e.headless_support import COMAL, comal, comal_env, configure
 from tests.sandbox_support import NEEDS_BUBBLEWRAP
 from tests.security.support import attack, calls, hook_settings
 
@@ -163,3 +166,57 @@ def test_an_untrusted_project_hook_runs_only_once_trusted_and_again_not_once_cha
     changed = attack(workspace, home, calls(("Bash", {"command": "true"})))
     assert "new or changed" in changed.run.stderr
     assert not marker.exists()
+
+
+def test_on_a_terminal_the_untrusted_file_is_shown_and_trusted_on_yes(
+    tmp_path: Path, outside: Path
+) -> None:
+    workspace, home = tmp_path / "ws", tmp_path / "home"
+    marker = outside / "hook-ran"
+    (workspace / ".claude").mkdir(parents=True)
+    (workspace / ".claude" / "settings.json").write_text(hook_settings(f"touch {marker}"))
+    with FakeServer(calls(("Bash", {"command": "true"}))) as server:
+        configure(workspace, server, "openai-chat")
+        shown = answer_on_a_terminal(workspace, home, "y\n")
+    assert str(workspace / ".claude" / "settings.json") in shown
+    assert f"touch {marker}" in shown  # the hook's command is shown before the question
+    assert "trusted 1 file(s)" in shown
+    assert marker.exists()
+
+
+def answer_on_a_terminal(workspace: Path, home: Path, answer: str) -> str:
+    """Run `comal -p go` with a terminal on stdin and stderr, answer the trust question, and
+    return what the terminal showed."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [*COMAL, "-p", "go"],
+        cwd=workspace,
+        env=comal_env(home),
+        stdin=follower,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+    )
+    os.close(follower)
+    shown = b""
+    answered = False
+    try:
+        while True:
+            ready, _, _ = select.select([leader], [], [], 60)
+            if not ready:
+                break
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal closed: the run ended
+                break
+            if not chunk:
+                break
+            shown += chunk
+            if not answered and b"[y/N]" in shown:
+                os.write(leader, answer.encode())
+                answered = True
+        proc.wait(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(leader)
+    return shown.decode("utf-8", "replace")

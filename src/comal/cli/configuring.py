@@ -21,15 +21,15 @@ def warn(config: Config) -> Config:
     return config
 
 
-def run_config(cwd: Path | None = None) -> Config:
+def run_config(cwd: Path | None = None, *, review: bool = False) -> Config:
     """The configuration for a command that runs a session (a broken file stops it).
 
-    Project files that would run hooks or MCP servers and are not trusted yet are shown and
-    trusted on the spot when a person answers on a terminal; otherwise what they configure is
-    left out and said so (`comal trust` reviews them).
+    What project files that are not trusted yet configure to run (hooks, MCP servers) is left
+    out and said so (`comal trust` reviews them); with `review` (starting a session), they are
+    shown and trusted on the spot when a person answers on a terminal.
     """
     config = load_config(cwd=cwd, gated=True)
-    if config.untrusted and review_untrusted(config.workspace, config.config_dir):
+    if review and config.untrusted and review_untrusted(config.workspace, config.config_dir):
         config = load_config(cwd=cwd, gated=True)
     return warn(config)
 
