@@ -27,6 +27,7 @@ import fcntl
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -120,20 +121,47 @@ class Sandbox:
             yield
             return
         try:
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            _share(fd)
             yield
         finally:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                pass  # another call still runs here: the last one removes them
-            else:
-                _remove_places(self.workspace)
+                if _last(fd):
+                    _remove_places(self.workspace)
             finally:
                 os.close(fd)
 
 
+def _share(fd: int) -> None:
+    """Take the shared lock of a running call. An exclusive one is only held for the moment a
+    call's end removes the place holders (a command cannot hold it: its own call holds the
+    shared one), so a short wait is enough; past it the call runs all the same."""
+    for _ in range(_LOCK_TRIES):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            time.sleep(_LOCK_WAIT_S)
+        except OSError:
+            return
+        else:
+            return
+
+
+def _last(fd: int) -> bool:
+    """Whether no other call runs in the workspace (the exclusive lock is taken)."""
+    for _ in range(2):  # two calls ending at once: after letting go, one of them gets it
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        except OSError:
+            return False
+        else:
+            return True
+    return False
+
+
+_LOCK_TRIES = 200
+_LOCK_WAIT_S = 0.005
 _HELD: set[Path] = set()
 """Place holders this process made for missing protected folders (`.claude`, `.git/hooks`);
 an empty folder at a protected *file* name is always a place holder."""
