@@ -74,7 +74,7 @@ def _open_dir(fd: int, name: str, shown: Path, *, create: bool) -> int:
         if not create:
             raise
     except OSError as exc:
-        raise _refusal(exc, shown) from exc
+        raise _refusal(exc, fd, name, shown) from exc
     try:
         os.mkdir(name, 0o777, dir_fd=fd)
     except FileExistsError:
@@ -84,11 +84,17 @@ def _open_dir(fd: int, name: str, shown: Path, *, create: bool) -> int:
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
-        raise _refusal(exc, shown) from exc
+        raise _refusal(exc, fd, name, shown) from exc
 
 
-def _refusal(exc: OSError, shown: Path) -> ToolError:
+def _refusal(exc: OSError, fd: int, name: str, shown: Path) -> ToolError:
     if exc.errno in _SWAPPED:
+        try:
+            plain_file = stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+        except OSError:
+            plain_file = False
+        if exc.errno == errno.ENOTDIR and plain_file:
+            return ToolError(f"{shown} is a file, not a folder; nothing written")
         return ToolError(
             f"{shown} is no longer a plain folder (a symlink or a file took its place since "
             "the path was checked); nothing written"
