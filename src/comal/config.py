@@ -21,6 +21,7 @@ from typing import Any
 
 from comal.config_mcp import McpServerConfig as McpServerConfig
 from comal.config_mcp import mcp_json_servers, mcp_servers
+from comal.config_trust import untrusted_files, untrusted_warning
 from comal.errors import ConfigError
 from comal.messages import JSONObject, JSONValue
 from comal.usage import PROMPT_CACHE_TTL_S, Price
@@ -141,6 +142,8 @@ class SandboxConfig:
     """Whether sandboxed commands may use the network."""
     required: bool = False
     """Refuse to run Bash when the sandbox cannot be set up (instead of warning once)."""
+    env_passthrough: tuple[str, ...] = ()
+    """Secret-looking variables Bash, hooks and MCP servers keep (all others are removed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,11 +202,19 @@ class Config:
     warnings: tuple[str, ...] = ()
     """Problems that did not stop loading (unknown keys, a broken file ignored when lenient)."""
     plugins: PluginsConfig = PluginsConfig()
+    untrusted: tuple[Path, ...] = ()
+    """Project files whose hooks and MCP servers were left out: not trusted (`config_trust`)."""
 
     @property
     def ledger_path(self) -> Path:
         """The ledger database file."""
         return self.home / "ledger.db"
+
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        """Every variable a provider reads its key from (`api_key_env`)."""
+        names = (p.api_key_env for p in self.providers.values() if p.api_key_env)
+        return tuple(dict.fromkeys(names))
 
     def api_key(self, provider: ProviderConfig) -> str | None:
         """The provider's API key, read from its environment variable at call time."""
@@ -284,7 +295,7 @@ KNOWN_KEYS: Mapping[str, frozenset[str]] = {
             "transport",
         }
     ),
-    "sandbox": frozenset({"writable", "network", "required"}),
+    "sandbox": frozenset({"writable", "network", "required", "env_passthrough"}),
     "agents": frozenset({"enabled", "max_parallel", "max_turns", "max_tokens"}),
     "hooks": frozenset(HOOK_EVENTS),
     "hooks.*[]": frozenset({"matcher", "command", "timeout_s", "timeout"}),
@@ -404,14 +415,14 @@ def _toml_hooks(raw: Mapping[str, Any]) -> list[HookConfig]:
     return found
 
 
-def _claude_hooks(workspace: Path) -> list[HookConfig]:
+def _claude_hooks(workspace: Path, untrusted: tuple[Path, ...] = ()) -> list[HookConfig]:
     """Hooks from the workspace's Claude Code settings, in Claude Code's own shape."""
     found = []
     for path in (
         workspace / ".claude" / "settings.json",
         workspace / ".claude" / "settings.local.json",
     ):
-        if not path.is_file():
+        if not path.is_file() or path in untrusted:
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -534,7 +545,10 @@ def _sandbox(raw: object) -> SandboxConfig:
     for key, value in flags.items():
         if not isinstance(value, bool):
             raise ConfigError(f"sandbox.{key} must be true or false, got {value!r}")
-    return SandboxConfig(tuple(writable), flags["network"], flags["required"])
+    passthrough = raw.get("env_passthrough", [])
+    if not isinstance(passthrough, list) or not all(isinstance(n, str) for n in passthrough):
+        raise ConfigError("sandbox.env_passthrough must be a list of variable names")
+    return SandboxConfig(tuple(writable), flags["network"], flags["required"], tuple(passthrough))
 
 
 def _soft_limit(value: object) -> int | float | None:
@@ -569,7 +583,11 @@ def _cache_ttl(value: object) -> float:
 
 
 def load_config(
-    env: Mapping[str, str] | None = None, cwd: Path | None = None, *, lenient: bool = False
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    *,
+    lenient: bool = False,
+    gated: bool = False,
 ) -> Config:
     """Resolve the configuration from files and the environment.
 
@@ -578,6 +596,8 @@ def load_config(
         cwd: the workspace (defaults to the current directory).
         lenient: for read-only commands: a broken config file becomes a warning and the files
             are ignored (defaults and the environment still apply), instead of an error.
+        gated: for commands that run a session: the hooks and MCP servers of project files
+            the user has not trusted (`config_trust`) are left out, with a warning each.
 
     Raises:
         ConfigError: a file or variable is invalid (files only when not `lenient`).
@@ -591,15 +611,19 @@ def load_config(
         else _xdg(env, "XDG_DATA_HOME", ".local/share") / "comal"
     )
     files = (config_dir / "config.toml", workspace / ".comal" / "config.toml")
+    untrusted = untrusted_files(workspace, config_dir) if gated else ()
+    held = tuple(f.path for f in untrusted)
     try:
         raw: dict[str, Any] = {}
-        warnings: list[str] = []
+        warnings: list[str] = [untrusted_warning(f) for f in untrusted]
         for path in files:
             loaded = _read_toml(path)
             warnings.extend(_unknown_keys(loaded, path))
+            if path in held:
+                loaded = {k: v for k, v in loaded.items() if k not in ("hooks", "mcp_servers")}
             raw = _merge(raw, loaded)
         try:
-            return _resolve(env, workspace, config_dir, home, raw, tuple(warnings))
+            return _resolve(env, workspace, config_dir, home, raw, tuple(warnings), held)
         except (TypeError, ValueError, AttributeError) as exc:
             # A value of the wrong type (`max_turns = "many"`, a string where a table goes).
             raise ConfigError(f"invalid configuration value: {exc}") from exc
@@ -617,8 +641,11 @@ def _resolve(
     home: Path,
     raw: dict[str, Any],
     warnings: tuple[str, ...],
+    untrusted: tuple[Path, ...] = (),
 ) -> Config:
     providers = _env_providers(env)
+    held = workspace / ".mcp.json" in untrusted
+    project_servers = {} if held else mcp_json_servers(workspace, env)
     for name, praw in dict(raw.get("providers", {})).items():
         providers[name] = _provider(name, praw)
 
@@ -660,7 +687,7 @@ def _resolve(
         providers=providers,
         default_provider=raw.get("default_provider"),
         prices=_prices(raw.get("prices", {})),
-        hooks=(*_toml_hooks(raw.get("hooks", {})), *_claude_hooks(workspace)),
+        hooks=(*_toml_hooks(raw.get("hooks", {})), *_claude_hooks(workspace, untrusted)),
         context=context,
         permissions=permissions,
         sandbox=_sandbox(raw.get("sandbox", {})),
@@ -669,13 +696,10 @@ def _resolve(
         env=env,
         plugins=_plugins(raw.get("plugins", {})),
         mcp_servers=dict(
-            sorted(
-                (
-                    mcp_json_servers(workspace, env) | mcp_servers(raw.get("mcp_servers", {}), env)
-                ).items()
-            )
+            sorted((project_servers | mcp_servers(raw.get("mcp_servers", {}), env)).items())
         ),
         warnings=warnings,
+        untrusted=untrusted,
     )
 
 

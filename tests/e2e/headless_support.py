@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from comal.config_trust import project_files, trust
 from comal.ledger.store import Ledger
 from comal.testing.fake_server import FakeServer
 from tests.cli_support import run_cli
@@ -54,6 +55,12 @@ def configure(workspace: Path, server: FakeServer, wire: str, **extra: object) -
     lines += [f"{key} = {json.dumps(value)}" for key, value in extra.items()]
     (workspace / ".comal").mkdir(parents=True, exist_ok=True)
     (workspace / ".comal" / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+def trust_project(workspace: Path, env_home: Path) -> None:
+    """Trust the workspace's hooks and MCP servers as they are now, as `comal trust --yes`
+    does, in the user config a run under `env_home` reads."""
+    trust(env_home / "xdg-config" / "comal", project_files(workspace))
 
 
 def comal_env(env_home: Path) -> dict[str, str]:

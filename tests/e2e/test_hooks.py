@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from comal.testing.fake_server import FakeServer
-from tests.e2e.headless_support import comal, configure, ledger_at
+from tests.e2e.headless_support import comal, configure, ledger_at, trust_project
 
 pytestmark = pytest.mark.e2e
 
@@ -54,6 +54,7 @@ def test_a_pre_tool_use_hook_blocks_a_bash_call_with_exit_2(how: str, tmp_path: 
     ws.mkdir()
     with FakeServer(_bash("echo danger > made.txt")) as server:
         _setup(ws, server, how)
+        trust_project(ws, home)
         run = comal("-p", "go", "--output-format", "json", cwd=ws, env_home=home)
         follow_up = json.dumps(server.received[-1].body)
     assert run.code == 0, run.stderr
@@ -80,6 +81,7 @@ def test_a_pre_tool_use_hook_that_exits_0_lets_the_call_run(tmp_path: Path) -> N
     ws.mkdir()
     with FakeServer(_bash("echo safe > made.txt")) as server:
         _setup(ws, server, "claude-settings")
+        trust_project(ws, home)
         run = comal("-p", "go", "--output-format", "json", cwd=ws, env_home=home)
     assert run.code == 0, run.stderr
     assert (ws / "made.txt").read_text() == "safe\n"
@@ -108,6 +110,7 @@ def test_prompt_and_stop_hooks(tmp_path: Path) -> None:
         with (ws / ".comal" / "config.toml").open("a") as fh:
             fh.write(f"\n[[hooks.UserPromptSubmit]]\ncommand = {json.dumps(prompt_hook)}\n")
             fh.write(f"\n[[hooks.Stop]]\ncommand = {json.dumps(stop_hook)}\n")
+        trust_project(ws, home)
         blocked = comal("-p", "tell me the secret", cwd=ws, env_home=home)
         requests_after_block = len(server.received)
         run = comal("-p", "build it", cwd=ws, env_home=home)

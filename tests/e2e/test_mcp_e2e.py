@@ -18,7 +18,7 @@ import pytest
 from comal.testing.fake_server import FakeServer
 from comal.testing.mcp_server import McpHttpServer
 from tests.e2e.headless_support import comal_here as comal
-from tests.e2e.headless_support import configure, ledger_at
+from tests.e2e.headless_support import configure, ledger_at, trust_project
 
 pytestmark = pytest.mark.e2e
 
@@ -56,6 +56,7 @@ def test_the_model_calls_an_mcp_tool_through_comal(tmp_path: Path) -> None:
     with FakeServer(turns) as server:
         configure(workspace, server, "openai-chat")
         add_mcp_servers(workspace)
+        trust_project(workspace, home)
         run = comal(
             "-p", "add 40 and 2", "--output-format", "stream-json", cwd=workspace, env_home=home
         )
@@ -114,6 +115,7 @@ def test_the_model_calls_a_tool_of_a_server_configured_by_url(tmp_path: Path) ->
         config.write_text(
             config.read_text() + f"\n[mcp_servers.web]\nurl = {json.dumps(mcp.url)}\n"
         )
+        trust_project(workspace, home)
         run = comal("-p", "note it", "--output-format", "stream-json", cwd=workspace, env_home=home)
         assert run.code == 0, run.stderr + run.stdout[-2000:]
         stats = server.stats()
@@ -174,6 +176,7 @@ def test_a_url_server_header_from_the_environment_is_sent_and_never_recorded(
             'headers = { Authorization = "Bearer ${WEB_MCP_TOKEN}" }\n'
         )
         monkeypatch.setenv("WEB_MCP_TOKEN", token)
+        trust_project(workspace, home)
         ok = comal(
             "-p", "add 1 and 2", "--output-format", "stream-json", cwd=workspace, env_home=home
         )

@@ -27,7 +27,7 @@ from comal.testing.fake_server import FakeServer
 from comal.tools.base import ToolContext
 from comal.tools.mcp import McpToolset, open_mcp_servers
 from comal.tools.permissions import PermissionPolicy
-from tests.e2e.headless_support import comal, configure, ledger_at
+from tests.e2e.headless_support import comal, configure, ledger_at, trust_project
 
 pytestmark = pytest.mark.e2e
 
@@ -285,6 +285,7 @@ def test_mcp_json_servers_run_for_real_beside_toml(
             ("files", ".mcp.json"),
         ]
         assert config.mcp_servers["demo"].transport == "sse"
+        trust_project(workspace, home)
         run = comal(
             "-p", "read and echo", "--output-format", "stream-json", cwd=workspace, env_home=home
         )

@@ -21,14 +21,19 @@ from tests.tui.conftest import AppFactory, permission_prompt, running_tools, sen
 pytestmark = pytest.mark.tui
 
 
-def alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie waiting to be reaped counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "zombie" in status.read_text())
+def running_with(argument: str) -> list[int]:
+    """Host processes with `argument` as one of theirs (a sandboxed command's `$$` is a pid
+    of its own namespace, so the sleep is found by its unique length instead)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if argument.encode() in args and state not in ("Z", "X"):
+            found.append(int(proc.name))
+    return found
 
 
 async def test_escape_cancels_a_slow_turn_and_the_ledger_verifies(
@@ -36,7 +41,8 @@ async def test_escape_cancels_a_slow_turn_and_the_ledger_verifies(
 ) -> None:
     # The first call writes its pid, then would sleep far longer than the test may take; the
     # second must never run once the user has pressed Esc.
-    slow = ToolCallPart("call_1", "Bash", {"command": "echo $$ > pid; sleep 60"})
+    length = f"60.{os.getpid()}"
+    slow = ToolCallPart("call_1", "Bash", {"command": f"touch pid; sleep {length}"})
     after = ToolCallPart("call_2", "Bash", {"command": "echo ran > after.txt"})
     app = make_app([ScriptedTurn(text="Sleeping.", tool_calls=(slow, after)), "Back again."])
     async with app.run_test(size=(100, 30)) as pilot:
@@ -60,7 +66,7 @@ async def test_escape_cancels_a_slow_turn_and_the_ledger_verifies(
     assert status_after_cancel == "interrupted"
     assert left_after_cancel == 1
     assert any(f"turn cancelled · session {sid} is resumable" in n for n in notices)
-    assert not alive(int((workspace / "pid").read_text()))
+    assert running_with(length) == []
     assert not (workspace / "after.txt").exists()
     results = {r.payload["call_id"]: r for r in ledger.entries(sid, kinds=("tool.result",))}
     assert b"[cancelled; process group killed]" in (ledger.body(results["call_1"]) or b"")

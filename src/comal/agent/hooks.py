@@ -94,6 +94,7 @@ class Hooks:
         ledger_path: given as `transcript_path`.
         record: appends one entry to the session.
         env: the environment the commands get.
+        redact: applied to a hook's stdout and stderr before they are recorded or used.
     """
 
     def __init__(
@@ -105,12 +106,14 @@ class Hooks:
         ledger_path: Path,
         record: RecordFn,
         env: dict[str, str] | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self.hooks = hooks
         self.session_id = session_id
         self.cwd = cwd
         self.ledger_path = ledger_path
         self._record = record
+        self._redact = redact
         self._env = {**(env if env is not None else os.environ)}
         self._env["CLAUDE_PROJECT_DIR"] = self._env["COMAL_PROJECT_DIR"] = str(cwd)
 
@@ -133,6 +136,8 @@ class Hooks:
             if hook.event != event or not _matches(hook, tool):
                 continue
             code, stdout, stderr, timed_out = await self._execute(hook, payload)
+            if self._redact is not None:
+                stdout, stderr = self._redact(stdout), self._redact(stderr)
             reason = stderr.strip() if code == BLOCK_EXIT else None
             if code == 0:
                 reason = _json_block(stdout)

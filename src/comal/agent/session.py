@@ -48,6 +48,7 @@ from comal.tools.base import Tool, ToolContext, ToolRegistry
 from comal.tools.mcp import McpNotice, McpServerFailure, is_mcp_tool
 from comal.tools.permissions import AskHook, PermissionPolicy
 from comal.tools.sandbox import session_sandbox
+from comal.tools.secrets import command_env, find_secrets
 
 EmitFn = Callable[[AgentEvent], None]
 
@@ -280,10 +281,12 @@ def open_session(
         )
         ledger.append_record(session_id, resumed_on)
     permissions = PermissionPolicy(config.permissions, workspace, ask=options.ask)
+    # Commands and hooks never see a key; outputs are scanned for the keys' values.
+    secrets = find_secrets(config.env, config.key_names, config.sandbox.env_passthrough)
     context = ToolContext(
         workspace=workspace,
         permissions=permissions,
-        env=dict(config.env),
+        env=command_env(config.env, secrets),
         interactive=options.interactive,
         cancel=options.cancel,
         sandbox=session_sandbox(config.permissions.mode, workspace, config.sandbox),
@@ -318,10 +321,18 @@ def open_session(
             cwd=workspace,
             ledger_path=ledger.path,
             record=record_entry,
-            env=dict(config.env),
+            env=command_env(config.env, secrets),
+            redact=secrets.redact_text,
         )
     runner = ToolRunner(
-        registry, permissions, context, record, confirm=options.ask, observed=observed, hooks=hooks
+        registry,
+        permissions,
+        context,
+        record,
+        confirm=options.ask,
+        observed=observed,
+        hooks=hooks,
+        redact=secrets.redact,
     )
     instructions = load_instructions(workspace, config.config_dir)
     system = SYSTEM_PROMPT

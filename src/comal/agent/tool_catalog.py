@@ -27,6 +27,7 @@ from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolSpec, canonical_json
 from comal.tools.base import Tool
 from comal.tools.mcp import McpOrigin, McpServerFailure, McpToolset, open_mcp_servers
+from comal.tools.secrets import command_env, find_secrets
 
 TOOLS_KIND = "session.tools"
 MCP_WARNING = "MCP_SERVER_UNAVAILABLE"
@@ -41,9 +42,10 @@ async def configured_mcp_tools(config: Config) -> AsyncIterator[McpToolset]:
     Stdio servers run in the workspace; their stderr goes to `<home>/logs/mcp-<server>.log`
     (never to the terminal, where it would garble the TUI or the headless output).
     """
+    passthrough = config.sandbox.env_passthrough
     async with open_mcp_servers(
         config.mcp_servers.values(),
-        env=config.env,
+        env=command_env(config.env, find_secrets(config.env, config.key_names, passthrough)),
         cwd=config.workspace,
         log_dir=config.home / "logs",
     ) as toolset:

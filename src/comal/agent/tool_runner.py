@@ -123,6 +123,9 @@ class ToolRunner:
             headless context) refuses such re-issues.
         observed: tools whose interrupted calls a plugin's recovery adapter settles by a
             fresh observation (a cancelled one with a preparation is left to recovery).
+        hooks: the session's hooks (PreToolUse, PostToolUse), if any.
+        redact: applied to every output before it is recorded or shown to a hook (the
+            session's secrets).
     """
 
     def __init__(
@@ -134,8 +137,10 @@ class ToolRunner:
         confirm: ConfirmFn | None = None,
         observed: frozenset[str] = frozenset(),
         hooks: Hooks | None = None,
+        redact: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self.registry = registry
+        self._redact = redact
         self.hooks = hooks
         self.feedback: list[str] = []
         """What PostToolUse hooks asked to tell the model; the loop sends it after the results."""
@@ -195,6 +200,9 @@ class ToolRunner:
         self._record(started.KIND, started.to_payload(), body)
 
     def _result(self, call: ToolCallPart, outcome: ToolOutcome) -> CallReceipt:
+        if self._redact is not None:
+            # A key a command printed (`env`) never reaches the ledger.
+            outcome = replace(outcome, output=self._redact(outcome.output))
         cut = outcome.cut
         result = ToolResult.for_output(
             call.call_id,
@@ -267,6 +275,10 @@ class ToolRunner:
             return self._result(
                 call, ToolOutcome(output=exc.message.encode(), is_error=True, status="error")
             )
+        moved = self._moved(tool, call, decision, preparation)
+        if moved is not None:
+            self._started(call, decision)
+            return self._result(call, ToolOutcome(moved.encode(), is_error=True, status="error"))
         self._started(call, decision, preparation)
         outcome = await self._execute(tool, call, context, preparation)
         receipt = self._result(call, outcome)
@@ -281,6 +293,30 @@ class ToolRunner:
                     f"PostToolUse hook on {call.name} ({call.call_id}): {verdict.reason}"
                 )
         return receipt
+
+    def _moved(
+        self,
+        tool: Tool,
+        call: ToolCallPart,
+        decision: PermissionDecision,
+        preparation: Preparation | None,
+    ) -> str | None:
+        """Why the prepared path is not the one the check allowed (a folder of it was swapped
+        for a symlink in between), or None.
+
+        The check resolved the path, then the preparation resolved it again: the path prepared
+        must be allowed as it is, unless the user confirmed the call.
+        """
+        path = call.arguments.get("path")
+        if preparation is None or not isinstance(path, str) or "confirmed" in decision.reason:
+            return None
+        again = self.permissions.decide(tool, {**call.arguments, "path": preparation.abs_path})
+        if again.allowed:
+            return None
+        return (
+            f"{path} resolves to {preparation.abs_path} now, which the permission check did not "
+            f"allow ({again.reason}); a folder of the path changed since; nothing written"
+        )
 
     async def repeat_read(self, call: ToolCallPart) -> CallReceipt | None:
         """Make again a read-only call whose `tool.started` is recorded but whose result is not.
@@ -313,12 +349,15 @@ class ToolRunner:
         preparation: Preparation | None,
     ) -> ToolOutcome:
         try:
-            return await tool.run(call.arguments, context, preparation)
+            outcome = await tool.run(call.arguments, context, preparation)
         except ToolError as exc:
             return ToolOutcome(output=exc.message.encode(), is_error=True, status="error")
         except asyncio.CancelledError:
             self._cancelled(call, tool, preparation)
             raise
+        if self._redact is None:
+            return outcome
+        return replace(outcome, output=self._redact(outcome.output))
 
     @staticmethod
     def _hook_fields(call: ToolCallPart) -> JSONObject:

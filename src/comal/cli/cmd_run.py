@@ -53,7 +53,7 @@ def _load(args: argparse.Namespace, workspace: Path | None = None) -> Config:
     cwd = workspace or (args.cwd.resolve() if args.cwd else None)
     if args.cwd is not None and not args.cwd.is_dir():
         raise ConfigError(f"--cwd {args.cwd} is not a directory")
-    config = run_config(cwd=cwd)
+    config = run_config(cwd=cwd, review=True)
     if args.context_window is not None:
         if args.context_window <= 0:
             raise ConfigError("--context-window must be positive")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from comal.cli.trusting import review_untrusted
 from comal.config import Config, load_config
 
 
@@ -20,9 +21,17 @@ def warn(config: Config) -> Config:
     return config
 
 
-def run_config(cwd: Path | None = None) -> Config:
-    """The configuration for a command that runs a session (a broken file stops it)."""
-    return warn(load_config(cwd=cwd))
+def run_config(cwd: Path | None = None, *, review: bool = False) -> Config:
+    """The configuration for a command that runs a session (a broken file stops it).
+
+    What project files that are not trusted yet configure to run (hooks, MCP servers) is left
+    out and said so (`comal trust` reviews them); with `review` (starting a session), they are
+    shown and trusted on the spot when a person answers on a terminal.
+    """
+    config = load_config(cwd=cwd, gated=True)
+    if review and config.untrusted and review_untrusted(config.workspace, config.config_dir):
+        config = load_config(cwd=cwd, gated=True)
+    return warn(config)
 
 
 def read_only_config() -> Config:

@@ -280,11 +280,15 @@ def resolve_path(workspace: Path, path: str) -> Path:
     """Resolve a tool path against the workspace: absolute, symlinks and `..` resolved.
 
     Raises:
-        ToolError: the path is empty or contains a NUL byte.
+        ToolError: the path is empty or contains a NUL byte, or it cannot be resolved (a
+            folder of it changing while it is read, a symlink loop).
     """
     if not path or "\x00" in path:
         raise ToolError(f"invalid path {path!r}")
-    return (workspace / path).resolve()
+    try:
+        return (workspace / path).resolve()
+    except (OSError, RuntimeError) as exc:
+        raise ToolError(f"cannot resolve {path}: {exc}") from exc
 
 
 def display_path(workspace: Path, resolved: Path) -> str:

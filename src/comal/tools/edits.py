@@ -9,6 +9,9 @@ Invariants:
   temporary file in the same directory, fsync, `os.replace`, then fsync of the directory, so a
   crash leaves either the old or the new content, never a torn file. An existing file keeps
   its permission bits; a new file gets the default mode (umask applied).
+- Reads and writes never follow the path string again after the check: every folder is
+  opened from the workspace's handle with `O_NOFOLLOW` (`tools/dirfd.py`), so a folder swapped
+  for a symlink meanwhile is refused, never followed outside the workspace.
 - Several edits in one Edit call apply in order to the in-memory text and land together or not
   at all. Text is decoded with `surrogateescape`, so bytes that are not UTF-8 survive an edit
   unchanged.
@@ -39,6 +42,7 @@ from comal.tools.base import (
     string_arg,
     text_outcome,
 )
+from comal.tools.dirfd import parent_handle, read_in, replace_in
 from comal.tools.files import ReadTool
 
 WRITE_SPEC = ToolSpec(
@@ -116,10 +120,16 @@ class _FileChangeTool(PathArgument):
         """The bytes to write and a one-line summary of the change."""
         raise NotImplementedError
 
-    async def _change(self, arguments: JSONObject, ctx: ToolContext) -> _Change:
+    async def _change(
+        self, arguments: JSONObject, ctx: ToolContext, prepared: Preparation | None = None
+    ) -> _Change:
         path = string_arg(arguments, "path")
-        resolved = resolve_path(ctx.workspace, path)
-        before = await asyncio.to_thread(_read_current, resolved, path)
+        # Run acts on the path prepared (and recorded), never on a fresh resolution: a folder
+        # swapped for a symlink since would resolve elsewhere.
+        resolved = (
+            Path(prepared.abs_path) if prepared is not None else resolve_path(ctx.workspace, path)
+        )
+        before = await asyncio.to_thread(_read_current, ctx.workspace, resolved)
         after, summary = self._intended(arguments, before, display_path(ctx.workspace, resolved))
         return _Change(resolved, before, after, summary)
 
@@ -141,11 +151,11 @@ class _FileChangeTool(PathArgument):
     ) -> ToolOutcome:
         """Write the intended bytes if the file is still as prepared."""
         try:
-            change = await self._change(arguments, ctx)
+            change = await self._change(arguments, ctx, preparation)
             if preparation is not None:
                 _check_prepared(preparation, change)
             if change.before != change.after:
-                await asyncio.to_thread(write_atomic, change.resolved, change.after)
+                await asyncio.to_thread(_write, ctx.workspace, change.resolved, change.after)
         except ToolError as exc:
             return error_outcome(exc.message)
         return text_outcome(change.summary)
@@ -250,15 +260,15 @@ def _check_prepared(preparation: Preparation, change: _Change) -> None:
         )
 
 
-def _read_current(resolved: Path, given: str) -> bytes | None:
-    if resolved.is_dir():
-        raise ToolError(f"{given} is a directory")
-    try:
-        return resolved.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ToolError(f"{given}: cannot read: {exc.strerror or exc}") from exc
+def _read_current(workspace: Path, resolved: Path) -> bytes | None:
+    with parent_handle(workspace, resolved, create=False) as parent:
+        return read_in(parent, resolved)
+
+
+def _write(workspace: Path, resolved: Path, data: bytes) -> None:
+    with parent_handle(workspace, resolved, create=True) as parent:
+        assert parent is not None  # create=True makes every folder
+        replace_in(parent, resolved, data)
 
 
 def write_atomic(path: Path, data: bytes) -> None:

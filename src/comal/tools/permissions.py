@@ -12,7 +12,9 @@ Order of judgement, first match wins (deny > ask > allow):
    `full-access` allows everything; `workspace-write` (the default) allows the rest.
 5. **Paths**: outside `full-access`, a path that resolves (symlinks and `..` included) outside
    the workspace and outside `extra_roots` — reads included — needs confirmation (`ask`), and
-   so does a write into the workspace's `.comal/` (the settings the next session loads).
+   so does a write to a protected path (`tools/protected.py`: `.comal/`, `.claude/`,
+   `.mcp.json`, the instruction files, `.git/hooks`, `.git/config`: what the next session or
+   the next `git` command loads and runs).
 
 `authorize` turns `ask` into a verdict: the interactive hook confirms or declines; headless
 mode denies and says so. Rules match the tool name and the tool's `target()` with `fnmatch`;
@@ -35,6 +37,7 @@ from comal.messages import JSONObject
 from comal.tools.base import PermissionDecision, Tool, display_path, resolve_path
 from comal.tools.command_rules import CommandPattern, Match, match, suggest_pattern
 from comal.tools.commands import SimpleCommand, parse_command
+from comal.tools.protected import protected_reason
 
 AskHook = Callable[[str, JSONObject, str], Awaitable[bool]]
 """`(tool_name, arguments, reason) -> confirmed`; the TUI shows a confirmation prompt."""
@@ -132,7 +135,6 @@ class PermissionPolicy:
             return self._verdict("deny", f"read-only mode does not allow {name}")
         if self.mode == "full-access":
             return self._verdict("allow", "full-access mode allows every call")
-        settings = self.workspace / ".comal"
         for path in tool.paths(arguments):
             try:
                 resolved = self.check_path(path)
@@ -140,9 +142,9 @@ class PermissionPolicy:
                 return self._verdict("ask", exc.message)
             except ToolError as exc:
                 return self._verdict("deny", exc.message)
-            if not tool.read_only and (resolved == settings or resolved.is_relative_to(settings)):
-                # The next session loads its permissions and sandbox from here.
-                return self._verdict("ask", f"{path} is in Comal's workspace settings ({settings})")
+            protected = None if tool.read_only else protected_reason(self.workspace, resolved)
+            if protected is not None:
+                return self._verdict("ask", f"{path} is protected: {protected}")
         if tool.read_only:
             return self._verdict("allow", f"{self.mode} mode allows reads inside the workspace")
         return self._verdict("allow", f"{self.mode} mode allows {name} inside the workspace")

@@ -6,6 +6,10 @@ Invariants:
   stdout and stderr merged into one pipe, in its **own process group**
   (`start_new_session=True`), so a timeout, a cancel (`ctx.cancel`) or the cancellation of the
   calling task kills the whole group: no orphaned children keep running.
+- Nothing a call started outlives it. Sandboxed, the call has a PID namespace of its own,
+  which ends with the shell. Unconfined (`full-access`), the group is killed when the call
+  ends, and so is every process still in the call's session or carrying the call's
+  `COMAL_BASH_CALL` mark in its environment (what `setsid … &` leaves behind).
 - The output is kept byte for byte (binary and invalid UTF-8 included) up to
   `output_limit_bytes`; the rest is read and discarded so the command never blocks on a full
   pipe, and a note at the end says how much was dropped. Notes about timeouts and cancels are
@@ -21,10 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 import tempfile
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 from comal.errors import ToolError
 from comal.messages import JSONObject, ToolSpec
@@ -53,9 +59,8 @@ BASH_SPEC = ToolSpec(
         "Run a bash command in the workspace directory (`bash -c`, non-interactive, no "
         "stdin). Returns stdout and stderr combined, in order, and the exit code. The whole "
         f"process group is killed after `timeout_s` (default {DEFAULT_TIMEOUT_S:g}, max "
-        f"{MAX_TIMEOUT_S:g}). Background processes must redirect their output "
-        "(`cmd > log 2>&1 &`) to outlive the command. Prefer Read, Glob and Grep for "
-        "looking at files."
+        f"{MAX_TIMEOUT_S:g}). Every process the command starts, in the background too, is "
+        "ended when it returns. Prefer Read, Glob and Grep for looking at files."
     ),
     parameters={
         "type": "object",
@@ -119,6 +124,57 @@ def _kill_group(pgid: int) -> None:
     # member is already gone; PermissionError cannot happen for our own children.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+CALL_MARK = "COMAL_BASH_CALL"
+"""The variable an unconfined call's processes carry, so its leftovers can be found."""
+
+
+def _stat_session(pid: str) -> int | None:
+    """The session id of process `pid` (None when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    # Fields after the command name (which may hold spaces) start after the last ')'.
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[3]) if len(fields) > 3 else None
+
+
+def _leftovers(session: int, mark: bytes) -> list[int]:
+    """Processes of the call's session, or carrying its mark, still alive."""
+    found = []
+    me = os.getpid()
+    for path in Path("/proc").iterdir():
+        entry = path.name
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        if _stat_session(entry) == session:
+            found.append(int(entry))
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:
+            continue
+        if mark in environ.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def end_leftovers(session: int, mark: str) -> int:
+    """Kill what an unconfined call left running; returns how many processes were killed."""
+    _kill_group(session)
+    killed = 0
+    wanted = f"{CALL_MARK}={mark}".encode()
+    for _ in range(5):  # a leftover may fork while it is being killed: look again
+        found = _leftovers(session, wanted)
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+    return killed
 
 
 async def _reaped(proc: asyncio.subprocess.Process) -> None:
@@ -203,12 +259,27 @@ class BashTool(NoPreparation):
         argv = ["bash", "-c", command]
         sandbox = ctx.sandbox
         if sandbox is not None and sandbox.unavailable is None:
-            argv = sandbox.wrap(argv)
-        elif sandbox is not None and sandbox.config.required:
+            with sandbox.confined():
+                return await self._spawn(sandbox.wrap(argv), env, ctx, timeout_s, mark=None)
+        if sandbox is not None and sandbox.config.required:
             return error_outcome(
                 f"not run: [sandbox] required = true, and the sandbox is unavailable: "
                 f"{sandbox.unavailable}"
             )
+        mark = secrets.token_hex(8)
+        env[CALL_MARK] = mark
+        return await self._spawn(argv, env, ctx, timeout_s, mark=mark)
+
+    async def _spawn(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        ctx: ToolContext,
+        timeout_s: float,
+        *,
+        mark: str | None,
+    ) -> ToolOutcome:
+        """Run `argv` and collect its outcome; `mark`: the unconfined call's leftover mark."""
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -235,6 +306,8 @@ class BashTool(NoPreparation):
                 # running.
                 if proc.returncode is None:
                     _kill_group(proc.pid)
+                if mark is not None:
+                    await asyncio.to_thread(end_leftovers, proc.pid, mark)
                 await _release(proc)
             return self._outcome(capture, proc.returncode, ending, timeout_s)
         finally:

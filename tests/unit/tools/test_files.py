@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import stat
 from pathlib import Path
 
@@ -149,6 +150,18 @@ async def test_write_into_a_directory_is_an_error(workspace: Path, ctx: ToolCont
     (workspace / "d").mkdir()
     with pytest.raises(ToolError, match="is a directory"):
         await WriteTool().prepare({"path": "d", "content": "x"}, ctx)
+
+
+async def test_write_under_a_file_is_refused_and_a_fifo_is_never_waited_on(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    (workspace / "a.txt").write_text("x")
+    arguments: JSONObject = {"path": "a.txt/b.txt", "content": "y"}
+    outcome = await WriteTool().run(arguments, ctx, None)
+    assert outcome.output.decode() == f"{workspace}/a.txt is a file, not a folder; nothing written"
+    os.mkfifo(workspace / "pipe")
+    with pytest.raises(ToolError, match="pipe is not a regular file"):
+        await WriteTool().prepare({"path": "pipe", "content": "x"}, ctx)
 
 
 # --- Edit -------------------------------------------------------------------------------------

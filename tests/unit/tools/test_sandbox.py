@@ -152,3 +152,23 @@ async def test_the_workspace_settings_stay_read_only_inside(workspace: Path) -> 
     assert code != 0
     assert "Read-only file system" in out
     assert not (workspace / ".comal" / "config.toml").exists()
+
+
+async def test_a_place_holder_stays_while_another_call_still_runs(workspace: Path) -> None:
+    """Two calls at once: the first to end leaves the places held for the other."""
+    ctx = context(workspace, "workspace-write")
+    waiting = "until [ -e b-done ]; do sleep 0.05; done; printf x > AGENTS.md; echo $?"
+    first = asyncio.create_task(bash(ctx, waiting))
+    while not (workspace / "AGENTS.md").is_dir():  # noqa: ASYNC110 - a folder has no event
+        await asyncio.sleep(0.05)
+    code, _ = await bash(ctx, "true")
+    assert code == 0
+    assert (workspace / "AGENTS.md").is_dir()  # still held: the first call runs on
+    (workspace / "b-done").touch()
+    code, out = await first
+    assert (code, out.splitlines()[-1]) == (0, "1")
+    assert names(workspace) == ["b-done"]
+
+
+def names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())

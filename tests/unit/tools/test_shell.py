@@ -101,16 +101,29 @@ async def test_background_holder_of_the_pipe_is_ended(ctx: ToolContext) -> None:
     assert wait_gone(int(lines[0]))
 
 
-async def test_redirected_background_process_is_left_alone(
-    ctx: ToolContext, workspace: Path
-) -> None:
+async def test_a_redirected_background_process_ends_with_the_call(ctx: ToolContext) -> None:
     outcome = await BashTool().run({"command": "sleep 5 > /dev/null 2>&1 & echo $!"}, ctx, None)
     pid = int(outcome.output.decode().strip())
     assert outcome.output == f"{pid}\n".encode()
     try:
-        assert alive(pid)
+        assert not alive(pid)
     finally:
-        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def test_a_process_in_a_new_session_ends_with_the_unconfined_call(
+    ctx: ToolContext,
+) -> None:
+    """`setsid` leaves the call's group and session; the call's mark still finds it."""
+    command = "setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $!"
+    outcome = await BashTool().run({"command": command}, ctx, None)
+    pid = int(outcome.output.decode().strip())
+    try:
+        assert not alive(pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 async def test_output_cap_keeps_a_prefix_and_says_so(ctx: ToolContext) -> None:
