@@ -109,6 +109,10 @@ class AgentsConfig:
     True always, False never, None (unset) when the window is large enough (`offers_delegation`)."""
 
 
+PERMISSION_PRESETS = frozenset({"destructive-delete", "push"})
+"""The shipped Bash rule sets (their patterns: `tools/rule_presets.py`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class PermissionRule:
     """Allow, ask about or deny a tool (optionally only when its main argument matches)."""
@@ -117,6 +121,9 @@ class PermissionRule:
     """`allow`, `ask` or `deny` (precedence deny > ask > allow)."""
     tool: str
     pattern: str = "*"
+    preset: str = ""
+    """A shipped rule set (`{ preset = "destructive-delete" }`), expanded by the permission
+    policy into Bash rules of this action; such an entry's own pattern is empty."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +276,7 @@ KNOWN_KEYS: Mapping[str, frozenset[str]] = {
         }
     ),
     "permissions": frozenset({"mode", "allow", "ask", "deny", "extra_roots"}),
-    "permissions.*[]": frozenset({"tool", "pattern"}),
+    "permissions.*[]": frozenset({"tool", "pattern", "preset"}),
     "mcp_servers.*": frozenset(
         {
             "command",
@@ -634,8 +641,14 @@ def _resolve(
         raise ConfigError(
             f"permissions.mode must be read-only, workspace-write or full-access, got {mode!r}"
         )
+    for r in (r for action in ("allow", "ask", "deny") for r in praw.get(action, [])):
+        if "preset" in r and r["preset"] not in PERMISSION_PRESETS:
+            known = ", ".join(sorted(PERMISSION_PRESETS))
+            raise ConfigError(f"unknown permission preset {r['preset']!r} (known: {known})")
     rules = tuple(
-        PermissionRule(action, str(r.get("tool", "*")), str(r.get("pattern", "*")))
+        PermissionRule(action, "Bash", "", preset=str(r["preset"]))
+        if "preset" in r
+        else PermissionRule(action, str(r.get("tool", "*")), str(r.get("pattern", "*")))
         for action in ("allow", "ask", "deny")
         for r in praw.get(action, [])
     )
