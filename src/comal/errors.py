@@ -212,9 +212,16 @@ class DiskFullError(LedgerError):
 
 
 class LedgerDamagedError(LedgerError):
-    """The ledger file is damaged: SQLite cannot read part of it."""
+    """The ledger file is damaged: SQLite cannot read part of it, or an entry does not decode."""
 
     code = "LEDGER_DAMAGED"
+
+
+SALVAGE_HINT = (
+    "run `comal verify` to list the damaged entries, `comal verify --salvage OUT` to copy"
+    " every intact one into a new ledger"
+)
+"""What to do about a damaged ledger, said after every report of one."""
 
 
 class FileAccessError(ComalError):

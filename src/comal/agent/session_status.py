@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from comal.errors import ComalError
+from comal.errors import ComalError, LedgerDamagedError
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.records import AssistantMessage, ChildReceipt, WarningRecord
 from comal.ledger.store import Ledger
@@ -153,9 +153,18 @@ def _index(ledger: Ledger, session_id: str, status: str) -> str:
     return status
 
 
+DAMAGED = "damaged"
+"""What a listing shows for a session with an entry that does not decode (`comal verify`)."""
+
+
 def with_status(ledger: Ledger, info: SessionInfo) -> SessionInfo:
-    """The session row as readers show it: with its derived status (`session_status`)."""
-    return dataclasses.replace(info, status=session_status(ledger, info.id))
+    """The session row as readers show it: with its derived status (`session_status`), or
+    `damaged` when one of its entries does not decode (the listing goes on)."""
+    try:
+        status = session_status(ledger, info.id)
+    except LedgerDamagedError:
+        status = DAMAGED
+    return dataclasses.replace(info, status=status)
 
 
 def reindex(ledger: Ledger, session_id: str) -> None:

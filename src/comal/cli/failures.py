@@ -15,6 +15,7 @@ import errno
 import sqlite3
 
 from comal.errors import (
+    SALVAGE_HINT,
     ComalError,
     DiskFullError,
     FileAccessError,
@@ -31,10 +32,7 @@ _DAMAGE_MARKERS = (
     "disk i/o error",
     "file is not a database",
 )
-_SALVAGE_HINT = (
-    "run `comal verify` to list the damaged entries, `comal verify --salvage OUT` to copy"
-    " every intact one into a new ledger"
-)
+_SALVAGE_HINT = SALVAGE_HINT
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -20,7 +20,7 @@ import hashlib
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -439,6 +439,49 @@ def _scan(conn: sqlite3.Connection, session_id: str | None) -> Scan:
                 (row.id, f"entry {row.id} (seq {row.seq}): body blob {blob} is {state}")
             )
     return result
+
+
+_SEQS_PER_QUERY = 500
+
+
+def _as_text(value: object) -> str:
+    if not isinstance(value, bytes):
+        raise ValueError("not text")
+    return value.decode("utf-8")
+
+
+def entry_doubts(conn: sqlite3.Connection, seqs: Sequence[int]) -> list[tuple[str, str]]:
+    """(entry id, problem) for the entries at `seqs` that are not what was recorded.
+
+    Each row's stored kind and payload text are hashed again and compared with its
+    `content_hash` (exactly, as `verify` does, without its blob checks); entries of a session
+    that is not recorded are listed too (a flipped byte in a `session_id` moves an entry out
+    of its session, where no per-session read would see it). What resume checks before it acts.
+    """
+    found: list[tuple[str, str]] = []
+    with _as_bytes(conn):
+        for start in range(0, len(seqs), _SEQS_PER_QUERY):
+            chunk = list(seqs[start : start + _SEQS_PER_QUERY])
+            marks = ", ".join("?" * len(chunk))
+            rows = conn.execute(
+                f"SELECT seq, id, kind, payload, content_hash FROM entries WHERE seq IN ({marks})",
+                chunk,
+            )
+            for seq, entry_id, kind, payload, stored in rows:
+                name = bytes(entry_id).decode("utf-8", "replace")
+                try:
+                    ok = content_hash(_as_text(kind), _as_text(payload)) == _as_text(stored)
+                except (ValueError, UnicodeError):
+                    ok = False
+                if not ok:
+                    found.append((name, f"entry {name} (seq {seq}) does not verify"))
+        for seq, entry_id in conn.execute(
+            "SELECT seq, id FROM entries WHERE session_id NOT IN (SELECT id FROM sessions)"
+            " ORDER BY seq LIMIT 20"
+        ):
+            name = bytes(entry_id).decode("utf-8", "replace")
+            found.append((name, f"entry {name} (seq {seq}) names a session that is not recorded"))
+    return found
 
 
 def verify_ledger(conn: sqlite3.Connection, session_id: str | None) -> VerifyReport:
