@@ -14,6 +14,12 @@ record is recognised by its shape:
 - a session: `(uuid, parent, cwd, model, title, source, status, created_at, …)`; its newest
   copy by last activity wins (a freed page can hold an older one).
 
+An entry's id and session id are not covered by its hash, so a row found on a page must also
+be named by the file's own indexes, read from their pages the same way (`(id, seq)` in the
+id index and `(session_id, seq)` in the session index), with both ids well formed; a session
+row, by its id index. A row the indexes do not confirm is left out: a flipped byte in an id
+must not come back as a forged entry.
+
 Nothing here decides what is intact beyond those hashes: the caller merges these rows with
 what SQL reads (`salvage.py`). The file is only read.
 """
@@ -21,6 +27,7 @@ what SQL reads (`salvage.py`). The file is only read.
 from __future__ import annotations
 
 import mmap
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +36,10 @@ from comal.ledger.verify import EntryRow
 from comal.messages import digest_bytes
 
 _LEAF_TABLE = 0x0D
+_LEAF_INDEX = 0x0A
+_INTERIOR_INDEX = 0x02
+_EVT_ID = re.compile(r"evt_[0-9a-f]{32}")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _PAGE_SIZES = (4096, 1024, 2048, 8192, 16384, 32768, 65536, 512)
 _STATUSES = frozenset({"active", "finished", "failed", "interrupted"})
 
@@ -60,6 +71,24 @@ class PageScan:
     """Blobs whose data hashes to their key, by digest."""
     sessions: dict[str, PageSession] = field(default_factory=dict)
     pages: int = 0
+    indexed: set[tuple[str, int]] = field(default_factory=set)
+    """(text key, rowid) of the index records on the pages: the id indexes' `(id, rowid)` and
+    the session index's `(session_id, seq, rowid)`."""
+    candidates: list[EntryRow] = field(default_factory=list)
+    """Entries that hash right, before the indexes confirm their ids."""
+    session_rows: list[tuple[int, PageSession]] = field(default_factory=list)
+
+    def confirm(self) -> None:
+        """Keep only the rows the indexes name (see the module docstring)."""
+        for row in self.candidates:
+            if (row.id, row.seq) in self.indexed and (row.session_id, row.seq) in self.indexed:
+                self.entries.setdefault(row.id, row)
+        for rowid, session in self.session_rows:
+            if (session.id, rowid) not in self.indexed:
+                continue
+            known = self.sessions.get(session.id)
+            if known is None or known.last_activity_at <= session.last_activity_at:
+                self.sessions[session.id] = session
 
 
 def _varint(data: bytes | mmap.mmap, at: int) -> tuple[int, int]:
@@ -93,10 +122,10 @@ class _File:
         start = (number - 1) * self.size
         return self.data[start : start + self.size]
 
-    def payload(self, page: bytes, at: int, length: int) -> bytes | None:
+    def payload(self, page: bytes, at: int, length: int, *, index: bool = False) -> bytes | None:
         """A cell's payload of `length` bytes starting at `at`, overflow pages followed."""
         u = self.usable
-        most = u - 35
+        most = ((u - 12) * 64 // 255) - 23 if index else u - 35
         if length <= most:
             return page[at : at + length] if at + length <= len(page) else None
         least = ((u - 12) * 32 // 255) - 23
@@ -168,13 +197,15 @@ def _take(found: PageScan, rowid: int, values: list[Value]) -> None:
             return
         if digest is None or not isinstance(created, int):
             return
+        if not _EVT_ID.fullmatch(entry_id) or not _UUID.fullmatch(session_id):
+            return
         try:
             ok = content_hash(kind, payload) == digest
         except UnicodeEncodeError:
             ok = False
         if ok:
-            found.entries[entry_id] = EntryRow(
-                rowid, entry_id, session_id, kind, payload, digest, created
+            found.candidates.append(
+                EntryRow(rowid, entry_id, session_id, kind, payload, digest, created)
             )
         return
     if len(values) == 3 and (texts[0] or "").startswith("sha256:"):
@@ -185,6 +216,8 @@ def _take(found: PageScan, rowid: int, values: list[Value]) -> None:
     if len(values) >= 11 and texts[6] in _STATUSES and texts[0] and len(texts[0]) == 36:
         created, last = values[7], values[9]
         if not isinstance(created, int) or not isinstance(last, int):
+            return
+        if not _UUID.fullmatch(texts[0]):
             return
         row = PageSession(
             texts[0],
@@ -197,15 +230,46 @@ def _take(found: PageScan, rowid: int, values: list[Value]) -> None:
             created,
             last,
         )
-        known = found.sessions.get(row.id)
-        if known is None or known.last_activity_at <= row.last_activity_at:
-            found.sessions[row.id] = row
+        found.session_rows.append((rowid, row))
+
+
+def _index(file: _File, found: PageScan, number: int) -> None:
+    """The (key, rowid) pairs of an index page's two-column records."""
+    page = file.page(number)
+    head = 100 if number == 1 else 0
+    kind = page[head]
+    interior = kind == _INTERIOR_INDEX
+    start = head + (12 if interior else 8)
+    cells = int.from_bytes(page[head + 3 : head + 5], "big")
+    for k in range(cells):
+        pointer = start + 2 * k
+        at = int.from_bytes(page[pointer : pointer + 2], "big") + (4 if interior else 0)
+        if not start <= at < len(page):
+            continue
+        try:
+            length, at = _varint(page, at)
+        except IndexError:
+            continue
+        payload = file.payload(page, at, length, index=True)
+        values = _record(payload) if payload is not None else None
+        if values is None or not isinstance(values[-1], int):
+            continue
+        # `(id, rowid)` (a unique text key) or `(session_id, seq, rowid)` (seq is the rowid).
+        if len(values) == 2 or (len(values) == 3 and values[1] == values[2]):
+            key = _text(values[0])
+            if key is not None:
+                found.indexed.add((key, values[-1]))
 
 
 def _leaf(file: _File, found: PageScan, number: int) -> None:
     page = file.page(number)
     head = 100 if number == 1 else 0
-    if len(page) < head + 8 or page[head] != _LEAF_TABLE:
+    if len(page) < head + 12:
+        return
+    if page[head] in (_LEAF_INDEX, _INTERIOR_INDEX):
+        _index(file, found, number)
+        return
+    if page[head] != _LEAF_TABLE:
         return
     cells = int.from_bytes(page[head + 3 : head + 5], "big")
     for k in range(cells):
@@ -237,4 +301,5 @@ def scan_pages(path: Path) -> PageScan:
             found.pages = file.count
             for number in range(1, file.count + 1):
                 _leaf(file, found, number)
+    found.confirm()
     return found

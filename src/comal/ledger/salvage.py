@@ -27,7 +27,7 @@ from comal.ledger.entry_rows import insert_entry
 from comal.ledger.page_scan import PageScan, PageSession, scan_pages
 from comal.ledger.schema import check_version
 from comal.ledger.session_rows import STATUSES, insert_session, resolve_prefix
-from comal.ledger.verify import READ_ERRORS, EntryRow, Scan, VerifyReport, scan, verify_ledger
+from comal.ledger.verify import READ_ERRORS, Scan, VerifyReport, scan, verify_ledger
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,23 +180,22 @@ def _read_blob(conn: sqlite3.Connection | None, digest: str, pages: PageScan) ->
 def _merge(found: Scan, pages: PageScan) -> Scan:
     """SQL's intact rows and blobs, with every intact one only the pages hold added.
 
-    A row the pages hold is kept when its body blob (if it names one) verifies in either
-    read; an entry SQL reported damaged that the pages hold intact (an index read as garbage,
-    a row past a damaged interior page) is not damaged after all.
+    A row only the pages hold (SQL could not read its seq) is kept when its body blob (if it
+    names one) verifies in either read; a seq SQL read keeps SQL's row, and an entry SQL read
+    and judged damaged stays left behind.
     """
     usable = set(found.blob_digests) | set(pages.blobs)
-    rows = {row.id: row for row in found.rows}
-    for entry_id, row in pages.entries.items():
-        if entry_id in rows:
+    flagged = {name for name, _ in found.damaged}
+    by_seq = {row.seq: row for row in found.rows}
+    for row in sorted(pages.entries.values(), key=lambda r: r.seq):
+        # SQL's reading of a seq stands; a row it read and judged damaged stays left behind.
+        if row.seq in by_seq or row.id in flagged:
             continue
         blob = _body_digest(row.payload)
         if blob is None or blob in usable:
-            rows[entry_id] = row
-    # Two rows can claim a seq only in a damaged file: the first by id keeps it.
-    by_seq: dict[int, EntryRow] = {}
-    for row in sorted(rows.values(), key=lambda r: (r.seq, r.id)):
-        by_seq.setdefault(row.seq, row)
-    kept = set(r.id for r in by_seq.values())
+            by_seq[row.seq] = row
+    by_seq = dict(sorted(by_seq.items()))
+    kept = {r.id for r in by_seq.values()}
     damaged = [(name, why) for name, why in found.damaged if name not in kept]
     needed = {d for d in (_body_digest(r.payload) for r in by_seq.values()) if d is not None}
     digests = sorted(needed | (set(found.blob_digests) & usable))
