@@ -44,6 +44,9 @@ class ProviderConfig:
     max_output_tokens: int | None = None
     headers: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 600.0
+    """Longest wait for any one read (a byte of the stream)."""
+    response_deadline_s: float = 1800.0
+    """Longest a whole response may take, however steadily it trickles in."""
     max_retries: int = 4
     reasoning_effort: str | None = None
     """`low`, `medium` or `high` (`--effort` overrides it); None asks for no reasoning."""
@@ -257,6 +260,7 @@ KNOWN_KEYS: Mapping[str, frozenset[str]] = {
             "max_output_tokens",
             "headers",
             "timeout_s",
+            "response_deadline_s",
             "max_retries",
             "extra_body",
             "vision",
@@ -477,6 +481,7 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
         max_output_tokens=raw.get("max_output_tokens"),
         headers=tuple(sorted((str(k), str(v)) for k, v in dict(headers).items())),
         timeout_s=float(raw.get("timeout_s", 600.0)),
+        response_deadline_s=_positive(raw.get("response_deadline_s", 1800.0), name),
         max_retries=int(raw.get("max_retries", 4)),
         reasoning_effort=check_effort(
             raw.get("reasoning_effort"), f"providers.{name}.reasoning_effort"
@@ -486,6 +491,12 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
             str(k): _json_value(v, f"providers.{name}.extra_body.{k}") for k, v in extra.items()
         },
     )
+
+
+def _positive(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"providers.{name}.response_deadline_s must be a positive number")
+    return float(value)
 
 
 def _json_value(value: object, where: str) -> JSONValue:
