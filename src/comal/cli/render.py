@@ -5,6 +5,10 @@ All three consume the same `AgentEvent` stream. Plain text prints the final answ
 terminal, and with `verbose` the model's running commentary too; warnings and errors always do.
 `json` prints one object at the end; `stream-json` prints every event as it happens (documented
 in the README). Every failure, early ones included, reaches stdout in the JSON formats.
+
+Text written to a terminal is made safe first (`terminal_safe`): what the model writes (its
+answer, its commentary, the commands it asks for) cannot set the window title, clear the
+screen, move the cursor or hide a line behind a carriage return. Piped output is left exact.
 """
 
 from __future__ import annotations
@@ -37,6 +41,17 @@ from comal.agent.events import (
 from comal.errors import ComalError, RefusedError
 from comal.messages import JSONObject
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), *range(0x7F, 0xA0)] if chr(c) not in "\n\t"}
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every control character but newline and tab shown as `\\xNN`.
+
+    ESC (and so every escape sequence), the 8-bit CSI and OSC introducers, BEL, backspace and a
+    lone carriage return are made visible; a CRLF line end becomes a newline.
+    """
+    return text.replace("\r\n", "\n").translate(_CONTROL)
+
 
 @dataclass(slots=True)
 class Renderer:
@@ -55,7 +70,17 @@ class Renderer:
     """Text mode: show progress lines (the CLI sets it when stderr is a terminal)."""
     shorten: Callable[[str], str] = str
     """A session id as people type it (the CLI passes the ledger's short ids)."""
+    out_tty: bool = False
+    """stdout is a terminal: text written there goes through `terminal_safe`."""
+    err_tty: bool = False
+    """stderr is a terminal: likewise."""
     _mid_line: bool = False
+
+    def _out(self, text: str) -> str:
+        return terminal_safe(text) if self.out_tty else text
+
+    def _err(self, text: str) -> str:
+        return terminal_safe(text) if self.err_tty else text
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, SessionOpened):
@@ -77,13 +102,13 @@ class Renderer:
         if self._mid_line:
             self.err.write("\n")
             self._mid_line = False
-        self.err.write(text + "\n")
+        self.err.write(self._err(text) + "\n")
         self.err.flush()
 
     def _plain(self, event: AgentEvent) -> None:
         if isinstance(event, TextStreamed):
             if self.verbose:
-                self.err.write(event.text)
+                self.err.write(self._err(event.text))
                 self.err.flush()
                 self._mid_line = not event.text.endswith("\n")
         elif isinstance(event, SessionOpened):
@@ -108,7 +133,7 @@ class Renderer:
             )
         elif isinstance(event, Refused):
             if event.text:
-                self.out.write(("\n" if self._mid_line else "") + event.text + "\n")
+                self.out.write(("\n" if self._mid_line else "") + self._out(event.text) + "\n")
                 self.out.flush()
                 self._mid_line = False
             # Like a failure, a refusal is the run's outcome, not progress: always said.
@@ -185,6 +210,7 @@ class Renderer:
             self._json_object(session_id, status, answer, error, cost)
         elif self.fmt == "text":
             if answer:
+                answer = self._out(answer)
                 self.out.write(answer if answer.endswith("\n") else answer + "\n")
                 self.out.flush()
             tail = f" · {cost_line}" if cost_line else ""
