@@ -75,6 +75,7 @@ class Renderer:
     err_tty: bool = False
     """stderr is a terminal: likewise."""
     _mid_line: bool = False
+    _said_sandbox: bool = False
 
     def _out(self, text: str) -> str:
         return terminal_safe(text) if self.out_tty else text
@@ -113,11 +114,15 @@ class Renderer:
                 self._mid_line = not event.text.endswith("\n")
         elif isinstance(event, SessionOpened):
             verb = "resumed" if event.resumed else "started"
+            # Without a sandbox the first line is always shown, and says so.
             self._line(
                 f"● session {self.shorten(event.session_id)} {verb} ({event.session_id})"
                 f" · {event.provider}/{event.model}"
                 f" · window {event.window_tokens:,} ({event.window_source})"
+                + (f" · ⚠ {event.sandbox}" if event.sandbox else ""),
+                always=bool(event.sandbox),
             )
+            self._said_sandbox = bool(event.sandbox)
         elif isinstance(event, ToolStarted):
             self._line(f"  → {event.summary}")
         elif isinstance(event, ToolFinished):
@@ -140,7 +145,8 @@ class Renderer:
             reason = f": {event.reason}" if event.reason else ""
             self._line(f"⊘ refused{reason} (not an answer)", always=True)
         elif isinstance(event, Notice):
-            self._line(f"  ! {event.code}: {event.message}", always=True)
+            if not (self._said_sandbox and event.message.startswith("no sandbox: ")):
+                self._line(f"  ! {event.code}: {event.message}", always=True)
         elif isinstance(event, Failed):
             self._line(
                 f"✗ {event.code}: {event.message}"
