@@ -200,9 +200,12 @@ def scan(program: str, spec: Launcher, args: list[str | None]) -> Scan:
             name, eq, _ = arg.partition("=")
             full = resolve_long(spec, name)
             if full is None:
-                if any(n.startswith(name) for n in spec.long_names()):
+                # Unknown, or ambiguous (the program then refuses the line): read as a flag,
+                # unless one of the options it could be takes a value or a command.
+                candidates = {n for n in spec.long_names() if n.startswith(name)}
+                if candidates - spec.flags:
                     return Scan(i, reason=f"{program} {name} is an ambiguous option")
-                i += 1  # an option we do not know: read as a flag
+                i += 1
                 continue
             value = arg[len(name) + 1 :] if eq else None
             found = _option(program, spec, full, args, i, attached=value)
