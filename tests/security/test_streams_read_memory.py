@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +48,7 @@ def read_in_a_process(workspace: Path, arguments: dict[str, object]) -> tuple[in
     return int(found["grew_kib"]), str(found["output"])
 
 
+@pytest.mark.slow  # decodes 1 GiB: seconds, so with the slow suite (.ci/run runs it)
 def test_a_one_gib_file_is_read_in_a_few_mib(tmp_path: Path) -> None:
     big = tmp_path / "big.log"
     with big.open("wb") as handle:
@@ -65,6 +67,7 @@ def test_a_one_gib_file_is_read_in_a_few_mib(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow  # hashes 1 GiB
 def test_a_one_gib_binary_file_is_described_in_a_few_mib(tmp_path: Path) -> None:
     with (tmp_path / "disk.img").open("wb") as handle:
         handle.truncate(GIB)
