@@ -228,13 +228,7 @@ async def run_command(args: argparse.Namespace) -> int:
 
         build_parser().print_help(sys.stderr)
         return 2
-    renderer = Renderer(
-        args.output_format,
-        verbose=args.verbose,
-        progress=_is_tty(sys.stderr),
-        out_tty=_is_tty(sys.stdout),
-        err_tty=_is_tty(sys.stderr),
-    )
+    renderer = Renderer(args.output_format, verbose=args.verbose, progress=_is_tty(sys.stderr))
     try:
         return await _run(args, renderer, interactive)
     except Exception as exc:  # noqa: BLE001 - every failure is reported in the chosen format

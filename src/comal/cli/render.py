@@ -53,6 +53,14 @@ def terminal_safe(text: str) -> str:
     return text.replace("\r\n", "\n").translate(_CONTROL)
 
 
+def _is_terminal(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):
+        return False
+
+
 @dataclass(slots=True)
 class Renderer:
     """Renders events in one output format."""
@@ -70,12 +78,18 @@ class Renderer:
     """Text mode: show progress lines (the CLI sets it when stderr is a terminal)."""
     shorten: Callable[[str], str] = str
     """A session id as people type it (the CLI passes the ledger's short ids)."""
-    out_tty: bool = False
-    """stdout is a terminal: text written there goes through `terminal_safe`."""
-    err_tty: bool = False
-    """stderr is a terminal: likewise."""
+    out_tty: bool | None = None
+    """`out` is a terminal: text written there goes through `terminal_safe` (None: ask it)."""
+    err_tty: bool | None = None
+    """`err` is a terminal: likewise."""
     _mid_line: bool = False
     _said_sandbox: bool = False
+
+    def __post_init__(self) -> None:
+        if self.out_tty is None:
+            self.out_tty = _is_terminal(self.out)
+        if self.err_tty is None:
+            self.err_tty = _is_terminal(self.err)
 
     def _out(self, text: str) -> str:
         return terminal_safe(text) if self.out_tty else text
