@@ -44,6 +44,8 @@ ACTIVE = "active"
 FINISHED = "finished"
 FAILED = "failed"
 INTERRUPTED = "interrupted"
+DAMAGED = "damaged"
+"""What readers show for a session with an entry that does not decode (`comal verify`)."""
 
 HELD_KINDS = ("lock.acquired", "lock.reclaimed")
 """The entries a Comal process records when it takes a session (to run its turns)."""
@@ -111,9 +113,20 @@ def derive(entries: Iterable[Entry]) -> Lifecycle:
     return Lifecycle(settled, is_open, held)
 
 
-def lifecycle(ledger: Ledger, session_id: str) -> Lifecycle:
-    """The recorded lifecycle of one session."""
-    return derive(ledger.entries(session_id, kinds=LIFECYCLE_KINDS))
+def lifecycle(ledger: Ledger, session_id: str, *, strict: bool = False) -> Lifecycle:
+    """The recorded lifecycle of one session; settled `damaged` when one of its entries does
+    not decode (a reader shows it so and goes on).
+
+    Raises:
+        LedgerDamagedError: with `strict`, an entry does not decode (the holder indexing the
+            status never writes `damaged`: the damage is reported).
+    """
+    try:
+        return derive(ledger.entries(session_id, kinds=LIFECYCLE_KINDS))
+    except LedgerDamagedError:
+        if strict:
+            raise
+        return Lifecycle(DAMAGED, False)
 
 
 def session_status(ledger: Ledger, session_id: str) -> str:
@@ -138,7 +151,8 @@ def index_status(ledger: Ledger, session_id: str, *, running: bool) -> str:
     Args:
         running: this process is running the session's open turn right now.
     """
-    return _index(ledger, session_id, lifecycle(ledger, session_id).status(running=running))
+    recorded = lifecycle(ledger, session_id, strict=True)
+    return _index(ledger, session_id, recorded.status(running=running))
 
 
 def index_running(ledger: Ledger, session_id: str) -> str:
@@ -153,18 +167,10 @@ def _index(ledger: Ledger, session_id: str, status: str) -> str:
     return status
 
 
-DAMAGED = "damaged"
-"""What a listing shows for a session with an entry that does not decode (`comal verify`)."""
-
-
 def with_status(ledger: Ledger, info: SessionInfo) -> SessionInfo:
-    """The session row as readers show it: with its derived status (`session_status`), or
-    `damaged` when one of its entries does not decode (the listing goes on)."""
-    try:
-        status = session_status(ledger, info.id)
-    except LedgerDamagedError:
-        status = DAMAGED
-    return dataclasses.replace(info, status=status)
+    """The session row as readers show it: with its derived status (`session_status`;
+    `damaged` when one of its entries does not decode)."""
+    return dataclasses.replace(info, status=session_status(ledger, info.id))
 
 
 def reindex(ledger: Ledger, session_id: str) -> None:

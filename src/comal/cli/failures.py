@@ -67,6 +67,8 @@ def _access(item: OSError) -> FileAccessError:
 
 def explain(exc: BaseException) -> ComalError:
     """The one named error to report for `exc` (which is not changed)."""
+    if isinstance(exc, LedgerDamagedError):
+        return exc  # already names the damage (and what to do about it)
     chain = _chain(exc)
     full = _disk_full(chain)
     if full is not None:
