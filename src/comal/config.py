@@ -45,6 +45,9 @@ class ProviderConfig:
     max_output_tokens: int | None = None
     headers: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 600.0
+    """Longest wait for any one read (a byte of the stream)."""
+    response_deadline_s: float = 1800.0
+    """Longest a whole response may take, however steadily it trickles in."""
     max_retries: int = 4
     reasoning_effort: str | None = None
     """`low`, `medium` or `high` (`--effort` overrides it); None asks for no reasoning."""
@@ -111,6 +114,10 @@ class AgentsConfig:
     True always, False never, None (unset) when the window is large enough (`offers_delegation`)."""
 
 
+PERMISSION_PRESETS = frozenset({"destructive-delete", "push"})
+"""The shipped Bash rule sets (their patterns: `tools/rule_presets.py`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class PermissionRule:
     """Allow, ask about or deny a tool (optionally only when its main argument matches)."""
@@ -119,6 +126,9 @@ class PermissionRule:
     """`allow`, `ask` or `deny` (precedence deny > ask > allow)."""
     tool: str
     pattern: str = "*"
+    preset: str = ""
+    """A shipped rule set (`{ preset = "destructive-delete" }`), expanded by the permission
+    policy into Bash rules of this action; such an entry's own pattern is empty."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +272,7 @@ KNOWN_KEYS: Mapping[str, frozenset[str]] = {
             "max_output_tokens",
             "headers",
             "timeout_s",
+            "response_deadline_s",
             "max_retries",
             "extra_body",
             "vision",
@@ -281,7 +292,7 @@ KNOWN_KEYS: Mapping[str, frozenset[str]] = {
         }
     ),
     "permissions": frozenset({"mode", "allow", "ask", "deny", "extra_roots"}),
-    "permissions.*[]": frozenset({"tool", "pattern"}),
+    "permissions.*[]": frozenset({"tool", "pattern", "preset"}),
     "mcp_servers.*": frozenset(
         {
             "command",
@@ -491,6 +502,7 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
         max_output_tokens=raw.get("max_output_tokens"),
         headers=tuple(sorted((str(k), str(v)) for k, v in dict(headers).items())),
         timeout_s=float(raw.get("timeout_s", 600.0)),
+        response_deadline_s=_positive(raw.get("response_deadline_s", 1800.0), name),
         max_retries=int(raw.get("max_retries", 4)),
         reasoning_effort=check_effort(
             raw.get("reasoning_effort"), f"providers.{name}.reasoning_effort"
@@ -500,6 +512,12 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
             str(k): _json_value(v, f"providers.{name}.extra_body.{k}") for k, v in extra.items()
         },
     )
+
+
+def _positive(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"providers.{name}.response_deadline_s must be a positive number")
+    return float(value)
 
 
 def _json_value(value: object, where: str) -> JSONValue:
@@ -671,8 +689,14 @@ def _resolve(
         raise ConfigError(
             f"permissions.mode must be read-only, workspace-write or full-access, got {mode!r}"
         )
+    for r in (r for action in ("allow", "ask", "deny") for r in praw.get(action, [])):
+        if "preset" in r and r["preset"] not in PERMISSION_PRESETS:
+            known = ", ".join(sorted(PERMISSION_PRESETS))
+            raise ConfigError(f"unknown permission preset {r['preset']!r} (known: {known})")
     rules = tuple(
-        PermissionRule(action, str(r.get("tool", "*")), str(r.get("pattern", "*")))
+        PermissionRule(action, "Bash", "", preset=str(r["preset"]))
+        if "preset" in r
+        else PermissionRule(action, str(r.get("tool", "*")), str(r.get("pattern", "*")))
         for action in ("allow", "ask", "deny")
         for r in praw.get(action, [])
     )

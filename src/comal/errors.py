@@ -117,6 +117,28 @@ class EmptyStreamError(NetworkError):
     retryable = False
 
 
+class ResponseDeadlineError(NetworkError):
+    """A response did not end within the provider's `response_deadline_s`.
+
+    Not retried: a server that trickles one answer that slowly would trickle the next one too.
+    """
+
+    code = "RESPONSE_DEADLINE"
+    retryable = False
+
+
+class RedirectError(ProviderError):
+    """The server answered with an HTTP redirect; requests are never sent on elsewhere."""
+
+    code = "REDIRECT"
+
+
+class MalformedStreamError(ProviderError):
+    """A stream that ended without an answer the wire describes (no choices, no finish)."""
+
+    code = "MALFORMED_STREAM"
+
+
 class InvalidRequestError(ProviderError):
     """The provider rejected the request for another reason (400, 404, 422, malformed replies)."""
 
@@ -212,9 +234,16 @@ class DiskFullError(LedgerError):
 
 
 class LedgerDamagedError(LedgerError):
-    """The ledger file is damaged: SQLite cannot read part of it."""
+    """The ledger file is damaged: SQLite cannot read part of it, or an entry does not decode."""
 
     code = "LEDGER_DAMAGED"
+
+
+SALVAGE_HINT = (
+    "run `comal verify` to list the damaged entries, `comal verify --salvage OUT` to copy"
+    " every intact one into a new ledger"
+)
+"""What to do about a damaged ledger, said after every report of one."""
 
 
 class FileAccessError(ComalError):

@@ -22,6 +22,9 @@ class SessionOpened:
     window_tokens: int
     window_source: str
     resumed: bool
+    sandbox: str = ""
+    """Why Bash runs unconfined or is refused (bubblewrap missing or unusable), said on the
+    session's first line; empty when Bash is confined, not offered, or `full-access` chose it."""
 
 
 @dataclass(frozen=True, slots=True)

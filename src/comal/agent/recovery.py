@@ -27,6 +27,11 @@ first model call. It works only from the ledger:
   is not repeated — and its result is recorded as the call's (`rebuilt`).
 - A call of a recorded (complete) response that never started had no effect: it runs now,
   through the normal runner, so this process's permissions decide.
+- When an entry of the session no longer hashes to its content hash (or an entry names a
+  session that is not recorded: a damaged session id), nothing is acted on: every open call
+  is recorded `uncertain`, naming the damaged entries, and a LEDGER_DAMAGED notice says so.
+  A damaged entry may be what makes a completed call look open (one flipped bit in a call
+  id), so neither running, repeating nor observing is trusted then.
 - Uncertain calls are never re-run: recovery hands their (tool, arguments) to the runner's
   insistence guard, which asks the user before an identical re-issue (headless: refuses).
 - An incomplete response at the tail (`response.discarded`, or a `provider.request` with no
@@ -289,6 +294,28 @@ async def _rebuild(s: Session, call: OpenCall, started: Entry) -> RecoveredCall 
     return RecoveredCall(part.call_id, part.name, "rebuilt", detail)
 
 
+def _held_for_damage(s: Session, call: OpenCall, doubts: list[tuple[str, str]]) -> RecoveredCall:
+    """An open call of a session whose entries do not all verify: recorded uncertain, never
+    run, repeated or observed (a damaged entry may be what makes it look open)."""
+    name, call_id = call.call.name, call.call.call_id
+    damaged = ", ".join(entry_id for entry_id, _ in doubts)
+    detail = (
+        f"entries of this session do not verify ({damaged}), so the ledger cannot be trusted to "
+        "say whether this call already ran"
+    )
+    text = (
+        f"uncertain: {detail}. It is not run again. Look at the current state before deciding "
+        "what to do; `comal verify` lists the damaged entries."
+    )
+    observed: JSONObject = {
+        "postcondition_observed": False,
+        "detail": detail,
+        "damaged": [entry_id for entry_id, _ in doubts],
+    }
+    _record(s, call, "uncertain", text, observed)
+    return RecoveredCall(call_id, name, "uncertain", detail)
+
+
 def _hold_uncertain(s: Session, entries: list[Entry]) -> int:
     """Hand every still-uncertain (tool, arguments) to the runner's insistence guard."""
     pairing = pair(entries)
@@ -339,7 +366,13 @@ async def recover(s: Session, *, continue_plan: bool = True) -> RecoveryReport:
     entries = s.ledger.entries(s.id)
     done: list[RecoveredCall] = []
     ran = False
+    doubts = s.ledger.doubts(entries)
+    for _, problem in doubts:
+        s.emit(Notice("LEDGER_DAMAGED", f"{problem}: no call is run or repeated on resume"))
     for call in open_calls(entries):
+        if doubts:
+            done.append(_held_for_damage(s, call, doubts))
+            continue
         if call.started is not None:
             # A closed session resumes no child: what it left running is settled, no more.
             rebuilt = None if finished else await _rebuild(s, call, call.started)

@@ -377,6 +377,11 @@ def open_session(
     )
     if bound is not None:
         bound.attach(session)
+    sandbox = context.sandbox
+    unconfined = ""
+    if sandbox is not None and sandbox.unavailable is not None and "Bash" in offered:
+        then = "Bash is refused" if sandbox.config.required else "Bash runs unconfined"
+        unconfined = f"no sandbox: {sandbox.unavailable}; {then}"
     session.emit(
         SessionOpened(
             session_id=session_id,
@@ -385,16 +390,15 @@ def open_session(
             window_tokens=provider.capabilities.context_window,
             window_source=provider.capabilities.window_source,
             resumed=resumed,
+            sandbox=unconfined,
         )
     )
     if mcp or options.mcp_failures or any(s.enabled for s in config.mcp_servers.values()):
         record_tool_catalog(ledger, session_id, native_specs, mcp, options.mcp_failures)
         for failure in options.mcp_failures:
             session.emit(Notice(MCP_WARNING, failure.message))
-    sandbox = context.sandbox
-    if sandbox is not None and sandbox.unavailable is not None and "Bash" in offered:
-        then = "Bash is refused" if sandbox.config.required else "Bash runs unconfined"
-        session.emit(Notice(SANDBOX_WARNING, f"no sandbox: {sandbox.unavailable}; {then}"))
+    if unconfined:
+        session.emit(Notice(SANDBOX_WARNING, unconfined))
     if unsent_effort is not None:
         note = effort_note(provider.model, unsent_effort)
         ledger.append_record(session_id, WarningRecord(EFFORT_WARNING, note))

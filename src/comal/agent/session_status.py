@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from comal.errors import ComalError
+from comal.errors import ComalError, LedgerDamagedError
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.records import AssistantMessage, ChildReceipt, WarningRecord
 from comal.ledger.store import Ledger
@@ -44,6 +44,8 @@ ACTIVE = "active"
 FINISHED = "finished"
 FAILED = "failed"
 INTERRUPTED = "interrupted"
+DAMAGED = "damaged"
+"""What readers show for a session with an entry that does not decode (`comal verify`)."""
 
 HELD_KINDS = ("lock.acquired", "lock.reclaimed")
 """The entries a Comal process records when it takes a session (to run its turns)."""
@@ -111,9 +113,20 @@ def derive(entries: Iterable[Entry]) -> Lifecycle:
     return Lifecycle(settled, is_open, held)
 
 
-def lifecycle(ledger: Ledger, session_id: str) -> Lifecycle:
-    """The recorded lifecycle of one session."""
-    return derive(ledger.entries(session_id, kinds=LIFECYCLE_KINDS))
+def lifecycle(ledger: Ledger, session_id: str, *, strict: bool = False) -> Lifecycle:
+    """The recorded lifecycle of one session; settled `damaged` when one of its entries does
+    not decode (a reader shows it so and goes on).
+
+    Raises:
+        LedgerDamagedError: with `strict`, an entry does not decode (the holder indexing the
+            status never writes `damaged`: the damage is reported).
+    """
+    try:
+        return derive(ledger.entries(session_id, kinds=LIFECYCLE_KINDS))
+    except LedgerDamagedError:
+        if strict:
+            raise
+        return Lifecycle(DAMAGED, False)
 
 
 def session_status(ledger: Ledger, session_id: str) -> str:
@@ -162,7 +175,8 @@ def index_status(ledger: Ledger, session_id: str, *, running: bool) -> str:
     Args:
         running: this process is running the session's open turn right now.
     """
-    return _index(ledger, session_id, lifecycle(ledger, session_id).status(running=running))
+    recorded = lifecycle(ledger, session_id, strict=True)
+    return _index(ledger, session_id, recorded.status(running=running))
 
 
 def index_running(ledger: Ledger, session_id: str) -> str:
@@ -178,7 +192,8 @@ def _index(ledger: Ledger, session_id: str, status: str) -> str:
 
 
 def with_status(ledger: Ledger, info: SessionInfo) -> SessionInfo:
-    """The session row as readers show it: with its derived status (`session_status`)."""
+    """The session row as readers show it: with its derived status (`session_status`;
+    `damaged` when one of its entries does not decode)."""
     return dataclasses.replace(info, status=session_status(ledger, info.id))
 
 

@@ -1,5 +1,8 @@
 """`comal doctor`: does each configured provider really answer, and if not, what to change.
 
+Its first line says whether bubblewrap confines Bash here (a sandbox that is missing is said,
+whatever `[sandbox] required` is; it does not change the exit code, which is the providers').
+
 For every provider it GETs the models endpoint of the configured wire (`{base_url}/models` for
 the OpenAI wires, `/v1/models` for Anthropic), then POSTs an empty request to the wire's own
 endpoint (a server that speaks the wire refuses it as invalid, one that does not answers 404:
@@ -28,6 +31,7 @@ from comal.providers.base import Capabilities, ModelRequest
 from comal.providers.factory import make_adapter
 from comal.providers.identify import detect_loopback
 from comal.providers.reply import collect
+from comal.tools.sandbox import probe
 
 _TIMEOUT = httpx2.Timeout(5.0)
 
@@ -142,6 +146,22 @@ async def check_probe(
     return Check(True, "probe", url, f"answered (finish {reply.finish})")
 
 
+def sandbox_state(config: Config) -> tuple[bool, str]:
+    """(confined, what `doctor` says about the Bash sandbox in the configured mode)."""
+    mode = config.permissions.mode
+    if mode == "full-access":
+        return False, "Bash runs unconfined: permissions.mode is full-access"
+    why = probe()
+    if why is None:
+        return True, f"bubblewrap confines Bash ({mode})"
+    if config.sandbox.required:
+        return False, f"{why}; [sandbox] required = true, so Bash is refused"
+    return False, (
+        f"{why}; [sandbox] required = false, so Bash runs UNCONFINED (install bubblewrap, or set"
+        " required = true to refuse Bash instead)"
+    )
+
+
 async def run_doctor(args: argparse.Namespace) -> int:
     """Check every provider: exit 4 when a server is unreachable or a check fails (a provider
     error, as the README's table says), 2 when a key is missing or nothing is configured."""
@@ -181,9 +201,18 @@ async def run_doctor(args: argparse.Namespace) -> int:
             )
     healthy = bool(rows) and all(row["ok"] for row in rows)
     servers = [{"kind": s.kind, "base_url": s.base_url, "models": list(s.models)} for s in detected]
+    confined, sandbox = sandbox_state(config)
     if args.json:
-        print(json.dumps({"ok": healthy, "providers": rows, "detected": servers}, indent=2))
+        body = {
+            "ok": healthy,
+            "providers": rows,
+            "detected": servers,
+            "sandbox": {"confined": confined, "status": sandbox},
+        }
+        print(json.dumps(body, indent=2))
         return _exit_code(rows)
+    chosen = config.permissions.mode == "full-access"
+    print(f"{'ok ' if confined or chosen else 'BAD'} sandbox: {sandbox}")
     if not rows:
         print("no providers configured, and no model server found on loopback", file=sys.stderr)
     elif not config.providers:

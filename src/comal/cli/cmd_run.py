@@ -87,16 +87,39 @@ def _piped_stdin() -> str | None:
     try:
         if stdin.isatty():
             return None
-        text = stdin.read()
+        buffer = getattr(stdin, "buffer", None)
+        raw = (
+            buffer.read() if buffer is not None else stdin.read().encode("utf-8", "surrogateescape")
+        )
     except (OSError, ValueError):
         return None
-    return text.strip() or None
+    return _utf8(raw, "piped stdin").strip() or None
+
+
+def _utf8(raw: bytes, what: str) -> str:
+    """`raw` as text, or a usage error naming where it stops being UTF-8 (never a crash later,
+    when the task is recorded)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = raw[exc.start : exc.start + 4]
+        raise ConfigError(
+            f"{what} is not UTF-8 text (byte {exc.start}: {bad!r}); pass text, or a file's path"
+            " for the agent to read"
+        ) from None
+    if "\x00" in text:
+        raise ConfigError(
+            f"{what} holds a NUL byte; pass text, or a file's path for the agent to read"
+        )
+    return text
 
 
 def _prompt(args: argparse.Namespace) -> str | None:
     """The task: the `-p` argument, with piped stdin appended (or alone when TASK is omitted)."""
     if args.prompt is None:
         return None
+    # An argument that was not UTF-8 arrives with its bytes as lone surrogates.
+    _utf8(args.prompt.encode("utf-8", "surrogateescape"), "the task argument")
     piped = _piped_stdin()
     if not args.prompt:
         return piped

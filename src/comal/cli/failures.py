@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from comal.errors import (
+    SALVAGE_HINT,
     ComalError,
     DiskFullError,
     FileAccessError,
@@ -36,10 +37,7 @@ _DAMAGE_MARKERS = (
     "disk i/o error",
     "file is not a database",
 )
-_SALVAGE_HINT = (
-    "run `comal verify` to list the damaged entries, `comal verify --salvage OUT` to copy"
-    " every intact one into a new ledger"
-)
+_SALVAGE_HINT = SALVAGE_HINT
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -122,6 +120,8 @@ class _Null(io.TextIOWrapper):
 
 def explain(exc: BaseException) -> ComalError:
     """The one named error to report for `exc` (which is not changed)."""
+    if isinstance(exc, LedgerDamagedError):
+        return exc  # already names the damage (and what to do about it)
     chain = _chain(exc)
     if any(isinstance(item, OSError) for item in chain):
         broken = stdout_failure()

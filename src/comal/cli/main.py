@@ -64,10 +64,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "fork": ("comal.cli.cmd_fork", "start a new session from a session's history up to an entry"),
     "export": ("comal.cli.cmd_export", "a session's transcript as md, html or json"),
-    "trust": (
-        "comal.cli.cmd_trust",
-        "review a project's hooks and MCP servers and trust them to run",
-    ),
+    "trust": ("comal.cli.cmd_trust", "review the project's hooks and MCP servers and trust them"),
 }
 """Each subcommand: the module that registers it, and its line in `comal --help`."""
 

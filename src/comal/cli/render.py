@@ -11,6 +11,10 @@ With `live` (text mode, stderr a terminal) a working line (`comal.agent.progress
 bottom of stderr while a turn runs, redrawn in place (`\r` + clear line) as events arrive and on
 `tick()`: spinner, elapsed time, tokens in and out, the running command and its last output
 line. Every other line clears it first and it is drawn again after, so nothing is overwritten.
+
+Text written to a terminal is made safe first (`terminal_safe`): what the model writes (its
+answer, its commentary, the commands it asks for) cannot set the window title, clear the
+screen, move the cursor or hide a line behind a carriage return. Piped output is left exact.
 """
 
 from __future__ import annotations
@@ -51,6 +55,25 @@ from comal.agent.progress import FRAME_S, Working
 from comal.errors import ComalError, RefusedError
 from comal.messages import JSONObject
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), *range(0x7F, 0xA0)] if chr(c) not in "\n\t"}
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every control character but newline and tab shown as `\\xNN`.
+
+    ESC (and so every escape sequence), the 8-bit CSI and OSC introducers, BEL, backspace and a
+    lone carriage return are made visible; a CRLF line end becomes a newline.
+    """
+    return text.replace("\r\n", "\n").translate(_CONTROL)
+
+
+def _is_terminal(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):
+        return False
+
 
 @dataclass(slots=True)
 class Renderer:
@@ -74,10 +97,27 @@ class Renderer:
     clock: Callable[[], float] = time.monotonic
     columns: Callable[[], int] = lambda: shutil.get_terminal_size((80, 24)).columns
     """The terminal's width: the working line is clipped to it, so it never wraps."""
-    _mid_line: bool = False
     _working: Working | None = None
     _drawn: bool = False
     _drawn_at: float = float("-inf")
+    out_tty: bool | None = None
+    """`out` is a terminal: text written there goes through `terminal_safe` (None: ask it)."""
+    err_tty: bool | None = None
+    """`err` is a terminal: likewise."""
+    _mid_line: bool = False
+    _said_sandbox: bool = False
+
+    def __post_init__(self) -> None:
+        if self.out_tty is None:
+            self.out_tty = _is_terminal(self.out)
+        if self.err_tty is None:
+            self.err_tty = _is_terminal(self.err)
+
+    def _out(self, text: str) -> str:
+        return terminal_safe(text) if self.out_tty else text
+
+    def _err(self, text: str) -> str:
+        return terminal_safe(text) if self.err_tty else text
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, SessionOpened):
@@ -129,7 +169,9 @@ class Renderer:
         width = self.columns() - 1
         if len(text) > width:
             text = text[: max(0, width - 1)] + "…"
-        self.err.write("\r\x1b[2K" + text)
+        # The command and its output come from the model and the program: made safe, or a
+        # control sequence in them would move the cursor out of the line.
+        self.err.write("\r\x1b[2K" + terminal_safe(text))
         self.err.flush()
         self._drawn = True
         self._drawn_at = self.clock()
@@ -164,23 +206,27 @@ class Renderer:
         if self._mid_line:
             self.err.write("\n")
             self._mid_line = False
-        self.err.write(text + "\n")
+        self.err.write(self._err(text) + "\n")
         self.err.flush()
 
     def _plain(self, event: AgentEvent) -> None:
         if isinstance(event, TextStreamed):
             if self.verbose:
                 self._clear()
-                self.err.write(event.text)
+                self.err.write(self._err(event.text))
                 self.err.flush()
                 self._mid_line = not event.text.endswith("\n")
         elif isinstance(event, SessionOpened):
             verb = "resumed" if event.resumed else "started"
+            # Without a sandbox the first line is always shown, and says so.
             self._line(
                 f"● session {self.shorten(event.session_id)} {verb} ({event.session_id})"
                 f" · {event.provider}/{event.model}"
                 f" · window {event.window_tokens:,} ({event.window_source})"
+                + (f" · ⚠ {event.sandbox}" if event.sandbox else ""),
+                always=bool(event.sandbox),
             )
+            self._said_sandbox = bool(event.sandbox)
         elif isinstance(event, ToolStarted):
             self._line(f"  → {event.summary}")
         elif isinstance(event, ToolFinished):
@@ -200,14 +246,15 @@ class Renderer:
         elif isinstance(event, Refused):
             if event.text:
                 self._clear()
-                self.out.write(("\n" if self._mid_line else "") + event.text + "\n")
+                self.out.write(("\n" if self._mid_line else "") + self._out(event.text) + "\n")
                 self.out.flush()
                 self._mid_line = False
             # Like a failure, a refusal is the run's outcome, not progress: always said.
             reason = f": {event.reason}" if event.reason else ""
             self._line(f"⊘ refused{reason} (not an answer)", always=True)
         elif isinstance(event, Notice):
-            self._line(f"  ! {event.code}: {event.message}", always=True)
+            if not (self._said_sandbox and event.message.startswith("no sandbox: ")):
+                self._line(f"  ! {event.code}: {event.message}", always=True)
         elif isinstance(event, Failed):
             self._line(
                 f"✗ {event.code}: {event.message}"
@@ -279,6 +326,7 @@ class Renderer:
             self._working = None
             self._clear()
             if answer:
+                answer = self._out(answer)
                 self.out.write(answer if answer.endswith("\n") else answer + "\n")
                 self.out.flush()
             tail = f" · {cost_line}" if cost_line else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection
 
-from comal.errors import LedgerError
+from comal.errors import SALVAGE_HINT, LedgerDamagedError, LedgerError
 from comal.ids import new_id, now_ms
 from comal.ledger.blobs import has_blob
 from comal.ledger.bulk import BULK_ENTRIES, paused_gc
@@ -21,10 +21,45 @@ from comal.messages import JSONObject, JSONValue, digest_bytes
 ENTRY_COLUMNS = "seq, id, session_id, kind, payload, content_hash, created_at"
 
 
+def damaged_payload(seq: object, entry_id: object, exc: Exception) -> LedgerDamagedError:
+    """The error for a stored payload that does not decode (a flipped byte on disk)."""
+    return LedgerDamagedError(
+        f"entry {entry_id} (seq {seq}) is damaged: its payload does not decode ({exc});"
+        f" {SALVAGE_HINT}"
+    )
+
+
+def _decoded(seq: int, entry_id: str, payload: str) -> JSONObject:
+    try:
+        return decode_payload(payload)
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError included
+        raise damaged_payload(seq, entry_id, exc) from exc
+
+
+def _name_damaged(conn: sqlite3.Connection, sql: str, params: list[str | int]) -> None:
+    """Raise the error naming the first entry of a query whose payload does not decode.
+
+    Read again as bytes, row by row: only after a read failed, never on the hot path.
+    """
+    raw_sql = sql.replace("payload,", "CAST(payload AS BLOB),", 1)
+    for seq, entry_id, _, raw, _, _ in conn.execute(raw_sql + " ORDER BY seq", params):
+        try:
+            text = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise damaged_payload(seq, entry_id, exc) from exc
+        _decoded(seq, entry_id, text)
+
+
 def entry_from_row(row: tuple[int, str, str, str, str, str, int]) -> Entry:
-    """The value of one `ENTRY_COLUMNS` row."""
+    """The value of one `ENTRY_COLUMNS` row.
+
+    Raises:
+        LedgerDamagedError: the stored payload does not decode.
+    """
     seq, entry_id, session_id, kind, payload, digest, created_at = row
-    return Entry(seq, entry_id, session_id, kind, decode_payload(payload), digest, created_at)
+    return Entry(
+        seq, entry_id, session_id, kind, _decoded(seq, entry_id, payload), digest, created_at
+    )
 
 
 def entry_payload(
@@ -114,25 +149,39 @@ def select_entries(
     # fetching them all first needed new memory for all of them (a new process pays a page
     # fault per 4 KiB it touches first).
     with paused_gc() as pause:
-        found = [
-            Entry(seq, entry_id, session_id, kind, decode_payload(payload), digest, created_at)
-            for seq, entry_id, kind, payload, digest, created_at in conn.execute(
-                sql + " ORDER BY seq", params
-            )
-        ]
+        try:
+            found = [
+                Entry(seq, entry_id, session_id, kind, decode_payload(payload), digest, created)
+                for seq, entry_id, kind, payload, digest, created in conn.execute(
+                    sql + " ORDER BY seq", params
+                )
+            ]
+        except (ValueError, sqlite3.OperationalError) as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "decode" not in str(exc):
+                raise
+            _name_damaged(conn, sql, params)
+            raise
         pause.settle = len(found) >= BULK_ENTRIES
         return found
 
 
 def first_entries(conn: sqlite3.Connection, kind: str) -> dict[str, Entry]:
     """Each session's first entry of `kind` (one query, for listings)."""
+    columns = ENTRY_COLUMNS.replace("payload,", "CAST(payload AS BLOB),", 1)
     rows = conn.execute(
-        f"SELECT {ENTRY_COLUMNS} FROM entries WHERE seq IN"
+        f"SELECT {columns} FROM entries WHERE seq IN"
         " (SELECT MIN(seq) FROM entries WHERE kind = ? GROUP BY session_id)",
         (kind,),
     ).fetchall()
-    found = [entry_from_row(row) for row in rows]
-    return {entry.session_id: entry for entry in found}
+    found: dict[str, Entry] = {}
+    for seq, entry_id, session_id, kind_, raw, digest, created_at in rows:
+        # A listing shows what reads: a damaged first entry only loses its session's title.
+        try:
+            payload = decode_payload(bytes(raw).decode("utf-8"))
+        except ValueError:
+            continue
+        found[session_id] = Entry(seq, entry_id, session_id, kind_, payload, digest, created_at)
+    return found
 
 
 def select_entry(conn: sqlite3.Connection, entry_id: str) -> Entry | None:

@@ -6,6 +6,12 @@ its key. Each intact entry keeps its `evt_` id, kind, payload (hence its content
 creation time, in seq order; its session is recreated with the recorded id, cwd, model, title,
 source, parent and status as far as they read (a session row that does not read is recreated
 with empty fields and source `salvage`). Lock rows are not copied: no process holds the copy.
+
+SQL alone loses intact rows when the damage is in the schema (page 1) or in an interior page
+of a b-tree: SQLite then refuses the file, or never reaches the leaves below. So the file's
+pages are also read directly (`page_scan.py`): every entry and blob found there that hashes
+to its recorded digest is kept too, and a session row found there stands in for one SQL
+cannot read. The union is copied, in seq order.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ from pathlib import Path
 
 from comal.errors import LedgerError
 from comal.ledger.blobs import insert_blob
+from comal.ledger.canonical import decode_payload
 from comal.ledger.entry_rows import insert_entry
+from comal.ledger.page_scan import PageScan, PageSession, scan_pages
 from comal.ledger.schema import check_version
 from comal.ledger.session_rows import STATUSES, insert_session, resolve_prefix
 from comal.ledger.verify import READ_ERRORS, Scan, VerifyReport, scan, verify_ledger
@@ -141,19 +149,34 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _sessions(conn: sqlite3.Connection, wanted: set[str]) -> dict[str, _SessionRow]:
-    """The session rows for `wanted` ids, each read on its own; unreadable ones made up."""
+def _sessions(
+    conn: sqlite3.Connection | None, wanted: set[str], pages: dict[str, PageSession]
+) -> dict[str, _SessionRow]:
+    """The session rows for `wanted` ids, each read on its own (from the pages when SQL
+    cannot read it); ones read nowhere are made up."""
     found: dict[str, _SessionRow] = {}
     for sid in sorted(wanted):
         row: tuple[object, ...] | None = None
         try:
-            row = conn.execute(
-                "SELECT parent_id, cwd, model, title, source, status, created_at"
-                " FROM sessions WHERE id = ?",
-                (sid,),
-            ).fetchone()
+            if conn is not None:
+                row = conn.execute(
+                    "SELECT parent_id, cwd, model, title, source, status, created_at"
+                    " FROM sessions WHERE id = ?",
+                    (sid,),
+                ).fetchone()
         except READ_ERRORS:
             row = None
+        paged = pages.get(sid)
+        if row is None and paged is not None:
+            row = (
+                paged.parent_id,
+                paged.cwd,
+                paged.model,
+                paged.title,
+                paged.source,
+                paged.status,
+                paged.created_at,
+            )
         if row is None:
             found[sid] = _SessionRow(sid, None, "", "", "", "salvage", "interrupted", 0)
             continue
@@ -173,7 +196,11 @@ def _sessions(conn: sqlite3.Connection, wanted: set[str]) -> dict[str, _SessionR
     return found
 
 
-def _read_blob(conn: sqlite3.Connection, digest: str) -> bytes:
+def _read_blob(conn: sqlite3.Connection | None, digest: str, pages: PageScan) -> bytes:
+    if digest in pages.blobs:
+        return pages.blobs[digest]
+    if conn is None:
+        raise LedgerError(f"blob {digest} became unreadable while salvaging")
     row = conn.execute("SELECT data FROM blobs WHERE hash = ?", (digest,)).fetchone()
     data = row[0] if row is not None else None
     if not isinstance(data, bytes):
@@ -181,9 +208,45 @@ def _read_blob(conn: sqlite3.Connection, digest: str) -> bytes:
     return data
 
 
-def _copy(source: sqlite3.Connection, found: Scan, target: sqlite3.Connection) -> SalvageReport:
+def _merge(found: Scan, pages: PageScan) -> Scan:
+    """SQL's intact rows and blobs, with every intact one only the pages hold added.
+
+    A row only the pages hold (SQL could not read its seq) is kept when its body blob (if it
+    names one) verifies in either read; a seq SQL read keeps SQL's row, and an entry SQL read
+    and judged damaged stays left behind.
+    """
+    usable = set(found.blob_digests) | set(pages.blobs)
+    flagged = {name for name, _ in found.damaged}
+    by_seq = {row.seq: row for row in found.rows}
+    for row in sorted(pages.entries.values(), key=lambda r: r.seq):
+        # SQL's reading of a seq stands; a row it read and judged damaged stays left behind.
+        if row.seq in by_seq or row.id in flagged:
+            continue
+        blob = _body_digest(row.payload)
+        if blob is None or blob in usable:
+            by_seq[row.seq] = row
+    by_seq = dict(sorted(by_seq.items()))
+    kept = {r.id for r in by_seq.values()}
+    damaged = [(name, why) for name, why in found.damaged if name not in kept]
+    needed = {d for d in (_body_digest(r.payload) for r in by_seq.values()) if d is not None}
+    digests = sorted(needed | (set(found.blob_digests) & usable))
+    return Scan(list(by_seq.values()), damaged, found.problems, digests)
+
+
+def _body_digest(payload: str) -> str | None:
+    try:
+        body = decode_payload(payload).get("body")
+    except ValueError:
+        return None
+    blob = body.get("blob") if isinstance(body, dict) else None
+    return blob if isinstance(blob, str) else None
+
+
+def _copy(
+    source: sqlite3.Connection | None, found: Scan, pages: PageScan, target: sqlite3.Connection
+) -> SalvageReport:
     sids = {row.session_id for row in found.rows}
-    sessions = _sessions(source, sids)
+    sessions = _sessions(source, sids, pages.sessions)
     ordered = sorted(sessions.values(), key=lambda s: (s.created_at, s.id))
     for info in ordered:
         insert_session(
@@ -204,7 +267,7 @@ def _copy(source: sqlite3.Connection, found: Scan, target: sqlite3.Connection) -
                 "UPDATE sessions SET parent_id = ? WHERE id = ?", (info.parent_id, info.id)
             )
     for digest in found.blob_digests:
-        insert_blob(target, _read_blob(source, digest), digest)
+        insert_blob(target, _read_blob(source, digest, pages), digest)
     for row in found.rows:
         insert_entry(target, row.session_id, row.kind, row.payload, row.id, row.created_at)
     for info in ordered:
@@ -225,7 +288,9 @@ def salvage(source_path: Path, target: sqlite3.Connection) -> SalvageReport:
     """
     # No version check: a flipped byte in the header can make a ledger claim any schema, and
     # only rows that hash to their recorded content are copied.
-    source = open_read_only(source_path, check=False)
+    pages = scan_pages(source_path)
+    source: sqlite3.Connection | None = open_read_only(source_path, check=False)
+    assert source is not None
     # Text read as bytes throughout: damage can turn a column's stored type (a blob read as
     # text that is not UTF-8), and the scan accepted the bytes, not a decoding of them.
     source.text_factory = bytes
@@ -233,7 +298,13 @@ def salvage(source_path: Path, target: sqlite3.Connection) -> SalvageReport:
         try:
             found = scan(source, None)
         except READ_ERRORS as exc:
-            raise LedgerError(f"{source_path}: unreadable as a ledger ({exc})") from exc
-        return _copy(source, found, target)
+            if not pages.entries:
+                raise LedgerError(f"{source_path}: unreadable as a ledger ({exc})") from exc
+            # The schema itself does not read: what the pages hold is all there is.
+            source.close()
+            source = None
+            found = Scan([], [], [f"{source_path}: unreadable through SQL ({exc})"], [])
+        return _copy(source, _merge(found, pages), pages, target)
     finally:
-        source.close()
+        if source is not None:
+            source.close()

@@ -76,7 +76,7 @@ from comal.ledger.session_rows import (
     session_id_to_create,
     short_ids,
 )
-from comal.ledger.verify import VerifyReport, verify_ledger
+from comal.ledger.verify import VerifyReport, entry_doubts, verify_ledger
 from comal.messages import JSONObject
 
 __all__ = ["STATUSES", "Ledger"]
@@ -542,6 +542,12 @@ class Ledger:
             if session_id is not None:
                 self._require_session(session_id)
             return verify_ledger(self._conn, session_id)
+
+    def doubts(self, entries: Collection[Entry]) -> list[tuple[str, str]]:
+        """(entry id, problem) for each of `entries` whose stored row no longer hashes to its
+        content hash, and for entries of no recorded session (see `verify.entry_doubts`)."""
+        with self._mutex:
+            return entry_doubts(self._conn, sorted(e.seq for e in entries))
 
     def salvage_from(self, source: Path) -> SalvageReport:
         """Copy every intact entry of the ledger file `source` (maybe damaged) into this one.

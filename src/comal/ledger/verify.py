@@ -20,7 +20,7 @@ import hashlib
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -439,6 +439,53 @@ def _scan(conn: sqlite3.Connection, session_id: str | None) -> Scan:
                 (row.id, f"entry {row.id} (seq {row.seq}): body blob {blob} is {state}")
             )
     return result
+
+
+def entry_doubts(conn: sqlite3.Connection, seqs: Sequence[int]) -> list[tuple[str, str]]:
+    """(entry id, problem) for the entries at `seqs` that are not what was recorded.
+
+    Each row's stored kind and payload text are hashed again and compared with its
+    `content_hash` (exactly, as `verify` does, without its blob checks); entries of a session
+    that is not recorded are listed too (a flipped byte in a `session_id` moves an entry out
+    of its session, where no per-session read would see it). What resume checks before it acts.
+    """
+    found: list[tuple[str, str]] = []
+    wanted = set(seqs)
+    with _as_bytes(conn):
+        rows = (
+            conn.execute(
+                "SELECT seq, id, kind, payload, content_hash FROM entries"
+                " WHERE seq BETWEEN ? AND ?",
+                (min(wanted), max(wanted)),
+            )
+            if wanted
+            else ()
+        )
+        for seq, entry_id, kind, payload, stored in rows:
+            if seq not in wanted:
+                continue  # another session's, between a fork's parent entries and its own
+            wanted.discard(seq)
+            # `content_hash` on the stored bytes (a canonical payload is ASCII, so any other
+            # byte is damage and cannot hash to the recorded digest).
+            ok = (
+                isinstance(kind, bytes)
+                and isinstance(payload, bytes)
+                and isinstance(stored, bytes)
+                and stored
+                == b"sha256:" + hashlib.sha256(kind + b"\0" + payload).hexdigest().encode()
+            )
+            if not ok:
+                name = bytes(entry_id).decode("utf-8", "replace")
+                found.append((name, f"entry {name} (seq {seq}) does not verify"))
+        for seq in sorted(wanted):
+            found.append((f"seq {seq}", f"entry seq {seq} no longer reads"))
+        for seq, entry_id in conn.execute(
+            "SELECT seq, id FROM entries WHERE session_id NOT IN (SELECT id FROM sessions)"
+            " ORDER BY seq LIMIT 20"
+        ):
+            name = bytes(entry_id).decode("utf-8", "replace")
+            found.append((name, f"entry {name} (seq {seq}) names a session that is not recorded"))
+    return found
 
 
 def verify_ledger(conn: sqlite3.Connection, session_id: str | None) -> VerifyReport:

@@ -10,7 +10,9 @@ key is scrubbed from every message. Retries are not done here (see `transport.py
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import replace
@@ -19,7 +21,14 @@ from typing import ClassVar
 import httpx2
 
 from comal.config import ProviderConfig
-from comal.errors import EmptyStreamError, InvalidRequestError, NetworkError, ProviderError
+from comal.errors import (
+    EmptyStreamError,
+    InvalidRequestError,
+    NetworkError,
+    ProviderError,
+    RedirectError,
+    ResponseDeadlineError,
+)
 from comal.messages import JSONObject
 from comal.providers.base import (
     Capabilities,
@@ -78,10 +87,24 @@ def transport_failure(exc: Exception, url: str, secrets: tuple[str, ...]) -> Net
     return NetworkError(f"connection to {url} failed: {message}")
 
 
+def redirect_failure(
+    response: httpx2.Response, url: str, secrets: tuple[str, ...]
+) -> RedirectError:
+    """An HTTP 3xx answer: reported, never followed (the request and its key stay where the
+    configuration sends them)."""
+    where = redact(response.headers.get("location", ""), secrets) or "no location given"
+    return RedirectError(
+        f"{url} answered HTTP {response.status_code}, a redirect to {where}; Comal does not"
+        " follow redirects: set the provider's base_url to where the server really is"
+    )
+
+
 def http_failure(
     response: httpx2.Response, text: str, url: str, secrets: tuple[str, ...], provider: str
 ) -> ProviderError:
-    """An HTTP error status (400 and up) with its body `text`, classified."""
+    """An HTTP error status (300 and up) with its body `text`, classified."""
+    if response.status_code < 400:
+        return redirect_failure(response, url, secrets)
     return classify_http_error(
         response.status_code,
         text,
@@ -101,18 +124,24 @@ async def post_sse(
     secrets: tuple[str, ...],
     timeout_s: float,
     provider: str = "",
+    deadline_s: float | None = None,
 ) -> AsyncGenerator[str, None]:
     """POST `body` and yield the response's lines.
 
+    `timeout_s` bounds each read; `deadline_s` the whole response, however steadily its bytes
+    trickle in (each read waits at most what is left of it).
+
     Raises:
-        ProviderError: a classified HTTP error, or `NetworkError` for transport failures.
+        ProviderError: a classified HTTP error (a redirect included: never followed),
+            `ResponseDeadlineError` past the deadline, or `NetworkError` for transport failures.
     """
     timeout = httpx2.Timeout(timeout_s, connect=min(timeout_s, 30.0))
+    deadline = None if deadline_s is None else time.monotonic() + deadline_s
     try:
         async with client.stream(
             "POST", url, content=body, headers=headers, timeout=timeout
         ) as response:
-            if response.status_code >= 400:
+            if response.status_code >= 300:
                 text = (await response.aread()).decode("utf-8", "replace")
                 raise http_failure(response, text, url, secrets, provider)
             ctype = response.headers.get("content-type", "")
@@ -130,7 +159,27 @@ async def post_sse(
                     f"expected an event stream from {url}, got {ctype or 'no content type'}:"
                     f" {text[:200]!r}"
                 )
-            async for line in response.aiter_lines():
+            lines = response.aiter_lines()
+            while True:
+                try:
+                    if deadline is None:
+                        line = await anext(lines)
+                    else:
+                        # Each read waits at most what is left of the whole response's time.
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            raise TimeoutError
+                        # A timeout scope in this task (never across a yield): a cancel from
+                        # outside still ends the call as a cancel.
+                        async with asyncio.timeout(left):
+                            line = await anext(lines)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise ResponseDeadlineError(
+                        f"{url} did not finish its response within the deadline of"
+                        f" {deadline_s:g} s (response_deadline_s); the stream was cut"
+                    ) from None
                 yield line
     except (httpx2.TransportError, httpx2.DecodingError, httpx2.StreamError) as exc:
         raise transport_failure(exc, url, secrets) from None
@@ -259,6 +308,7 @@ class WireProvider:
             secrets=secrets,
             timeout_s=self._cfg.timeout_s,
             provider=self.name,
+            deadline_s=self._cfg.response_deadline_s,
         )
         try:
             async with aclosing(lines), aclosing(adrive(lines, self.decoder(request))) as events:
@@ -285,7 +335,8 @@ class WireProvider:
         answer) is sent once more, on a new connection.
         """
         headers = {**self.headers(), "accept": "application/json"}
-        timeout = httpx2.Timeout(self._cfg.timeout_s, connect=min(self._cfg.timeout_s, 30.0))
+        limit = min(self._cfg.timeout_s, self._cfg.response_deadline_s)
+        timeout = httpx2.Timeout(limit, connect=min(limit, 30.0))
         try:
             return await self._client.post(
                 self.url(), content=content, headers=headers, timeout=timeout
@@ -306,7 +357,7 @@ class WireProvider:
         except httpx2.HTTPError as exc:
             raise transport_failure(exc, url, secrets) from None
         text = redact(response.text, secrets)
-        if response.status_code >= 400:
+        if response.status_code >= 300:
             raise http_failure(response, text, url, secrets, self.name)
         async with aclosing(adrive(_lines_of(text), self.decoder(request))) as events:
             async for event in events:
@@ -327,6 +378,8 @@ class WireProvider:
         except httpx2.HTTPError as exc:
             found = f"asking again without streaming failed too ({type(exc).__name__})"
         else:
+            if 300 <= response.status_code < 400:
+                return redirect_failure(response, url, secrets)
             if response.status_code >= 400:
                 return classify_http_error(
                     response.status_code,

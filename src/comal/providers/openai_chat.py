@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from comal.errors import MalformedStreamError
 from comal.messages import (
     Finish,
     JSONObject,
@@ -200,6 +201,7 @@ class ChatDecoder:
     _calls_flushed: bool = False
     _saw_calls: bool = False
     _saw_refusal: bool = False
+    _saw_choice: bool = False
     _usage: JSONObject | None = None
 
     def _close_reasoning(self) -> list[ProviderEvent]:
@@ -219,6 +221,13 @@ class ChatDecoder:
         return out
 
     def _complete(self) -> list[ProviderEvent]:
+        if not self._saw_choice:
+            # `"choices": null` (or none at all) in every chunk: no answer was given, and an
+            # empty one must not be recorded as if the model had said nothing.
+            raise MalformedStreamError(
+                "the stream ended without a choice in any chunk (`choices` was null, empty or"
+                " missing): the server gave no answer"
+            )
         out = self._flush_calls()
         if self._usage is not None:
             out.append(UsageReport(usage_from_openai_chat(self._usage), self._usage))
@@ -244,6 +253,7 @@ class ChatDecoder:
         choice = _first_choice(obj.get("choices"))
         if choice is None:
             return out
+        self._saw_choice = True
         delta = choice.get("delta")
         if not isinstance(delta, dict):
             delta = choice.get("message")

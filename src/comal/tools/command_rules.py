@@ -53,13 +53,34 @@ _LONG_OPTIONS: dict[str, dict[str, str]] = {
 """Long options (and upper-case synonyms) of common programs, as their short letter."""
 
 _VALUE_OPTIONS: dict[str, frozenset[str]] = {
-    "git": frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"}),
+    "git": frozenset(
+        {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--attr-source"}
+    ),
     "make": frozenset({"-C", "-f", "--directory", "--file", "--makefile"}),
     "npm": frozenset({"--prefix", "-w", "--workspace"}),
     "kubectl": frozenset({"-n", "--namespace", "--context", "--kubeconfig"}),
     "docker": frozenset({"-H", "--host", "--context", "--config"}),
 }
 """Options whose value is the next word, so that `git -C dir push` is still `git push`."""
+
+_WORD_OPTIONS = frozenset({"find"})
+"""Programs whose options are whole words after one dash (`find -delete` is not `-d -e -l`)."""
+
+
+def _long_option(name: str, aliases: dict[str, str], takes_value: frozenset[str]) -> set[str]:
+    """A long option as getopt reads it: exact, else every known option it abbreviates.
+
+    `rm --rec --for` is `rm --recursive --force`. An abbreviation of several known options
+    stands for all of them (the real program refuses an ambiguous one, so this is only
+    stricter); one we know nothing of stays as written.
+    """
+    if name in aliases:
+        return {aliases[name]}
+    if name in takes_value:
+        return {name}
+    found = {letter for long, letter in aliases.items() if long.startswith(name)}
+    found |= {long for long in takes_value if long.startswith(name)}
+    return found or {name}
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +117,11 @@ def normalize(program: str, args: tuple[str | None, ...], *, open_args: bool = F
         elif arg in takes_value:
             options.add(aliases.get(arg, arg))
             skip = True
-        elif arg.startswith("--"):
-            name = arg.split("=", 1)[0]
-            options.add(aliases.get(name, name))
+        elif arg.startswith("--") or program in _WORD_OPTIONS:
+            name, eq, _ = arg.partition("=")
+            found = _long_option(name, aliases, takes_value) if arg.startswith("--") else {name}
+            options |= found
+            skip = not eq and bool(found & takes_value)
         else:
             for letter in arg[1:]:
                 options.add(aliases.get(f"-{letter}", letter).lstrip("-"))

@@ -7,7 +7,9 @@ program it really runs:
 
 - the program is the basename of the first word (`/bin/rm`, `\\rm`, `"rm"` and `r''m` are all
   `rm`), after unwrapping launchers that run their arguments as a command (`env`, `command`,
-  `builtin`, `exec`, `sudo`, `nice`, `timeout`, `nohup`, …) with their own options skipped;
+  `builtin`, `exec`, `sudo`, `nice`, `timeout`, `strace`, `prlimit`, …) with their own options
+  read as getopt reads them (clusters, attached values, abbreviated long options: see
+  `_launchers`); a command line given to one (`flock FILE -c '…'`) is parsed in turn;
 - a literal script given to a shell (`bash -c '…'`, `sh -c "…"`) or to `eval` is parsed again,
   recursively, and its commands take the place of the launcher;
 - `xargs PROG …` runs PROG with arguments read at run time (`open_args`); `find … -exec PROG …
@@ -29,6 +31,8 @@ from pathlib import PurePosixPath
 
 import tree_sitter
 import tree_sitter_bash
+
+from comal.tools._launchers import LAUNCHERS, XARGS, scan
 
 MAX_DEPTH = 4
 """How many levels of `bash -c` / `eval` strings are parsed before giving up (unresolved)."""
@@ -70,40 +74,6 @@ _RENAMERS = frozenset({"alias", "hash", "enable"})
 _STRING_RUNNERS = frozenset({"watch", "su", "runuser", "script", "parallel"})
 """Programs that run one argument as a shell command line (`su -c`, `watch 'cmd'`)."""
 
-# Launchers whose arguments are a command: name -> (options taking a value, options that end
-# the launcher, e.g. `sudo -s`/`-i` starting a shell).
-_WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "env": (frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}), frozenset()),
-    "command": (frozenset(), frozenset()),
-    "builtin": (frozenset(), frozenset()),
-    "exec": (frozenset({"-a"}), frozenset()),
-    "sudo": (
-        frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-R", "-T", "-U", "-r", "-t"}),
-        frozenset({"-s", "-i", "--shell", "--login", "-e", "--edit"}),
-    ),
-    "doas": (frozenset({"-u", "-C"}), frozenset({"-s"})),
-    "nice": (frozenset({"-n", "--adjustment"}), frozenset()),
-    "ionice": (frozenset({"-c", "-n", "-t", "--class", "--classdata"}), frozenset()),
-    "nohup": (frozenset(), frozenset()),
-    "time": (frozenset({"-f", "--format", "-o", "--output"}), frozenset()),
-    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), frozenset()),
-    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), frozenset()),
-    "setsid": (frozenset(), frozenset()),
-    "chrt": (frozenset(), frozenset()),
-    "taskset": (frozenset(), frozenset()),
-    "unbuffer": (frozenset(), frozenset()),
-    "flock": (frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}), frozenset()),
-    "busybox": (frozenset(), frozenset()),
-    "coproc": (frozenset(), frozenset()),
-}
-_POSITIONAL_BEFORE_COMMAND = {"timeout": 1, "chrt": 1, "taskset": 1, "flock": 1}
-"""Launchers that take fixed positional arguments (a duration, a lock file) before the command."""
-
-_XARGS_VALUE_OPTS = frozenset(
-    {"-I", "-i", "-n", "-P", "-L", "-l", "-d", "-E", "-e", "-s", "-a", "--arg-file",
-     "--delimiter", "--max-args", "--max-procs", "--max-lines", "--replace", "--eof",
-     "--max-chars", "--process-slot-var"}
-)  # fmt: skip
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 # Node types whose value is only known at run time.
@@ -236,7 +206,7 @@ class _Walker:
             return
         program = PurePosixPath(head).name or head
         args = words[1:]
-        if program in _WRAPPERS:
+        if program in LAUNCHERS:
             self.unwrap(program, args, text)
         elif program in SHELLS:
             self.shell(program, args, text)
@@ -260,34 +230,14 @@ class _Walker:
                 self.find_exec(args, text)
 
     def unwrap(self, program: str, args: list[str | None], text: str) -> None:
-        value_opts, shell_opts = _WRAPPERS[program]
         self.found.append(SimpleCommand(program, tuple(args), False, "", text))
-        i = 0
-        positional = _POSITIONAL_BEFORE_COMMAND.get(program, 0)
-        while i < len(args):
-            arg = args[i]
-            if arg is None:
-                self.unresolved(text, f"an argument of {program} is only known at run time")
-                return
-            if arg == "--":
-                i += 1
-                break
-            if program == "env" and "=" in arg and not arg.startswith("-"):
-                i += 1
-                continue
-            if arg.startswith("-") and arg != "-":
-                if arg in shell_opts or (program == "env" and arg in ("-S", "--split-string")):
-                    self.unresolved(text, f"{program} {arg} runs a shell or a command string")
-                    return
-                i += 2 if arg in value_opts else 1
-                continue
-            if positional > 0:
-                positional -= 1
-                i += 1
-                continue
-            break
-        if i < len(args):
-            self.resolve(args[i:], text)
+        found = scan(program, LAUNCHERS[program], args)
+        if found.reason:
+            self.unresolved(text, found.reason)
+        elif found.script is not None:
+            self.script([found.script], text, f"{program} -c")
+        elif found.start < len(args):
+            self.resolve(args[found.start :], text)
 
     def shell(self, program: str, args: list[str | None], text: str) -> None:
         i = 0
@@ -313,19 +263,11 @@ class _Walker:
         self.found.extend(_parse(source, self.depth + 1))
 
     def xargs(self, args: list[str | None], text: str) -> None:
-        i = 0
-        while i < len(args):
-            arg = args[i]
-            if arg is None:
-                self.unresolved(text, "an argument of xargs is only known at run time")
-                return
-            if arg == "--":
-                i += 1
-                break
-            if not arg.startswith("-"):
-                break
-            i += 2 if arg in _XARGS_VALUE_OPTS else 1
-        rest = args[i:] or ["echo"]
+        scanned = scan("xargs", XARGS, args)
+        if scanned.reason:
+            self.unresolved(text, scanned.reason)
+            return
+        rest = args[scanned.start :] or ["echo"]
         before = len(self.found)
         self.resolve(list(rest), text)
         # Whatever xargs runs also gets the arguments it reads at run time.

@@ -1,6 +1,7 @@
 """Read: a file's lines, numbered, by line range; images as media parts.
 
-Invariants: the output is the numbered text exactly as the model sees it (UTF-8). Text that
+Invariants: the output is the numbered text exactly as the model sees it (UTF-8). The file is
+streamed (`_read_stream`): memory stays bounded whatever its size or its longest line. Text that
 is not valid UTF-8 is shown with U+FFFD replacements and a note; a file with NUL bytes in its
 first 8 KiB is treated as binary and described (size and digest), never dumped. PNG, JPEG,
 GIF and WebP files (recognised by their magic bytes) become a `MediaPart` with base64 data
@@ -12,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 from pathlib import Path
 
 from comal.errors import ToolError
-from comal.messages import JSONObject, MediaPart, ToolSpec, digest_bytes
+from comal.messages import JSONObject, MediaPart, ToolSpec
+from comal.tools._read_stream import digest_file, numbered_lines, read_head
 from comal.tools.base import (
     FILE_PATH,
     NoPreparation,
@@ -82,24 +85,6 @@ def image_media_type(data: bytes) -> str | None:
     return None
 
 
-def number_lines(text: str, offset: int, limit: int, max_line_chars: int) -> tuple[str, int]:
-    """Numbered lines `offset .. offset+limit-1` of `text`, and the file's line count."""
-    # Split on "\n" only, as grep and editors count lines; str.splitlines would also split
-    # on form feeds and Unicode separators and shift every later line number.
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    chosen = lines[offset - 1 : offset - 1 + limit]
-    out: list[str] = []
-    for number, line in enumerate(chosen, start=offset):
-        line = line.removesuffix("\r")
-        if len(line) > max_line_chars:
-            cut = len(line) - max_line_chars
-            line = f"{line[:max_line_chars]}… [line cut: {cut} more characters]"
-        out.append(f"{number:>6}\t{line}")
-    return "\n".join(out), len(lines)
-
-
 class ReadTool(PathArgument, NoPreparation):
     """The `Read` tool.
 
@@ -136,26 +121,43 @@ class ReadTool(PathArgument, NoPreparation):
             if offset < 1 or limit < 1:
                 raise ToolError("offset and limit must be at least 1")
             resolved = resolve_path(ctx.workspace, path)
-            data = await asyncio.to_thread(_read_bytes, resolved, path)
+            return await asyncio.to_thread(self._read, resolved, path, offset, limit, ctx)
         except ToolError as exc:
             return error_outcome(exc.message)
+
+    def _read(
+        self, resolved: Path, given: str, offset: int, limit: int, ctx: ToolContext
+    ) -> ToolOutcome:
+        """The outcome, reading the file in bounded memory (`_read_stream`)."""
         shown = display_path(ctx.workspace, resolved)
-        media_type = image_media_type(data)
-        if media_type is not None:
-            return self._image(shown, media_type, data)
-        if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-            return text_outcome(
-                f"[binary file: {shown}, {len(data)} bytes, {digest_bytes(data)}; not shown]"
-            )
-        if not data:
-            return text_outcome(f"[empty file: {shown}]")
+        if resolved.is_dir():
+            raise ToolError(f"{given} is a directory; use Glob to list files")
         try:
-            text = data.decode("utf-8")
-            note = ""
-        except UnicodeDecodeError:
-            text = data.decode("utf-8", errors="replace")
-            note = "[file is not valid UTF-8; undecodable bytes shown as \ufffd]\n"
-        body, total = number_lines(text, offset, limit, self.max_line_chars)
+            with resolved.open("rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                head = read_head(handle, BINARY_SNIFF_BYTES)
+                media_type = image_media_type(head)
+                if media_type is not None:
+                    if size > self.max_image_bytes:
+                        return self._image(shown, media_type, b"", size)
+                    return self._image(shown, media_type, read_head(handle, size), size)
+                if b"\x00" in head:
+                    return text_outcome(
+                        f"[binary file: {shown}, {size} bytes, {digest_file(handle)}; not shown]"
+                    )
+            if not head:
+                return text_outcome(f"[empty file: {shown}]")
+            found = numbered_lines(resolved, offset, limit, self.max_line_chars)
+        except FileNotFoundError as exc:
+            raise ToolError(f"{given}: no such file") from exc
+        except OSError as exc:
+            raise ToolError(f"{given}: cannot read: {exc.strerror or exc}") from exc
+        note = (
+            ""
+            if found.valid_utf8
+            else "[file is not valid UTF-8; undecodable bytes shown as \ufffd]\n"
+        )
+        body, total = found.body, found.total
         if offset > total:
             return error_outcome(f"offset {offset} is past the end of {shown} ({total} lines)")
         last = offset + body.count("\n")
@@ -165,23 +167,12 @@ class ReadTool(PathArgument, NoPreparation):
             footer += f"; continue with offset={last + 1}]" if last < total else "]"
         return text_outcome(f"{note}{body}{footer}")
 
-    def _image(self, shown: str, media_type: str, data: bytes) -> ToolOutcome:
-        if len(data) > self.max_image_bytes:
+    def _image(self, shown: str, media_type: str, data: bytes, size: int) -> ToolOutcome:
+        if size > self.max_image_bytes:
             return text_outcome(
-                f"[image: {shown}, {media_type}, {len(data)} bytes; larger than the "
+                f"[image: {shown}, {media_type}, {size} bytes; larger than the "
                 f"{self.max_image_bytes}-byte image limit, not attached]"
             )
         media = MediaPart(media_type, base64.b64encode(data).decode("ascii"))
         text = f"[image: {shown}, {media_type}, {len(data)} bytes]"
         return ToolOutcome(text.encode("utf-8", errors="surrogateescape"), media=(media,))
-
-
-def _read_bytes(resolved: Path, given: str) -> bytes:
-    if resolved.is_dir():
-        raise ToolError(f"{given} is a directory; use Glob to list files")
-    try:
-        return resolved.read_bytes()
-    except FileNotFoundError as exc:
-        raise ToolError(f"{given}: no such file") from exc
-    except OSError as exc:
-        raise ToolError(f"{given}: cannot read: {exc.strerror or exc}") from exc

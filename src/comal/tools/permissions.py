@@ -38,6 +38,7 @@ from comal.tools.base import PermissionDecision, Tool, display_path, resolve_pat
 from comal.tools.command_rules import CommandPattern, Match, match, suggest_pattern
 from comal.tools.commands import SimpleCommand, parse_command
 from comal.tools.protected import protected_reason
+from comal.tools.rule_presets import expand
 
 AskHook = Callable[[str, JSONObject, str], Awaitable[bool]]
 """`(tool_name, arguments, reason) -> confirmed`; the TUI shows a confirmation prompt."""
@@ -52,7 +53,8 @@ COMMAND_TOOL = "Bash"
 
 
 def _describe(rule: PermissionRule) -> str:
-    return f"{rule.action} rule {rule.tool}({rule.pattern})"
+    preset = f" of preset {rule.preset}" if rule.preset else ""
+    return f"{rule.action} rule {rule.tool}({rule.pattern}){preset}"
 
 
 def suggest_rules(tool: Tool, arguments: JSONObject) -> tuple[PermissionRule, ...]:
@@ -83,7 +85,8 @@ class PermissionPolicy:
         ask: the interactive confirmation hook; None when there is nobody to ask.
 
     Raises:
-        ToolError: the mode is unknown or a rule action is not allow, ask or deny.
+        ToolError: the mode is unknown, a rule action is not allow, ask or deny, or a preset
+            is not shipped.
     """
 
     def __init__(
@@ -95,7 +98,7 @@ class PermissionPolicy:
             if rule.action not in _ACTIONS:
                 raise ToolError(f"permission rule action must be allow, ask or deny: {rule!r}")
         self.config = config
-        self.rules: list[PermissionRule] = list(config.rules)
+        self.rules: list[PermissionRule] = expand(list(config.rules))
         self._patterns = {r.pattern: CommandPattern.parse(r.pattern) for r in self.rules}
         self.mode = config.mode
         self.workspace = workspace.resolve()

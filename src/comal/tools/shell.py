@@ -253,6 +253,10 @@ class BashTool(NoPreparation):
             timeout_s = self._timeout(arguments)
         except ToolError as exc:
             return error_outcome(exc.message)
+        if "\x00" in command:
+            return error_outcome(
+                "not run: the command holds a NUL byte (\\0), which no command line can"
+            )
         env = dict(ctx.env)
         env.setdefault("PAGER", "cat")
         env.setdefault("GIT_PAGER", "cat")

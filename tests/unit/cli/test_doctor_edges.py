@@ -55,7 +55,8 @@ def test_a_detected_server_is_checked_when_nothing_is_configured(
         code = main(["doctor"])
     out, err = capsys.readouterr()
     assert code == 0, out + err
-    lines = out.splitlines()
+    # The sandbox's line comes first (a session's first line says whether Bash is confined).
+    lines = [line for line in out.splitlines() if not line.startswith("ok  sandbox:")]
     assert lines[0] == "no providers configured: `comal -p` uses the server found on loopback"
     assert lines[1].startswith(f"ok  llama.cpp@{server.port} (detected) (openai-chat)")
     assert "no providers configured, and" not in err
@@ -74,7 +75,7 @@ def test_a_server_that_does_not_speak_the_wire_is_not_ok(
     )
     monkeypatch.setenv("COMAL_LOOPBACK_PORTS", "9")  # nothing else is looked for
     code = main(["doctor"])
-    out = capsys.readouterr().out.splitlines()
+    out = [line for line in capsys.readouterr().out.splitlines() if "sandbox:" not in line]
     assert code == 4
     assert out[0].startswith("BAD local (openai-chat)")
     assert out[1].startswith("    ok  models")

@@ -305,6 +305,8 @@ class Transcript(VerticalScroll):
             self.add_notice(
                 f"● session {event.session_id} {verb} · {event.provider}/{event.model} · window"
                 f" {event.window_tokens:,} ({event.window_source})"
+                + (f"\n  ⚠ {event.sandbox}" if event.sandbox else ""),
+                "warning" if event.sandbox else "info",
             )
         elif isinstance(event, TurnFinished):
             self.close_reply()
