@@ -1,12 +1,13 @@
 """`comal bench replay PATH…`: replay recorded sessions through context policies, no model.
 
 Options: `--window 32k,64k,128k`, `--policy raw,comal,…`, `--jobs N` (worker processes),
-`--format F` (skip detection), `--cache-ttl SECONDS` (the prompt cache's time-to-live, 300 by
-default; `none` for a cache that never expires), `--strict`, `--json FILE`, `--md FILE`,
-`--png FILE`. The
-Markdown table and verdict lines always go to stdout; progress goes to stderr. A file that
-cannot be read is skipped and listed on stderr with its reason; the exit status is non-zero
-only when nothing could be read, or with `--strict` when any file was skipped.
+`--format F` (skip detection), `--split A|B` (one half of the files, by a sha256 of each
+file's path relative to the PATH it was found under; the report says which), `--cache-ttl
+SECONDS` (the prompt cache's time-to-live, 300 by default; `none` for a cache that never
+expires), `--strict`, `--json FILE`, `--md FILE`, `--png FILE`. The Markdown table and verdict
+lines always go to stdout; progress goes to stderr. A file that cannot be read is skipped and
+listed on stderr with its reason; the exit status is non-zero only when nothing could be read,
+or with `--strict` when any file was skipped.
 """
 
 from __future__ import annotations
@@ -48,6 +49,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="prompt cache time-to-live: a call after a longer recorded gap is billed uncached"
         " (default 300; 'none': never expires)",
     )
+    replay.add_argument(
+        "--split",
+        type=str.upper,
+        choices=("A", "B"),
+        help="only one half of the files, by a sha256 of each file's path relative to the"
+        " PATH it was found under (the same half on every machine)",
+    )
     replay.add_argument("--strict", action="store_true", help="fail when any file cannot be read")
     replay.add_argument("--json", type=Path, dest="json_path", metavar="FILE")
     replay.add_argument("--md", type=Path, dest="md_path", metavar="FILE")
@@ -59,7 +67,7 @@ async def run(args: argparse.Namespace) -> int:
     """Run the replay and write the reports."""
     from comal.replay import parse_policies, parse_windows, run_replay
     from comal.replay.metrics import aggregate_by_source
-    from comal.replay.report import markdown_report, write_json, write_png
+    from comal.replay.report import markdown_report, split_line, write_json, write_png
 
     try:
         windows = parse_windows(args.window)
@@ -76,16 +84,19 @@ async def run(args: argparse.Namespace) -> int:
         progress=lambda line: print(line, file=sys.stderr),
         fmt=args.format,
         cache_ttl_s=ttl,
+        split=args.split,
     )
     for path, reason in result.skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)
     read = result.files - len(result.skipped)
     if read == 0:
         raise ImportFormatError(f"no recorded session could be read ({result.files} file(s))")
-    table = markdown_report(result.aggregate, aggregate_by_source(result.rows))
+    table = split_line(result.split, result.files, result.found) + markdown_report(
+        result.aggregate, aggregate_by_source(result.rows)
+    )
     sys.stdout.write(table)
     if args.json_path:
-        write_json(args.json_path, result.rows, result.aggregate)
+        write_json(args.json_path, result.rows, result.aggregate, split=result.split)
     if args.md_path:
         args.md_path.write_text(table, encoding="utf-8")
     if args.png_path:

@@ -24,6 +24,7 @@ the replies it must hold is not free.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections.abc import Sequence
@@ -360,7 +361,13 @@ def session_files(paths: Sequence[Path]) -> list[Path]:
 
     Sub-agent transcripts beside their parent's file are read with the parent, not apart.
     """
-    found: list[Path] = []
+    return [path for path, _ in found_files(paths)]
+
+
+def found_files(paths: Sequence[Path]) -> list[tuple[Path, str]]:
+    """Recorded session files under `paths`, each with its path relative to the PATH it was
+    found under (POSIX form; a file given itself is its own name): the key `split_of` hashes."""
+    found: list[tuple[Path, str]] = []
     suffixes = (".jsonl", ".traj", ".json", ".aider.chat.history.md")
     for path in paths:
         if path.is_dir():
@@ -368,7 +375,18 @@ def session_files(paths: Sequence[Path]) -> list[Path]:
                 if child.is_file() and child.name.endswith(suffixes):
                     if child.name in ("manifest.jsonl",) or is_subagent_file(child):
                         continue
-                    found.append(child)
+                    found.append((child, child.relative_to(path).as_posix()))
         else:
-            found.append(path)
+            found.append((path, path.name))
     return found
+
+
+SPLITS = ("A", "B")
+"""The two halves `--split` chooses between."""
+
+
+def split_of(relative: str) -> str:
+    """`A` or `B`: the parity of the first byte of the sha256 of a file's relative path
+    (UTF-8), even → A. Stable across machines and checkouts, blind to the file's content."""
+    digest = hashlib.sha256(relative.encode("utf-8")).digest()
+    return SPLITS[digest[0] % 2]

@@ -1,6 +1,7 @@
 """Replay results as JSON, a Markdown table and a PNG plot.
 
-JSON: `{"rows": [...], "aggregate": [...], "aggregate_by_source": [...]}` (rows per session,
+JSON: `{"split": …, "rows": [...], "aggregate": [...], "aggregate_by_source": [...]}` (the
+half of the files replayed, `A`/`B` or null; rows per session,
 policy and window; aggregates per policy and window, and per source, policy and window). The
 Markdown table shows the aggregates, then one verdict line per window (`verdict_lines`). The plot
 puts cost (ratio to raw) against the share of later-used facts in view, one point per policy
@@ -51,16 +52,41 @@ _PERCENT = {
 }
 
 
-def result_json(rows: Sequence[JSONObject], aggregate: Sequence[JSONObject]) -> JSONObject:
-    """The JSON document (per-call timings are left out of the rows)."""
+def result_json(
+    rows: Sequence[JSONObject], aggregate: Sequence[JSONObject], *, split: str | None = None
+) -> JSONObject:
+    """The JSON document (per-call timings are left out of the rows; `split`: the half of the
+    files replayed, `A`/`B`, or None for all of them)."""
     slim: list[JSONValue] = [{k: v for k, v in r.items() if k != "decision_ms"} for r in rows]
     by_source: list[JSONValue] = list(aggregate_by_source(rows))
-    return {"rows": slim, "aggregate": list(aggregate), "aggregate_by_source": by_source}
+    return {
+        "split": split,
+        "rows": slim,
+        "aggregate": list(aggregate),
+        "aggregate_by_source": by_source,
+    }
 
 
-def write_json(path: Path, rows: Sequence[JSONObject], aggregate: Sequence[JSONObject]) -> None:
+def write_json(
+    path: Path,
+    rows: Sequence[JSONObject],
+    aggregate: Sequence[JSONObject],
+    *,
+    split: str | None = None,
+) -> None:
     """Write the JSON document."""
-    path.write_text(json.dumps(result_json(rows, aggregate), indent=1) + "\n", encoding="utf-8")
+    document = result_json(rows, aggregate, split=split)
+    path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+
+
+def split_line(split: str | None, files: int, found: int) -> str:
+    """The report's first line when only one half of the files was replayed ("" otherwise)."""
+    if split is None:
+        return ""
+    return (
+        f"Split {split}: {files:,} of the {found:,} session files found (sha256 of each file's"
+        " path relative to the PATH it was found under: first byte even → A, odd → B).\n\n"
+    )
 
 
 def _cell(key: str, value: JSONValue) -> str:
