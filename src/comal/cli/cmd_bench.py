@@ -6,8 +6,9 @@ file's path relative to the PATH it was found under; the report says which), `--
 SECONDS` (the prompt cache's time-to-live, 300 by default; `none` for a cache that never
 expires), `--strict`, `--json FILE`, `--md FILE`, `--png FILE`. The Markdown table and verdict
 lines always go to stdout; progress goes to stderr. A file that cannot be read is skipped and
-listed on stderr with its reason; the exit status is non-zero only when nothing could be read,
-or with `--strict` when any file was skipped.
+listed on stderr with its reason, and so is every file of a folder searched that no importer
+reads (a README, the set's manifest); the exit status is non-zero only when nothing could be
+read, or with `--strict` when a session file could not be read.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ async def run(args: argparse.Namespace) -> int:
         cache_ttl_s=ttl,
         split=args.split,
     )
-    for path, reason in result.skipped:
+    for path, reason in (*result.unread, *result.skipped):
         print(f"skipped {path}: {reason}", file=sys.stderr)
     read = result.files - len(result.skipped)
     if read == 0:
@@ -103,7 +104,9 @@ async def run(args: argparse.Namespace) -> int:
         write_png(args.png_path, result.aggregate)
     elapsed = time.monotonic() - started
     print(
-        f"replayed {read} file(s) in {elapsed:.1f} s; skipped {len(result.skipped)}",
+        f"replayed {read} file(s) in {elapsed:.1f} s; skipped "
+        f"{len(result.skipped) + len(result.unread)} ({len(result.unread)} that no importer"
+        " reads)",
         file=sys.stderr,
     )
     if args.strict and result.skipped:

@@ -5,8 +5,8 @@ For each transcript, window and policy, every model call's request is rendered c
 policy that splits a pair fails the replay loudly), priced (`metrics.py`) and searched for the
 facts the assistant uses at that call (`facts.py`).
 
-No hindsight: the output reserve of call *k* is sized from the outputs recorded before *k*
-only. Comal's engine sizes its own, from the ledger it has been fed (its live rule); for every
+No hindsight: the output reserve of call *k* is sized from the outputs of the replies before
+*k* only. Comal's engine sizes its own, from the ledger it has been fed (its live rule); for every
 other policy, and for judging their overflows, the harness applies the same rule to the same
 recorded outputs (`context.budget.size_output_reserve`: twice the 95th percentile of earlier
 outputs, 256 … min(32,000, window / 2), 4,096 before any). The margin is
@@ -17,9 +17,11 @@ prompt cache's time-to-live (`PROMPT_CACHE_TTL_S`) is billed uncached for every 
 engine sees the same gap on its clock (an idle cache lets it relieve pressure early, for no
 extra re-send: `context/relief/triggers.py`).
 
-A recorded reply longer than the output its request allowed is a cut reply (`_cut_replies`):
-the cut request, its thrown-away output and the re-ask are billed, so a reserve smaller than
-the replies it must hold is not free.
+A reply is billed at max(recorded, rendered) output tokens (`Transcript.reply_tokens`: the
+recording may hold a streaming snapshot's partial usage, or none), and a reply longer than the
+output its request allowed is a cut reply (`_cut_replies`): the cut request, its thrown-away
+output and the re-ask are billed, so a reserve smaller than the replies it must hold is not
+free. Every reserve, the harness's and Comal's engine's, is sized from those complete outputs.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from comal.importers import parse_sessions
 from comal.importers.claude_code import is_subagent_file
 from comal.messages import JSONObject, Message
 from comal.replay.facts import FactUse, fact_uses
+from comal.replay.images import provider_of
 from comal.replay.metrics import Totals, row
 from comal.replay.policies import (
     Budget,
@@ -70,21 +73,31 @@ MAX_OUTPUT_TOKENS = 32_000
 """The engine's default maximum output (the cap of the sized reserve)."""
 
 
-def call_budgets(transcript: Transcript, window: int) -> CallBudgets:
-    """The reserve of each call from the outputs recorded before it, and the margin.
+def call_budgets(
+    transcript: Transcript, window: int, outputs: Sequence[int] | None = None
+) -> CallBudgets:
+    """The reserve of each call from the outputs of the replies before it, and the margin.
 
-    The same numbers Comal's engine sizes for itself (its cap is the maximum output, at most
-    half the window: `ContextEngine.output_reserve`); a test holds them equal.
+    `outputs` are the replies' complete outputs (`complete_outputs`; computed when None): a
+    partial snapshot of a streamed reply, or a reply recorded with no usage, would size a
+    reserve far below what the replies really take. The same numbers Comal's engine sizes for
+    itself from the same outputs (its cap is the maximum output, at most half the window:
+    `ContextEngine.output_reserve`); a test holds them equal.
     """
+    if outputs is None:
+        outputs = complete_outputs(transcript, SegmentCache())
     cap = min(MAX_OUTPUT_TOKENS, max(window // 2, 1))
-    outputs: list[int] = []
+    earlier: list[int] = []
     reserves: list[int] = []
     for call in transcript.calls:
-        reserves.append(size_output_reserve(outputs, [], max_output=cap))
-        value = transcript.output_tokens(call)
-        if value is not None:
-            outputs.append(value)
+        reserves.append(size_output_reserve(earlier, [], max_output=cap))
+        earlier.append(outputs[call.index])
     return CallBudgets(window, default_margin(window), tuple(reserves))
+
+
+def complete_outputs(transcript: Transcript, cache: SegmentCache) -> tuple[int, ...]:
+    """Each call's reply at max(recorded, rendered) output tokens (`Transcript.reply_tokens`)."""
+    return tuple(transcript.reply_tokens(call, cache.count) for call in transcript.calls)
 
 
 def make_policy(
@@ -168,7 +181,7 @@ def _cut_replies(
     budget: Budget,
     request: tuple[Segment, ...],
     size: int,
-    output: int | None,
+    output: int,
     totals: Totals,
     cache: SegmentCache,
 ) -> tuple[Decision, Budget, tuple[Segment, ...], int]:
@@ -181,7 +194,7 @@ def _cut_replies(
     hold is therefore paid for here, not free. Returns the request finally answered.
     """
     again = getattr(policy, "after_cut", None)
-    while output is not None and not budget.overflows(size):
+    while not budget.overflows(size):
         allowed = _max_output(decision, budget, size)
         if output <= allowed:
             break
@@ -229,6 +242,7 @@ def replay_policy(
         uses = {}
         for use in fact_uses(transcript):
             uses.setdefault(use.call_index, []).append(use)
+    outputs = complete_outputs(transcript, cache)
     totals = Totals()
     feed = getattr(policy, "feed", None)
     for call in transcript.calls:
@@ -255,7 +269,7 @@ def replay_policy(
         request = cache.request(decision.system, decision.messages)
         size = request_tokens(request)
         decision, budget, request, size = _cut_replies(
-            policy, decision, budget, request, size, transcript.output_tokens(call), totals, cache
+            policy, decision, budget, request, size, outputs[call.index], totals, cache
         )
         totals.reserves.append(budget.reserve)
         totals.send(request, overflow=budget.overflows(size))
@@ -291,7 +305,7 @@ def replay_transcript(
     `name` is the row's `session` (default the transcript's label); `cache_ttl_s` as in
     `replay_policy`.
     """
-    cache = SegmentCache()
+    cache = SegmentCache(images=provider_of(transcript.model, transcript.source))
     uses: dict[int, list[FactUse]] = {}
     for use in fact_uses(transcript):
         uses.setdefault(use.call_index, []).append(use)
@@ -300,7 +314,7 @@ def replay_transcript(
     rows: list[JSONObject] = []
     names = ["raw", *[p for p in policies if p != "raw"]]
     for window in windows:
-        budget = call_budgets(transcript, window)
+        budget = call_budgets(transcript, window, complete_outputs(transcript, cache))
         raw_cost = 0.0
         for policy_name in names:
             # The same transcript, window and policy mint the same ids on every run.
@@ -367,18 +381,38 @@ def session_files(paths: Sequence[Path]) -> list[Path]:
 def found_files(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     """Recorded session files under `paths`, each with its path relative to the PATH it was
     found under (POSIX form; a file given itself is its own name): the key `split_of` hashes."""
+    return survey(paths)[0]
+
+
+def survey(
+    paths: Sequence[Path],
+) -> tuple[list[tuple[Path, str]], list[tuple[Path, str, str]]]:
+    """The session files under `paths` (as `found_files`), and every other file of the folders
+    searched that no importer reads: (path, relative path, why). Sub-agent transcripts beside
+    their parent's file are read with the parent: neither list holds them."""
     found: list[tuple[Path, str]] = []
-    suffixes = (".jsonl", ".traj", ".json", ".aider.chat.history.md")
+    unread: list[tuple[Path, str, str]] = []
     for path in paths:
-        if path.is_dir():
-            for child in sorted(path.rglob("*")):
-                if child.is_file() and child.name.endswith(suffixes):
-                    if child.name in ("manifest.jsonl",) or is_subagent_file(child):
-                        continue
-                    found.append((child, child.relative_to(path).as_posix()))
-        else:
+        if not path.is_dir():
             found.append((path, path.name))
-    return found
+            continue
+        for child in sorted(path.rglob("*")):
+            if not child.is_file() or is_subagent_file(child):
+                continue
+            key = child.relative_to(path).as_posix()
+            if child.name == MANIFEST:
+                unread.append((child, key, "the set's manifest, not a recorded session"))
+            elif not child.name.endswith(SESSION_SUFFIXES):
+                kind = f"{child.suffix} files" if child.suffix else "files without a suffix"
+                unread.append((child, key, f"no importer reads {kind}"))
+            else:
+                found.append((child, key))
+    return found, unread
+
+
+SESSION_SUFFIXES = (".jsonl", ".traj", ".json", ".aider.chat.history.md")
+"""Names a recorded session file ends with (format detection then reads its content)."""
+MANIFEST = "manifest.jsonl"
 
 
 SPLITS = ("A", "B")

@@ -24,7 +24,7 @@ from pathlib import Path
 from comal.errors import ImportFormatError
 from comal.messages import JSONObject
 from comal.replay.metrics import aggregate
-from comal.replay.replayer import POLICIES, SPLITS, found_files, replay_file, split_of
+from comal.replay.replayer import POLICIES, SPLITS, replay_file, split_of, survey
 from comal.usage import PROMPT_CACHE_TTL_S
 
 
@@ -41,6 +41,9 @@ class ReplayResult:
     """The half replayed (`A`/`B`, `replayer.split_of`), None for every file."""
     found: int = 0
     """Session files found under the paths before the split chose its half."""
+    unread: tuple[tuple[str, str], ...] = ()
+    """Files of the folders searched (in the half chosen) that no importer reads: (path,
+    reason). They are skipped too, but never fail `--strict`."""
 
 
 def _replay_or_reason(
@@ -113,8 +116,11 @@ async def run_replay(
     """
     if split is not None and split not in SPLITS:
         raise ValueError(f"bad split {split!r}: A or B")
-    everything = found_files(paths)
+    everything, others = survey(paths)
     files = [path for path, key in everything if split is None or split_of(key) == split]
+    unread = tuple(
+        (str(path), why) for path, key, why in others if split is None or split_of(key) == split
+    )
     loop = asyncio.get_running_loop()
     work = partial(
         _replay_or_reason,
@@ -149,5 +155,5 @@ async def run_replay(
     rows = [r for chunk in results for r in chunk]
     skipped = tuple((str(f), r) for f, r in zip(files, reasons, strict=True) if r is not None)
     return ReplayResult(
-        tuple(rows), tuple(aggregate(rows)), len(files), skipped, split, len(everything)
+        tuple(rows), tuple(aggregate(rows)), len(files), skipped, split, len(everything), unread
     )

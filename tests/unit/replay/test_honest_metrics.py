@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from comal.context.measure.budget import RESERVE_FLOOR
 from comal.context.relief.evidence_names import INDEX_CALL
 from comal.importers import parse_file
 from comal.messages import JSONObject, Message, TextPart
@@ -168,7 +169,9 @@ def test_comal_holds_its_own_reserve_without_a_fixed_one() -> None:
     finally:
         policy.close()
 
-    assert totals.reserves == [4_096, 4_096]
+    # Before any reply the engine's default; then sized from the first reply's output, which
+    # the recording left out (no usage) and the replay feeds at its rendered size: the floor.
+    assert totals.reserves == [4_096, RESERVE_FLOOR]
 
 
 @pytest.mark.parametrize(

@@ -78,3 +78,26 @@ def test_the_cli_states_the_split_in_its_reports(tmp_path: Path) -> None:
     )  # fmt: skip
     assert bad.returncode != 0
     assert "Traceback" not in bad.stderr
+
+
+def test_files_no_importer_reads_are_listed_as_skipped_with_their_reason(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "set")
+    (root / "README.md").write_text("# the set\n")
+    (root / "manifest.jsonl").write_text('{"file": "agent-0/rollout-00.jsonl"}\n')
+    (root / "agent-1" / "notes").write_text("kept by hand\n")
+
+    done = subprocess.run(
+        [sys.executable, "-m", "comal", "bench", "replay", str(root), "--window", "16k",
+         "--policy", "raw", "--strict"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    skipped = sorted(line for line in done.stderr.splitlines() if line.startswith("skipped "))
+    assert skipped == [
+        f"skipped {root / 'README.md'}: no importer reads .md files",
+        f"skipped {root / 'agent-1' / 'notes'}: no importer reads files without a suffix",
+        f"skipped {root / 'manifest.jsonl'}: the set's manifest, not a recorded session",
+    ]
+    assert f"replayed {len(NAMES)} file(s)" in done.stderr
+    assert "skipped 3 (3 that no importer reads)" in done.stderr
