@@ -1,7 +1,8 @@
 """`comal bench replay PATH…`: replay recorded sessions through context policies, no model.
 
 Options: `--window 32k,64k,128k`, `--policy raw,comal,…`, `--jobs N` (worker processes),
-`--format F` (skip detection), `--split A|B` (one half of the files, by a sha256 of each
+`--format F` (skip detection), `--explain SESSION` (replay the files whose path holds SESSION
+and print their worst events by regret), `--split A|B` (one half of the files, by a sha256 of each
 file's path relative to the PATH it was found under; the report says which), `--cache-ttl
 SECONDS` (the prompt cache's time-to-live, 300 by default; `none` for a cache that never
 expires), `--strict`, `--json FILE`, `--md FILE`, `--png FILE`. The Markdown table and verdict
@@ -57,6 +58,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="only one half of the files, by a sha256 of each file's path relative to the"
         " PATH it was found under (the same half on every machine)",
     )
+    replay.add_argument(
+        "--explain",
+        metavar="SESSION",
+        help="replay only the files whose path holds SESSION and print their worst events"
+        " (trigger, sizes, the facts lost that the next 10 calls use)",
+    )
     replay.add_argument("--strict", action="store_true", help="fail when any file cannot be read")
     replay.add_argument("--json", type=Path, dest="json_path", metavar="FILE")
     replay.add_argument("--md", type=Path, dest="md_path", metavar="FILE")
@@ -68,7 +75,13 @@ async def run(args: argparse.Namespace) -> int:
     """Run the replay and write the reports."""
     from comal.replay import parse_policies, parse_windows, run_replay
     from comal.replay.metrics import aggregate_by_source
-    from comal.replay.report import markdown_report, split_line, write_json, write_png
+    from comal.replay.report import (
+        explain_lines,
+        markdown_report,
+        split_line,
+        write_json,
+        write_png,
+    )
 
     try:
         windows = parse_windows(args.window)
@@ -86,6 +99,7 @@ async def run(args: argparse.Namespace) -> int:
         fmt=args.format,
         cache_ttl_s=ttl,
         split=args.split,
+        match=args.explain,
     )
     for path, reason in (*result.unread, *result.skipped):
         print(f"skipped {path}: {reason}", file=sys.stderr)
@@ -96,6 +110,8 @@ async def run(args: argparse.Namespace) -> int:
         result.aggregate, aggregate_by_source(result.rows)
     )
     sys.stdout.write(table)
+    if args.explain:
+        sys.stdout.write("\n" + explain_lines(result.rows, args.explain))
     if args.json_path:
         write_json(args.json_path, result.rows, result.aggregate, split=result.split)
     if args.md_path:

@@ -39,7 +39,7 @@ from comal.ids import reproducible_ids
 from comal.importers import parse_sessions
 from comal.importers.claude_code import is_subagent_file
 from comal.messages import JSONObject, Message
-from comal.replay.facts import FactUse, fact_uses
+from comal.replay.facts import FactUse, fact_uses, facts_by_call
 from comal.replay.images import provider_of
 from comal.replay.metrics import Totals, row
 from comal.replay.policies import (
@@ -55,7 +55,14 @@ from comal.replay.policies import (
     RawPolicy,
     summary_stand_in,
 )
-from comal.replay.rendering import Segment, SegmentCache, request_text, request_tokens
+from comal.replay.regret import Event, lost_facts, trigger_of, upcoming
+from comal.replay.rendering import (
+    Segment,
+    SegmentCache,
+    common_prefix_tokens,
+    request_text,
+    request_tokens,
+)
 from comal.replay.transcript import Transcript, transcripts_from
 from comal.usage import PROMPT_CACHE_TTL_S
 
@@ -243,6 +250,9 @@ def replay_policy(
         for use in fact_uses(transcript):
             uses.setdefault(use.call_index, []).append(use)
     outputs = complete_outputs(transcript, cache)
+    by_call = facts_by_call(transcript)
+    last: tuple[Segment, ...] = ()
+    """The previous agent request (the one the model saw before this call)."""
     totals = Totals()
     feed = getattr(policy, "feed", None)
     for call in transcript.calls:
@@ -272,6 +282,13 @@ def replay_policy(
             policy, decision, budget, request, size, outputs[call.index], totals, cache
         )
         totals.reserves.append(budget.reserve)
+        if last and common_prefix_tokens(last, request) != request_tokens(last):
+            wanted = upcoming(by_call, call.index)
+            lost = lost_facts(request_text(last), request_text(request), wanted) if wanted else ()
+            summarized = decision.summary_request is not None
+            trigger = trigger_of(policy.name, decision.actions, summarized)
+            totals.events.append(Event(call.index, trigger, request_tokens(last), size, lost))
+        last = request
         totals.send(request, overflow=budget.overflows(size))
         totals.sizes.append(size)
         totals.calls += 1

@@ -39,6 +39,8 @@ _COLUMNS = (
     ("projections", "projections"),
     ("derivations", "derivations"),
     ("cut_replies", "cut replies"),
+    ("events", "events"),
+    ("event_regret", "event regret"),
     ("prefix_match_share", "prefix matched"),
     ("decision_ms_p50", "decision p50 ms"),
     ("decision_ms_p99", "decision p99 ms"),
@@ -58,6 +60,7 @@ def result_json(
     """The JSON document (per-call timings are left out of the rows; `split`: the half of the
     files replayed, `A`/`B`, or None for all of them)."""
     slim: list[JSONValue] = [{k: v for k, v in r.items() if k != "decision_ms"} for r in rows]
+    # `event_list` stays: each event's call, trigger, sizes, regret and lost facts.
     by_source: list[JSONValue] = list(aggregate_by_source(rows))
     return {
         "split": split,
@@ -210,6 +213,42 @@ def _cold_line(aggregate: Sequence[JSONObject]) -> str:
         f"\nCalls sent after the recording was idle longer than the prompt cache's time-to-live,"
         f" billed uncached for every policy: {cold:,} of {calls:,}.\n"
     )
+
+
+def explain_lines(rows: Sequence[JSONObject], session: str, top: int = 10) -> str:
+    """The worst events (most regret first) of the sessions whose name holds `session`, for
+    every policy and window replayed, after one summary line per (policy, window)."""
+    chosen = [r for r in rows if session in str(r.get("session", ""))]
+    if not chosen:
+        return f"No replayed session is named like {session!r}.\n"
+    lines = [
+        f"Events of {', '.join(sorted({str(r['session']) for r in chosen}))} "
+        "(regret: facts an event took out of view that the next 10 calls use):",
+        "",
+    ]
+    found: list[tuple[int, str, JSONObject]] = []
+    for r in chosen:
+        label = f"{r['policy']} · {_cell('window', r.get('window'))}"
+        events = r.get("event_list")
+        listed = [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
+        lines.append(
+            f"- {label}: {len(listed):,} events, regret {int(_float(r, 'event_regret')):,}"
+        )
+        found.extend((int(_float(e, "regret")), label, e) for e in listed)
+    worst = sorted(
+        (f for f in found if f[0] > 0), key=lambda f: (-f[0], f[1], _float(f[2], "call"))
+    )
+    lines += ["", f"Worst events ({min(top, len(worst))} of {len(worst)} with regret):"]
+    for regret, label, event in worst[:top]:
+        lost = event.get("lost")
+        named = [str(x) for x in lost] if isinstance(lost, list) else []
+        more = regret - len(named)
+        lines.append(
+            f"- {label} · call {int(_float(event, 'call'))} · {event.get('trigger')} · "
+            f"{int(_float(event, 'before')):,} → {int(_float(event, 'landing')):,} tokens · "
+            f"regret {regret}: {', '.join(named)}" + (f" (+{more} more)" if more > 0 else "")
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _window(item: JSONObject) -> int:

@@ -106,10 +106,12 @@ async def run_replay(
     fmt: str | None = None,
     cache_ttl_s: float | None = PROMPT_CACHE_TTL_S,
     split: str | None = None,
+    match: str | None = None,
 ) -> ReplayResult:
     """Replay every session file under `paths` (`fmt`: skip format detection; `cache_ttl_s`:
     the prompt cache's time-to-live, None for a cache that never expires; `split`: only the
-    files of that half, `A` or `B`, by `replayer.split_of` of their relative path).
+    files of that half, `A` or `B`, by `replayer.split_of` of their relative path; `match`:
+    only the files whose relative path holds it, as `--explain` replays one session).
 
     Raises:
         ValueError: a split that is not `A` or `B`.
@@ -117,9 +119,15 @@ async def run_replay(
     if split is not None and split not in SPLITS:
         raise ValueError(f"bad split {split!r}: A or B")
     everything, others = survey(paths)
-    files = [path for path, key in everything if split is None or split_of(key) == split]
+    files = [
+        path
+        for path, key in everything
+        if (split is None or split_of(key) == split) and (match is None or match in key)
+    ]
     unread = tuple(
-        (str(path), why) for path, key, why in others if split is None or split_of(key) == split
+        (str(path), why)
+        for path, key, why in others
+        if (split is None or split_of(key) == split) and match is None
     )
     loop = asyncio.get_running_loop()
     work = partial(
