@@ -42,6 +42,7 @@ from comal.messages import JSONObject, Message
 from comal.replay.facts import FactUse, fact_uses, facts_by_call
 from comal.replay.images import provider_of
 from comal.replay.metrics import Totals, row
+from comal.replay.oracle import Landing, OraclePolicy, schedule_of
 from comal.replay.policies import (
     Budget,
     Budgets,
@@ -74,8 +75,9 @@ POLICIES = (
     "llm-compaction-80",
     "llm-compaction-90",
     "comal",
+    "oracle",
 )
-"""Policy names, in report order."""
+"""Policy names, in report order (`oracle` follows Comal's schedule: Comal is replayed first)."""
 MAX_OUTPUT_TOKENS = 32_000
 """The engine's default maximum output (the cap of the sized reserve)."""
 
@@ -144,6 +146,8 @@ def make_policy(
         from comal.replay.comal_policy import ComalPolicy  # the engine is only needed here
 
         return ComalPolicy(transcript, budget, cache, cache_ttl_s=cache_ttl_s)
+    if name == "oracle":
+        raise ValueError("the oracle follows Comal's replay: `replay_transcript` builds it")
     raise ValueError(f"unknown policy {name!r}; one of {', '.join(POLICIES)}")
 
 
@@ -329,26 +333,37 @@ def replay_transcript(
     last = transcript.calls[-1]
     physical = request_tokens(cache.request(transcript.system, transcript.history(last)))
     rows: list[JSONObject] = []
-    names = ["raw", *[p for p in policies if p != "raw"]]
+    names = ["raw", *[p for p in policies if p not in ("raw", "comal", "oracle")]]
+    if "comal" in policies or "oracle" in policies:
+        names.append("comal")  # the oracle's schedule is Comal's
+    if "oracle" in policies:
+        names.append("oracle")
+    every_use = [u for found in uses.values() for u in found]
     for window in windows:
         budget = call_budgets(transcript, window, complete_outputs(transcript, cache))
         raw_cost = 0.0
+        schedule: dict[int, Landing] = {}
         for policy_name in names:
             # The same transcript, window and policy mint the same ids on every run.
             seed = f"{name or transcript.label}\0{window}\0{policy_name}"
             with reproducible_ids(seed):
                 ttl = math.inf if cache_ttl_s is None else cache_ttl_s
-                policy = make_policy(policy_name, transcript, budget, cache, ttl)
+                if policy_name == "oracle":
+                    policy: Policy = OraclePolicy(transcript, cache, schedule, every_use)
+                else:
+                    policy = make_policy(policy_name, transcript, budget, cache, ttl)
                 try:
                     totals = replay_policy(transcript, policy, budget, cache, uses, cache_ttl_s)
                 finally:
                     close = getattr(policy, "close", None)
                     if close is not None:
                         close()
+            if policy_name == "comal":
+                schedule = schedule_of(totals.events)
             if policy_name == "raw":
                 raw_cost = totals.cost()
-                if "raw" not in policies:
-                    continue
+            if policy_name not in policies:
+                continue
             rows.append(
                 row(
                     totals,

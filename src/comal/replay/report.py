@@ -1,7 +1,8 @@
 """Replay results as JSON, a Markdown table and a PNG plot.
 
-JSON: `{"split": …, "rows": [...], "aggregate": [...], "aggregate_by_source": [...]}` (the
-half of the files replayed, `A`/`B` or null; rows per session,
+JSON: `{"split": …, "rows": [...], "aggregate": [...], "aggregate_by_source": [...],
+"oracle_gap": [...]}` (the half of the files replayed, `A`/`B` or null; Comal's gap to the
+oracle per window, `oracle_gap`; rows per session,
 policy and window; aggregates per policy and window, and per source, policy and window). The
 Markdown table shows the aggregates, then one verdict line per window (`verdict_lines`). The plot
 puts cost (ratio to raw) against the share of later-used facts in view, one point per policy
@@ -19,6 +20,8 @@ from comal.replay.metrics import aggregate_by_source
 
 SUBJECT = "comal"
 """The policy the verdict judges against the peers."""
+ORACLE = "oracle"
+"""Comal's schedule with hindsight: no peer, the limit Comal's gap is measured to."""
 
 _COLUMNS = (
     ("policy", "policy"),
@@ -62,11 +65,13 @@ def result_json(
     slim: list[JSONValue] = [{k: v for k, v in r.items() if k != "decision_ms"} for r in rows]
     # `event_list` stays: each event's call, trigger, sizes, regret and lost facts.
     by_source: list[JSONValue] = list(aggregate_by_source(rows))
+    gap: list[JSONValue] = list(oracle_gap(aggregate))
     return {
         "split": split,
         "rows": slim,
         "aggregate": list(aggregate),
         "aggregate_by_source": by_source,
+        "oracle_gap": gap,
     }
 
 
@@ -131,7 +136,7 @@ def verdict(aggregate: Sequence[JSONObject], window: int) -> tuple[bool, list[st
     ahead = True
     margins: list[str] = []
     for peer in here:
-        if peer is subject or _float(peer, "overflows") > 0:
+        if peer is subject or peer.get("policy") == ORACLE or _float(peer, "overflows") > 0:
             continue
         cost, peer_cost = _float(subject, "cost_weighted"), _float(peer, "cost_weighted")
         view, peer_view = _float(subject, "facts_in_view"), _float(peer, "facts_in_view")
@@ -140,6 +145,28 @@ def verdict(aggregate: Sequence[JSONObject], window: int) -> tuple[bool, list[st
         points = 100 * (view - peer_view)
         margins.append(f"{peer['policy']} cost {relative:+.1f} %, facts in view {points:+.1f} pt")
     return ahead, margins
+
+
+def oracle_gap(aggregate: Sequence[JSONObject]) -> list[JSONObject]:
+    """Per window where both ran: Comal's facts in view less the oracle's (points) and its
+    cost relative to the oracle's (percent; positive: dearer)."""
+    by_key = {(str(a.get("policy")), _window(a)): a for a in aggregate}
+    out: list[JSONObject] = []
+    for window in sorted({_window(a) for a in aggregate}):
+        subject, oracle = by_key.get((SUBJECT, window)), by_key.get((ORACLE, window))
+        if subject is None or oracle is None:
+            continue
+        cost, limit = _float(subject, "cost_weighted"), _float(oracle, "cost_weighted")
+        out.append(
+            {
+                "window": window,
+                "facts_in_view_points": round(
+                    100 * (_float(subject, "facts_in_view") - _float(oracle, "facts_in_view")), 2
+                ),
+                "cost_percent": round(100 * (cost / limit - 1), 2) if limit else 0.0,
+            }
+        )
+    return out
 
 
 def verdict_lines(aggregate: Sequence[JSONObject]) -> str:
@@ -152,9 +179,16 @@ def verdict_lines(aggregate: Sequence[JSONObject]) -> str:
         ahead, margins = judged
         label = _cell("window", window)
         against = "; ".join(margins) if margins else "no peer ran without overflows"
+        gap = next((g for g in oracle_gap(aggregate) if g["window"] == window), None)
+        headroom = (
+            f"; gap to the oracle: facts in view {_float(gap, 'facts_in_view_points'):+.1f} pt,"
+            f" cost {_float(gap, 'cost_percent'):+.1f} %"
+            if gap is not None
+            else ""
+        )
         lines.append(
             f"- {label}: ahead of every overflow-free peer on cost_weighted (≤) and "
-            f"facts_in_view (≥): **{'yes' if ahead else 'no'}** ({against})"
+            f"facts_in_view (≥): **{'yes' if ahead else 'no'}** ({against}){headroom}"
         )
     return "\n".join(lines) + ("\n" if lines else "")
 

@@ -59,12 +59,13 @@ def build(steps: list[Step]) -> Transcript:
 
 
 @st.composite
-def sessions(draw: st.DrawFn, max_steps: int = 16) -> Transcript:
-    """A generated session of 3 … `max_steps` calls with outputs of 1 … 400 filler lines."""
+def step_lists(draw: st.DrawFn, max_steps: int = 16) -> list[Step]:
+    """The steps of a generated session (`build` makes it): 3 … `max_steps` calls with outputs
+    of 1 … 400 filler lines (drawn as steps, so a failing case prints small)."""
     count = draw(st.integers(3, max_steps))
     steps = []
     for number in range(count):
         uses = draw(st.lists(st.integers(0, 2 * number - 1), max_size=3)) if number else []
         lines = draw(st.sampled_from([1, 5, 40, 150, 400]))
         steps.append(Step(tuple(uses), lines))
-    return build(steps)
+    return steps

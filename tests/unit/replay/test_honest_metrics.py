@@ -153,7 +153,7 @@ def test_json_has_rows_aggregate_and_aggregate_by_source() -> None:
     ]
     doc = result_json(rows, aggregate(rows))
 
-    assert set(doc) == {"split", "rows", "aggregate", "aggregate_by_source"}
+    assert set(doc) == {"split", "rows", "aggregate", "aggregate_by_source", "oracle_gap"}
     assert doc["split"] is None
     by_source = json.loads(json.dumps(doc["aggregate_by_source"]))
     assert [(a["source"], a["cost_weighted"]) for a in by_source] == [("a", 40.0), ("b", 60.0)]

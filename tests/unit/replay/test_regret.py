@@ -14,15 +14,13 @@ from comal.replay.regret import HORIZON
 from comal.replay.rendering import SegmentCache
 from comal.replay.replayer import call_budgets, replay_policy, replay_transcript
 from comal.replay.report import explain_lines
-from comal.replay.transcript import Transcript
-from tests.unit.replay.generated import Step, build, output_text, sessions
+from tests.unit.replay.generated import Step, build, output_text, step_lists
 
 
-@given(sessions(), st.sampled_from([8_000, 200_000]))
+@given(step_lists(), st.sampled_from([8_000, 200_000]))
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_raw_without_overflows_has_no_event_and_no_regret(
-    transcript: Transcript, window: int
-) -> None:
+def test_raw_without_overflows_has_no_event_and_no_regret(steps: list[Step], window: int) -> None:
+    transcript = build(steps)
     cache = SegmentCache()
     budgets = call_budgets(transcript, window)
 
