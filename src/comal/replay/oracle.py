@@ -13,8 +13,11 @@ that hold them):
 3. each output holding facts used later gets its lines holding them beside its stub, nearest
    use first, while they fit;
 4. then such outputs are kept whole, nearest use first, while they fit.
-Between events it appends like `raw`. Comal's gap to it (facts in view, cost) is the headroom
-the engine has left at the same schedule and sizes.
+Between events it appends like `raw` while its request stays within Comal's at that call; when
+it would not (Comal entered a large output as a preview), the new outputs enter as stubs with
+the lines of the facts later calls use, then whole, nearest use first, then the others whole
+while they fit. Its request is never larger than Comal's at any call. Comal's gap to it (facts
+in view, cost) is the headroom the engine has left at the same schedule and sizes.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ class Landing:
 
 
 def schedule_of(events: Sequence[Event]) -> dict[int, Landing]:
-    """Comal's events by call: the oracle's schedule."""
+    """Comal's events by call: the oracle's schedule (with Comal's sizes at every call:
+    `OraclePolicy.sizes`)."""
     return {e.call: Landing(e.landing, tuple(e.trigger.split("+"))) for e in events}
 
 
@@ -57,6 +61,8 @@ class OraclePolicy:
     cache: SegmentCache
     schedule: Mapping[int, Landing]
     uses: Sequence[FactUse]
+    sizes: Sequence[int] = ()
+    """Comal's request tokens at each call: the oracle's request is never larger."""
     name: str = "oracle"
     _base: tuple[Message, ...] = ()
     _cut: int = 0
@@ -67,20 +73,45 @@ class OraclePolicy:
         system = self.transcript.system
         landing = self.schedule.get(call_index)
         if landing is None:
-            return Decision(self._base + history[self._cut :], system)
+            view = self._append(history[self._cut :], call_index)
+            self._base, self._cut = view, len(history)
+            return Decision(view, system)
         view = self.land(history, call_index, landing.tokens)
         self._base, self._cut = view, len(history)
         return Decision(view, system, actions=landing.actions)
 
-    def land(
-        self, history: tuple[Message, ...], call_index: int, tokens: int
-    ) -> tuple[Message, ...]:
-        """The view of `history` at most `tokens` large that keeps the most later-used facts."""
+    def _append(self, new: tuple[Message, ...], call_index: int) -> tuple[Message, ...]:
+        """The view so far with `new` after it: verbatim like `raw` while that stays within
+        Comal's request at this call; else the new outputs enter as stubs, with the lines of
+        the facts later calls use, then whole, nearest use first, then the rest whole, oldest
+        first, while they fit (Comal enters a large output as a preview: the same room)."""
+        view = self._base + new
+        if call_index >= len(self.sizes) or not new:
+            return view
+        limit = self.sizes[call_index]
+        if self._size(view) <= limit:
+            return view
+        results = {p.call_id: p for m in new for p in m.tool_results}
+        content = {call: stub(part) for call, part in results.items()}
+        units = [[i] for i in range(len(new))]
+        kept = [True] * len(new)
+        size = self._size(self._base + _view(new, units, kept, content))
+        wanted = self._wanted(results, call_index)
+        size = self._fill(results, content, wanted, size, limit)
+        for call, part in results.items():
+            delta = self._cost(part, part.content) - self._cost(part, content[call])
+            if content[call] != part.content and size + delta <= limit:
+                content[call] = part.content
+                size += delta
+        return self._base + _view(new, units, kept, content)
+
+    def _wanted(
+        self, results: Mapping[str, ToolResultPart], call_index: int
+    ) -> list[tuple[str, tuple[str, ...]]]:
+        """Facts used at `call_index` or later, nearest use first, with the outputs among
+        `results` that hold them."""
         if not self._call_of:
             self._call_of = {o.entry_index: o.call_id for o in self.transcript.outputs}
-        results = {p.call_id: p for m in history for p in m.tool_results}
-        # Facts used at this call or later, nearest use first, with the outputs in view-able
-        # history that hold them.
         wanted: list[tuple[str, tuple[str, ...]]] = []
         for use in sorted(self.uses, key=lambda u: (u.call_index, u.fact)):
             if use.call_index < call_index:
@@ -90,6 +121,45 @@ class OraclePolicy:
             )
             if sources:
                 wanted.append((use.fact, sources))
+        return wanted
+
+    def _fill(
+        self,
+        results: Mapping[str, ToolResultPart],
+        content: dict[str, str],
+        wanted: Sequence[tuple[str, tuple[str, ...]]],
+        size: int,
+        tokens: int,
+    ) -> int:
+        """Give the outputs holding `wanted` facts their lines, then their whole text, nearest
+        use first, while the request stays within `tokens`; returns the request's size."""
+        order = list(dict.fromkeys(c for _, sources in wanted for c in sources if c in results))
+        covered: set[str] = set()
+        for call in order:
+            part = results[call]
+            facts = {f for f, sources in wanted if call in sources and f not in covered}
+            if not facts:
+                continue
+            excerpt = self._excerpt(part, content[call], [(f, (call,)) for f in facts])
+            delta = self._cost(part, excerpt) - self._cost(part, content[call])
+            if excerpt != content[call] and size + delta <= tokens:
+                content[call] = excerpt
+                size += delta
+                covered |= {f for f in facts if f in excerpt}
+        for call in order:
+            part = results[call]
+            delta = self._cost(part, part.content) - self._cost(part, content[call])
+            if size + delta <= tokens:
+                content[call] = part.content
+                size += delta
+        return size
+
+    def land(
+        self, history: tuple[Message, ...], call_index: int, tokens: int
+    ) -> tuple[Message, ...]:
+        """The view of `history` at most `tokens` large that keeps the most later-used facts."""
+        results = {p.call_id: p for m in history for p in m.tool_results}
+        wanted = self._wanted(results, call_index)
         useful = {call for _, sources in wanted for call in sources}
         content = {call: stub(part) for call, part in results.items()}
         excerpts = {call: self._excerpt(results[call], content[call], wanted) for call in useful}
@@ -97,7 +167,7 @@ class OraclePolicy:
                    for c, e in excerpts.items())  # fmt: skip
         units = _units(history)
         kept = [True] * len(units)
-        size = self._size(history, units, kept, content)
+        size = self._size(_view(history, units, kept, content))
         # Whole old turns leave, oldest first (never the task, never the newest turn): those
         # holding no useful output while the useful lines would not fit beside the rest, then
         # any while even the stubs do not fit.
@@ -112,27 +182,8 @@ class OraclePolicy:
                 size -= self._unit_size(history, units[number], content)
         visible = {p.call_id for n, unit in enumerate(units) if kept[n] for i in unit
                    for p in history[i].tool_results}  # fmt: skip
-        covered: set[str] = set()
-        order = list(dict.fromkeys(c for _, sources in wanted for c in sources if c in visible))
-        # Lines holding the facts, nearest use first.
-        for call in order:
-            part = results[call]
-            facts = {f for f, sources in wanted if call in sources and f not in covered}
-            if not facts:
-                continue
-            excerpt = self._excerpt(part, content[call], [(f, (call,)) for f in facts])
-            delta = self._cost(part, excerpt) - self._cost(part, content[call])
-            if excerpt != content[call] and size + delta <= tokens:
-                content[call] = excerpt
-                size += delta
-                covered |= {f for f in facts if f in excerpt}
-        # Then whole outputs, nearest use first.
-        for call in order:
-            part = results[call]
-            delta = self._cost(part, part.content) - self._cost(part, content[call])
-            if size + delta <= tokens:
-                content[call] = part.content
-                size += delta
+        shown = {c: p for c, p in results.items() if c in visible}
+        self._fill(shown, content, [w for w in wanted if set(w[1]) & visible], size, tokens)
         return _view(history, units, kept, content)
 
     @staticmethod
@@ -155,14 +206,7 @@ class OraclePolicy:
         messages = _view(history, [unit], [True], content)
         return self.cache.message_tokens(messages)
 
-    def _size(
-        self,
-        history: tuple[Message, ...],
-        units: Sequence[Sequence[int]],
-        kept: Sequence[bool],
-        content: Mapping[str, str],
-    ) -> int:
-        view = _view(history, units, kept, content)
+    def _size(self, view: tuple[Message, ...]) -> int:
         return request_tokens(self.cache.request(self.transcript.system, view))
 
 

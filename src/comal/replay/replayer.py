@@ -343,13 +343,16 @@ def replay_transcript(
         budget = call_budgets(transcript, window, complete_outputs(transcript, cache))
         raw_cost = 0.0
         schedule: dict[int, Landing] = {}
+        comal_sizes: tuple[int, ...] = ()
         for policy_name in names:
             # The same transcript, window and policy mint the same ids on every run.
             seed = f"{name or transcript.label}\0{window}\0{policy_name}"
             with reproducible_ids(seed):
                 ttl = math.inf if cache_ttl_s is None else cache_ttl_s
                 if policy_name == "oracle":
-                    policy: Policy = OraclePolicy(transcript, cache, schedule, every_use)
+                    policy: Policy = OraclePolicy(
+                        transcript, cache, schedule, every_use, comal_sizes
+                    )
                 else:
                     policy = make_policy(policy_name, transcript, budget, cache, ttl)
                 try:
@@ -359,7 +362,7 @@ def replay_transcript(
                     if close is not None:
                         close()
             if policy_name == "comal":
-                schedule = schedule_of(totals.events)
+                schedule, comal_sizes = schedule_of(totals.events), tuple(totals.sizes)
             if policy_name == "raw":
                 raw_cost = totals.cost()
             if policy_name not in policies:
