@@ -261,12 +261,16 @@ def explain_lines(rows: Sequence[JSONObject], session: str, top: int = 10) -> st
         "",
     ]
     found: list[tuple[int, str, JSONObject]] = []
+    several = len({str(r["session"]) for r in chosen}) > 1
     for r in chosen:
         label = f"{r['policy']} · {_cell('window', r.get('window'))}"
+        if several:
+            label = f"{r['session']} · {label}"
         events = r.get("event_list")
         listed = [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
         lines.append(
-            f"- {label}: {len(listed):,} events, regret {int(_float(r, 'event_regret')):,}"
+            f"- {label}: {len(listed):,} event{'' if len(listed) == 1 else 's'}, "
+            f"regret {int(_float(r, 'event_regret')):,}"
         )
         found.extend((int(_float(e, "regret")), label, e) for e in listed)
     worst = sorted(

@@ -95,3 +95,5 @@ def test_explain_prints_the_worst_events_with_trigger_sizes_and_facts() -> None:
         f"{before:,} → {landing:,} tokens · regret 1: value_0_0_k"
     ) in text
     assert explain_lines(rows, "nothing") == "No replayed session is named like 'nothing'.\n"
+    twice = rows + replay_transcript(transcript, [200_000], ["raw"], name="gen/one-again")
+    assert "- gen/one-again · raw · 200k: 0 events, regret 0" in explain_lines(twice, "gen/one")
