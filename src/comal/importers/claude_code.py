@@ -5,7 +5,10 @@ One JSON record per line: `user`, `assistant`, `system` and `summary`. Mapping:
   grouped back into one `message.assistant` (text, thinking, tool_use blocks in order), with the
   usage of the group's last record;
 - `tool_result` blocks become `tool.result` entries with the exact text as body; image blocks
-  become media (of the user message, or of the result they belong to);
+  become media (of the user message, or of the result they belong to); text typed while a
+  response's parallel calls run is recorded (2.x) with the first result, before the others:
+  it becomes the user message after the last of them, as the model received it;
+- a line holding two records (`{…}{…}`, a lost newline) is read as both, in order;
 - `isSidechain` records (1.x Task sub-agents) form separate conversations, one child session
   per chain root (`parentUuid` null), linked to the `Task` call whose prompt is the chain's
   first ask, verbatim;
@@ -113,10 +116,18 @@ class _Conversation:
         self._group: list[tuple[int, dict[str, Any]]] = []
         self._held: list[tuple[int, dict[str, Any]]] = []
         """Results (and notices) recorded between the blocks of the open response."""
+        self._typed: list[Part] = []
+        """What the person typed while the last response's calls still ran (`_user`)."""
+
+    def _deliver_typed(self) -> None:
+        """The text typed while calls ran, as the user message that follows their results."""
+        typed, self._typed = tuple(self._typed), []
+        self.plan.user(typed)
 
     def _flush(self) -> None:
         if not self._group:
             return
+        self._deliver_typed()
         parts: list[Part] = []
         last = self._group[-1][1]["message"]
         model = str(last.get("model") or "")
@@ -208,6 +219,8 @@ class _Conversation:
         self.plan.at_ms = recorded_ms(record.get("timestamp"))
         kind = record.get("type")
         message = record.get("message")
+        if kind != "system" and not _only_results(message):
+            self._deliver_typed()
         if kind == "summary":
             self.plan.summary(str(record.get("summary", "")), "claude-code:summary")
         elif kind == "system":
@@ -251,10 +264,24 @@ class _Conversation:
             self.first_text = self.first_text or "".join(
                 p.text for p in parts if isinstance(p, TextPart)
             )
-            self.plan.user(tuple(parts))
+            # Claude Code 2.x records a message typed while parallel calls run with the first
+            # result, before the others: it reaches the model after all of them, so it waits
+            # for them here (a user message now would close the calls still running).
+            self._typed.extend(parts)
+        if not self.plan.unanswered():
+            self._deliver_typed()
 
     def finish(self) -> None:
         self._flush()
+        self._deliver_typed()
+
+
+def _only_results(message: object) -> bool:
+    """Whether a record's message holds tool results and nothing else."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list) or not content:
+        return False
+    return all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
 def _root(record: dict[str, Any], by_uuid: dict[str, dict[str, Any]]) -> str:

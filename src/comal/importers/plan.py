@@ -182,14 +182,38 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        for value in _line_values(path, number, line):
+            if not isinstance(value, dict):
+                raise format_error(path, number, "a record must be a JSON object")
+            records.append((number, value))
+    return records
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _line_values(path: Path, number: int, line: str) -> list[Any]:
+    """The JSON values of one line: usually one, but a writer that lost a newline leaves two
+    records on one line (`{…}{…}`: Claude Code 2.x does), each read in order.
+
+    Raises:
+        ImportFormatError: the line is not JSON, or holds something after its values.
+    """
+    try:
+        return [json.loads(line)]
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":
+            raise format_error(path, number, f"not JSON ({exc.msg})") from exc
+    values: list[Any] = []
+    at = len(line) - len(line.lstrip())
+    while at < len(line):
         try:
-            value = json.loads(line)
+            value, end = _DECODER.raw_decode(line, at)
         except json.JSONDecodeError as exc:
             raise format_error(path, number, f"not JSON ({exc.msg})") from exc
-        if not isinstance(value, dict):
-            raise format_error(path, number, "a record must be a JSON object")
-        records.append((number, value))
-    return records
+        values.append(value)
+        at = end + len(line[end:]) - len(line[end:].lstrip())
+    return values
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -351,6 +375,10 @@ class SessionPlan:
             call_id = f"{part.call_id}#{number}"
         self._used_ids.add(call_id)
         return part if call_id == part.call_id else replace(part, call_id=call_id)
+
+    def unanswered(self) -> bool:
+        """Whether a call of the last assistant turn still waits for its result."""
+        return any(not pending.answered for pending in self._pending.values())
 
     def has_pending(self, call_id: str) -> bool:
         """Whether `call_id` is an unanswered call of the last assistant turn."""

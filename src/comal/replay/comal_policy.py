@@ -46,7 +46,7 @@ from comal.ledger.records import (
 from comal.messages import JSONObject, Message, TextPart, ToolResultPart
 from comal.replay.policies import Budgets, Decision
 from comal.replay.rendering import SegmentCache, request_tokens
-from comal.replay.transcript import REPLAYED_KINDS, Transcript
+from comal.replay.transcript import REPLAYED_KINDS, ReplayCall, Transcript
 from comal.usage import PROMPT_CACHE_TTL_S
 
 _EVT = re.compile(r"evt_[0-9a-f]{32}")
@@ -74,6 +74,8 @@ class ComalPolicy:
     _by_ordinal: dict[int, int] = field(default_factory=dict)
     """Planned-entry index of the session's n-th `tool.result` (its ordinal `En`)."""
     _engine: ContextEngine | None = None
+    _call_at: dict[int, ReplayCall] = field(default_factory=dict)
+    """The call whose reply is each planned `message.assistant` (by entry index)."""
     _sent: _Sent | None = None
     """The last request prepared (system, messages, fingerprint), not yet answered."""
     _replied_at: int = 0
@@ -84,6 +86,7 @@ class ComalPolicy:
 
     def _open(self) -> Ledger:
         if self._ledger is None:
+            self._call_at = {call.entries_end: call for call in self.transcript.calls}
             self._dir = tempfile.TemporaryDirectory(prefix="comal-replay-")
             self._ledger = Ledger.open(Path(self._dir.name) / "replay.db", durable=False)
             self._session = self._ledger.create_session(
@@ -106,7 +109,7 @@ class ComalPolicy:
         for index in range(self._appended, entries_end):
             planned = self.transcript.entries[index]
             if planned.kind == "message.assistant" and self._sent is not None:
-                planned = self._measured(ledger, planned, self._sent)
+                planned = self._measured(ledger, index, planned, self._sent)
                 self._sent = None
             if planned.kind in REPLAYED_KINDS:
                 entry = append_planned(ledger, self._session, planned)
@@ -170,7 +173,9 @@ class ComalPolicy:
             return None
         return self.prepare()
 
-    def _measured(self, ledger: Ledger, planned: PlannedEntry, sent: _Sent) -> PlannedEntry:
+    def _measured(
+        self, ledger: Ledger, index: int, planned: PlannedEntry, sent: _Sent
+    ) -> PlannedEntry:
         """The recorded response, answering the request Comal sent, measured as a provider would.
 
         Live, the provider reports the input it measured for the request the engine prepared,
@@ -186,10 +191,12 @@ class ComalPolicy:
             self._session, ProviderRequest(self.transcript.model, "", fingerprint)
         )
         reply = AssistantMessage.from_payload(planned.payload)
-        output = reply.usage.get("output") if reply.usage is not None else None
         measured: JSONObject = {"new_input": size, "cache_read": 0, "cache_write": 0}
-        if output is not None:
-            measured["output"] = output
+        call = self._call_at.get(index)
+        if call is not None:
+            # The whole reply's output, as the provider reports it live (a recorded streaming
+            # snapshot can hold a fraction of it, a Codex rollout nothing).
+            measured["output"] = self.transcript.reply_tokens(call, self.counter.count)
         answered = replace(reply, usage=measured, request_entry=request.id)
         return replace(planned, payload=answered.to_payload())
 

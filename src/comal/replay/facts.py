@@ -99,3 +99,27 @@ def fact_uses(transcript: Transcript) -> tuple[FactUse, ...]:
                     seen.add(fact)
         seen |= extract_facts(_message_text(message))
     return tuple(uses)
+
+
+def facts_by_call(transcript: Transcript) -> tuple[frozenset[str], ...]:
+    """For each call, every fact its reply writes that an earlier tool output introduced (each
+    use, not only the first: what event regret asks of the calls after an event)."""
+    seen = extract_facts(transcript.system)
+    origin: set[str] = set()
+    by_call: list[frozenset[str]] = []
+    outputs_at: dict[int, list[int]] = {}
+    for number, output in enumerate(transcript.outputs):
+        outputs_at.setdefault(output.message_index, []).append(number)
+    for index, message in enumerate(transcript.messages):
+        if message.role == "assistant":
+            written = extract_facts(_message_text(message))
+            by_call.append(frozenset(written & origin))
+            seen |= written
+            continue
+        for number in outputs_at.get(index, []):
+            for fact in extract_facts(transcript.outputs[number].text):
+                if fact not in seen:
+                    origin.add(fact)
+                    seen.add(fact)
+        seen |= extract_facts(_message_text(message))
+    return tuple(by_call)

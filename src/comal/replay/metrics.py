@@ -19,6 +19,10 @@ Per request (summary calls included, in the order they are sent):
   summary-output terms are added; `cost_vs_own_ideal` = cost / that ideal cost. A policy that
   only appends scores 1.0; one that rewrites early parts of its requests pays for every later
   part again under a prefix cache and scores above 1.
+Event regret (`regret.py`): per row, `events` (calls whose request is not an append of the
+previous one), `event_regret` (the facts they took out of view that the next 10 calls use,
+summed) and `event_list` (each event: call, trigger, sizes before and after, regret, the facts
+lost); aggregates sum the first two.
 The physical limit bills every content token once at full price: the tokens of the full history
 at the last call. Fractions are numbers between 0 and 1.
 """
@@ -30,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from comal.messages import JSONObject, JSONValue
+from comal.replay.regret import Event
 from comal.replay.rendering import Segment, common_prefix_tokens, request_tokens
 
 CACHED_RATE = 0.1
@@ -70,6 +75,8 @@ class Totals:
     """Output tokens of the cut replies (generated up to the limit, then thrown away)."""
     cold_calls: int = 0
     """Calls sent after the recording was idle longer than the cache's time-to-live."""
+    events: list[Event] = field(default_factory=list)
+    """Calls whose request is not an append of the previous one (`regret.py`)."""
     _expired: bool = False
 
     def expire(self) -> None:
@@ -188,6 +195,9 @@ def row(
         "cut_replies": totals.cut_replies,
         "cut_output_tokens": totals.cut_output,
         "cold_calls": totals.cold_calls,
+        "events": len(totals.events),
+        "event_regret": sum(e.regret for e in totals.events),
+        "event_list": [e.to_json() for e in totals.events],
         "decision_ms_p50": round(percentile(totals.decision_ms, 0.5), 3),
         "decision_ms_p99": round(percentile(totals.decision_ms, 0.99), 3),
         "decision_ms": [round(v, 3) for v in totals.decision_ms],
@@ -260,6 +270,8 @@ def aggregate(rows: Sequence[JSONObject]) -> list[JSONObject]:
             "cut_replies": int(total("cut_replies")),
             "cut_output_tokens": int(total("cut_output_tokens")),
             "cold_calls": int(total("cold_calls")),
+            "events": int(total("events")),
+            "event_regret": int(total("event_regret")),
             # Over every request that has a predecessor: each session's first has none.
             "prefix_match_share": round(_ratio(total("prefix_matches"), calls - len(members)), 4),
             "decision_ms_p50": round(percentile(timings, 0.5), 3),

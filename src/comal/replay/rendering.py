@@ -2,10 +2,11 @@
 
 Every policy's request (system + messages) is rendered the same way, part by part:
 `<system>…</system>`, `<user>…</user>`, `<assistant>…</assistant>`, `<call id name>args</call>`,
-`<result id name>text</result>`, `<media …/>`. Reasoning parts are not rendered (providers strip
-or do not bill earlier reasoning; it is identical under every policy anyway). Text actions
-(`importers.plan.is_text_action`) are rendered as the agent sent them: the call only through
-the assistant text that holds it, the result as a `<user>` message.
+`<result id name>text</result>`, `<media …/>`. An image costs what its provider bills for it
+(`images.py`): its segment holds its tag's tokens and then that many more. Reasoning parts are
+not rendered (providers strip or do not bill earlier reasoning; it is identical under every
+policy anyway). Text actions (`importers.plan.is_text_action`) are rendered as the agent sent
+them: the call only through the assistant text that holds it, the result as a `<user>` message.
 
 Each piece (a *segment*) starts with `<` and ends with `>\\n`. o200k's pre-tokenizer always
 splits between `>\\n` and `<` (`>\\n` is one pre-token, `<` starts the next), so the token list of a
@@ -16,7 +17,8 @@ two requests *in tokens* by walking segments and comparing token arrays only whe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,8 +35,12 @@ from comal.messages import (
     ToolResultPart,
     canonical_json,
 )
+from comal.replay.images import image_tokens
 
 ENCODING = "o200k_base"
+_PIXEL = 0
+"""The token that stands for an image's billed tokens after its tag (never compared alone: the
+tag before it names the image)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -51,7 +57,18 @@ class Segment:
         return int(self.tokens.shape[0])
 
 
-def render_part(role: str, part: Part) -> str | None:
+def media_tag(media: MediaPart, tokens: int | None = None) -> str:
+    """An image's tag in the rendering: its type and size, and (when priced) the tokens the
+    provider bills for it and a digest that tells two images of one size apart."""
+    if tokens is None:
+        return f"<media type={media.media_type} b64={len(media.data_b64)}/>"
+    digest = hashlib.sha256(media.data_b64.encode()).hexdigest()[:12]
+    return (
+        f"<media type={media.media_type} b64={len(media.data_b64)} tokens={tokens} sha={digest}/>"
+    )
+
+
+def render_part(role: str, part: Part, tag: Callable[[MediaPart], str] = media_tag) -> str | None:
     """The canonical text of one part (None for parts that are not rendered)."""
     if isinstance(part, TextPart):
         return f"<{role}>\n{part.text}\n</{role}>\n"
@@ -62,14 +79,14 @@ def render_part(role: str, part: Part) -> str | None:
         return f"<call id={part.call_id} name={part.name}>\n{arguments}\n</call>\n"
     if isinstance(part, ToolResultPart):
         flag = " error" if part.is_error else ""
-        media = "".join(f"\n<media type={m.media_type} b64={len(m.data_b64)}/>" for m in part.media)
+        media = "".join(f"\n{tag(m)}" for m in part.media)
         if is_text_action(part.call_id):
             return f"<user>\n{part.content}{media}\n</user>\n"
         return (
             f"<result id={part.call_id} name={part.name}{flag}>\n{part.content}{media}\n</result>\n"
         )
     if isinstance(part, MediaPart):
-        return f"<media type={part.media_type} b64={len(part.data_b64)}/>\n"
+        return f"{tag(part)}\n"
     assert isinstance(part, ReasoningPart)
     return None
 
@@ -89,22 +106,31 @@ class SegmentCache:
 
     name: str = ENCODING
     exact: bool = True
+    images: str = "openai"
+    """Whose rule prices images (`images.provider_of`): each image's segment holds the tokens
+    that provider bills for it (its tag's own tokens, then that many more)."""
 
     _by_text: dict[str, Segment] = field(default_factory=dict)
     _by_part: dict[int, tuple[Part, Segment | None]] = field(default_factory=dict)
     # toktok's full encode surface is private API; counts alone cannot give a token prefix.
     _encoder: object = field(default_factory=lambda: toktok._encoding(ENCODING))
 
-    def segment(self, text: str) -> Segment:
-        """The segment for `text`, tokenized once."""
+    def segment(self, text: str, pixels: int = 0) -> Segment:
+        """The segment for `text`, tokenized once (`pixels`: tokens its images add; the text
+        names them, so it decides them)."""
         hit = self._by_text.get(text)
         if hit is None:
             # Lone surrogates (kept exactly in the ledger) cannot be encoded; count them as U+FFFD.
             safe = text.encode("utf-8", "replace").decode("utf-8")
             tokens = self._encoder.encode_to_numpy(safe, disallowed_special=())  # type: ignore[attr-defined]
+            if pixels:
+                tokens = np.concatenate([tokens, np.full(pixels, _PIXEL, dtype=tokens.dtype)])
             hit = Segment(len(self._by_text), text, tokens)
             self._by_text[text] = hit
         return hit
+
+    def _priced_tag(self, media: MediaPart) -> str:
+        return media_tag(media, image_tokens(media.data_b64, self.images))
 
     def count(self, text: str) -> int:
         """Exact o200k tokens of `text` (memoized)."""
@@ -116,8 +142,8 @@ class SegmentCache:
         hit = self._by_part.get(key)
         if hit is not None and hit[0] is part:
             return hit[1]
-        text = render_part(role, part)
-        segment = None if text is None else self.segment(text)
+        text = render_part(role, part, self._priced_tag)
+        segment = None if text is None else self.segment(text, _pixels(part, self.images))
         self._by_part[key] = (part, segment)
         return segment
 
@@ -140,6 +166,15 @@ class SegmentCache:
                 if segment is not None:
                     total += segment.size
         return total
+
+
+def _pixels(part: Part, provider: str) -> int:
+    """Tokens the images of one part cost (`images.image_tokens`)."""
+    if isinstance(part, MediaPart):
+        return image_tokens(part.data_b64, provider)
+    if isinstance(part, ToolResultPart):
+        return sum(image_tokens(m.data_b64, provider) for m in part.media)
+    return 0
 
 
 def request_tokens(segments: Sequence[Segment]) -> int:

@@ -5,8 +5,8 @@ For each transcript, window and policy, every model call's request is rendered c
 policy that splits a pair fails the replay loudly), priced (`metrics.py`) and searched for the
 facts the assistant uses at that call (`facts.py`).
 
-No hindsight: the output reserve of call *k* is sized from the outputs recorded before *k*
-only. Comal's engine sizes its own, from the ledger it has been fed (its live rule); for every
+No hindsight: the output reserve of call *k* is sized from the outputs of the replies before
+*k* only. Comal's engine sizes its own, from the ledger it has been fed (its live rule); for every
 other policy, and for judging their overflows, the harness applies the same rule to the same
 recorded outputs (`context.budget.size_output_reserve`: twice the 95th percentile of earlier
 outputs, 256 … min(32,000, window / 2), 4,096 before any). The margin is
@@ -17,13 +17,16 @@ prompt cache's time-to-live (`PROMPT_CACHE_TTL_S`) is billed uncached for every 
 engine sees the same gap on its clock (an idle cache lets it relieve pressure early, for no
 extra re-send: `context/relief/triggers.py`).
 
-A recorded reply longer than the output its request allowed is a cut reply (`_cut_replies`):
-the cut request, its thrown-away output and the re-ask are billed, so a reserve smaller than
-the replies it must hold is not free.
+A reply is billed at max(recorded, rendered) output tokens (`Transcript.reply_tokens`: the
+recording may hold a streaming snapshot's partial usage, or none), and a reply longer than the
+output its request allowed is a cut reply (`_cut_replies`): the cut request, its thrown-away
+output and the re-ask are billed, so a reserve smaller than the replies it must hold is not
+free. Every reserve, the harness's and Comal's engine's, is sized from those complete outputs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections.abc import Sequence
@@ -36,8 +39,10 @@ from comal.ids import reproducible_ids
 from comal.importers import parse_sessions
 from comal.importers.claude_code import is_subagent_file
 from comal.messages import JSONObject, Message
-from comal.replay.facts import FactUse, fact_uses
+from comal.replay.facts import FactUse, fact_uses, facts_by_call
+from comal.replay.images import provider_of
 from comal.replay.metrics import Totals, row
+from comal.replay.oracle import Landing, OraclePolicy, schedule_of
 from comal.replay.policies import (
     Budget,
     Budgets,
@@ -51,7 +56,14 @@ from comal.replay.policies import (
     RawPolicy,
     summary_stand_in,
 )
-from comal.replay.rendering import Segment, SegmentCache, request_text, request_tokens
+from comal.replay.regret import Event, lost_facts, trigger_of, upcoming
+from comal.replay.rendering import (
+    Segment,
+    SegmentCache,
+    common_prefix_tokens,
+    request_text,
+    request_tokens,
+)
 from comal.replay.transcript import Transcript, transcripts_from
 from comal.usage import PROMPT_CACHE_TTL_S
 
@@ -63,27 +75,38 @@ POLICIES = (
     "llm-compaction-80",
     "llm-compaction-90",
     "comal",
+    "oracle",
 )
-"""Policy names, in report order."""
+"""Policy names, in report order (`oracle` follows Comal's schedule: Comal is replayed first)."""
 MAX_OUTPUT_TOKENS = 32_000
 """The engine's default maximum output (the cap of the sized reserve)."""
 
 
-def call_budgets(transcript: Transcript, window: int) -> CallBudgets:
-    """The reserve of each call from the outputs recorded before it, and the margin.
+def call_budgets(
+    transcript: Transcript, window: int, outputs: Sequence[int] | None = None
+) -> CallBudgets:
+    """The reserve of each call from the outputs of the replies before it, and the margin.
 
-    The same numbers Comal's engine sizes for itself (its cap is the maximum output, at most
-    half the window: `ContextEngine.output_reserve`); a test holds them equal.
+    `outputs` are the replies' complete outputs (`complete_outputs`; computed when None): a
+    partial snapshot of a streamed reply, or a reply recorded with no usage, would size a
+    reserve far below what the replies really take. The same numbers Comal's engine sizes for
+    itself from the same outputs (its cap is the maximum output, at most half the window:
+    `ContextEngine.output_reserve`); a test holds them equal.
     """
+    if outputs is None:
+        outputs = complete_outputs(transcript, SegmentCache())
     cap = min(MAX_OUTPUT_TOKENS, max(window // 2, 1))
-    outputs: list[int] = []
+    earlier: list[int] = []
     reserves: list[int] = []
     for call in transcript.calls:
-        reserves.append(size_output_reserve(outputs, [], max_output=cap))
-        value = transcript.output_tokens(call)
-        if value is not None:
-            outputs.append(value)
+        reserves.append(size_output_reserve(earlier, [], max_output=cap))
+        earlier.append(outputs[call.index])
     return CallBudgets(window, default_margin(window), tuple(reserves))
+
+
+def complete_outputs(transcript: Transcript, cache: SegmentCache) -> tuple[int, ...]:
+    """Each call's reply at max(recorded, rendered) output tokens (`Transcript.reply_tokens`)."""
+    return tuple(transcript.reply_tokens(call, cache.count) for call in transcript.calls)
 
 
 def make_policy(
@@ -123,6 +146,8 @@ def make_policy(
         from comal.replay.comal_policy import ComalPolicy  # the engine is only needed here
 
         return ComalPolicy(transcript, budget, cache, cache_ttl_s=cache_ttl_s)
+    if name == "oracle":
+        raise ValueError("the oracle follows Comal's replay: `replay_transcript` builds it")
     raise ValueError(f"unknown policy {name!r}; one of {', '.join(POLICIES)}")
 
 
@@ -167,7 +192,7 @@ def _cut_replies(
     budget: Budget,
     request: tuple[Segment, ...],
     size: int,
-    output: int | None,
+    output: int,
     totals: Totals,
     cache: SegmentCache,
 ) -> tuple[Decision, Budget, tuple[Segment, ...], int]:
@@ -180,7 +205,7 @@ def _cut_replies(
     hold is therefore paid for here, not free. Returns the request finally answered.
     """
     again = getattr(policy, "after_cut", None)
-    while output is not None and not budget.overflows(size):
+    while not budget.overflows(size):
         allowed = _max_output(decision, budget, size)
         if output <= allowed:
             break
@@ -228,6 +253,10 @@ def replay_policy(
         uses = {}
         for use in fact_uses(transcript):
             uses.setdefault(use.call_index, []).append(use)
+    outputs = complete_outputs(transcript, cache)
+    by_call = facts_by_call(transcript)
+    last: tuple[Segment, ...] = ()
+    """The previous agent request (the one the model saw before this call)."""
     totals = Totals()
     feed = getattr(policy, "feed", None)
     for call in transcript.calls:
@@ -254,9 +283,16 @@ def replay_policy(
         request = cache.request(decision.system, decision.messages)
         size = request_tokens(request)
         decision, budget, request, size = _cut_replies(
-            policy, decision, budget, request, size, transcript.output_tokens(call), totals, cache
+            policy, decision, budget, request, size, outputs[call.index], totals, cache
         )
         totals.reserves.append(budget.reserve)
+        if last and common_prefix_tokens(last, request) != request_tokens(last):
+            wanted = upcoming(by_call, call.index)
+            lost = lost_facts(request_text(last), request_text(request), wanted) if wanted else ()
+            summarized = decision.summary_request is not None
+            trigger = trigger_of(policy.name, decision.actions, summarized)
+            totals.events.append(Event(call.index, trigger, request_tokens(last), size, lost))
+        last = request
         totals.send(request, overflow=budget.overflows(size))
         totals.sizes.append(size)
         totals.calls += 1
@@ -290,33 +326,47 @@ def replay_transcript(
     `name` is the row's `session` (default the transcript's label); `cache_ttl_s` as in
     `replay_policy`.
     """
-    cache = SegmentCache()
+    cache = SegmentCache(images=provider_of(transcript.model, transcript.source))
     uses: dict[int, list[FactUse]] = {}
     for use in fact_uses(transcript):
         uses.setdefault(use.call_index, []).append(use)
     last = transcript.calls[-1]
     physical = request_tokens(cache.request(transcript.system, transcript.history(last)))
     rows: list[JSONObject] = []
-    names = ["raw", *[p for p in policies if p != "raw"]]
+    names = ["raw", *[p for p in policies if p not in ("raw", "comal", "oracle")]]
+    if "comal" in policies or "oracle" in policies:
+        names.append("comal")  # the oracle's schedule is Comal's
+    if "oracle" in policies:
+        names.append("oracle")
+    every_use = [u for found in uses.values() for u in found]
     for window in windows:
-        budget = call_budgets(transcript, window)
+        budget = call_budgets(transcript, window, complete_outputs(transcript, cache))
         raw_cost = 0.0
+        schedule: dict[int, Landing] = {}
+        comal_sizes: tuple[int, ...] = ()
         for policy_name in names:
             # The same transcript, window and policy mint the same ids on every run.
             seed = f"{name or transcript.label}\0{window}\0{policy_name}"
             with reproducible_ids(seed):
                 ttl = math.inf if cache_ttl_s is None else cache_ttl_s
-                policy = make_policy(policy_name, transcript, budget, cache, ttl)
+                if policy_name == "oracle":
+                    policy: Policy = OraclePolicy(
+                        transcript, cache, schedule, every_use, comal_sizes
+                    )
+                else:
+                    policy = make_policy(policy_name, transcript, budget, cache, ttl)
                 try:
                     totals = replay_policy(transcript, policy, budget, cache, uses, cache_ttl_s)
                 finally:
                     close = getattr(policy, "close", None)
                     if close is not None:
                         close()
+            if policy_name == "comal":
+                schedule, comal_sizes = schedule_of(totals.events), tuple(totals.sizes)
             if policy_name == "raw":
                 raw_cost = totals.cost()
-                if "raw" not in policies:
-                    continue
+            if policy_name not in policies:
+                continue
             rows.append(
                 row(
                     totals,
@@ -360,15 +410,52 @@ def session_files(paths: Sequence[Path]) -> list[Path]:
 
     Sub-agent transcripts beside their parent's file are read with the parent, not apart.
     """
-    found: list[Path] = []
-    suffixes = (".jsonl", ".traj", ".json", ".aider.chat.history.md")
+    return [path for path, _ in found_files(paths)]
+
+
+def found_files(paths: Sequence[Path]) -> list[tuple[Path, str]]:
+    """Recorded session files under `paths`, each with its path relative to the PATH it was
+    found under (POSIX form; a file given itself is its own name): the key `split_of` hashes."""
+    return survey(paths)[0]
+
+
+def survey(
+    paths: Sequence[Path],
+) -> tuple[list[tuple[Path, str]], list[tuple[Path, str, str]]]:
+    """The session files under `paths` (as `found_files`), and every other file of the folders
+    searched that no importer reads: (path, relative path, why). Sub-agent transcripts beside
+    their parent's file are read with the parent: neither list holds them."""
+    found: list[tuple[Path, str]] = []
+    unread: list[tuple[Path, str, str]] = []
     for path in paths:
-        if path.is_dir():
-            for child in sorted(path.rglob("*")):
-                if child.is_file() and child.name.endswith(suffixes):
-                    if child.name in ("manifest.jsonl",) or is_subagent_file(child):
-                        continue
-                    found.append(child)
-        else:
-            found.append(path)
-    return found
+        if not path.is_dir():
+            found.append((path, path.name))
+            continue
+        for child in sorted(path.rglob("*")):
+            if not child.is_file() or is_subagent_file(child):
+                continue
+            key = child.relative_to(path).as_posix()
+            if child.name == MANIFEST:
+                unread.append((child, key, "the set's manifest, not a recorded session"))
+            elif not child.name.endswith(SESSION_SUFFIXES):
+                kind = f"{child.suffix} files" if child.suffix else "files without a suffix"
+                unread.append((child, key, f"no importer reads {kind}"))
+            else:
+                found.append((child, key))
+    return found, unread
+
+
+SESSION_SUFFIXES = (".jsonl", ".traj", ".json", ".aider.chat.history.md")
+"""Names a recorded session file ends with (format detection then reads its content)."""
+MANIFEST = "manifest.jsonl"
+
+
+SPLITS = ("A", "B")
+"""The two halves `--split` chooses between."""
+
+
+def split_of(relative: str) -> str:
+    """`A` or `B`: the parity of the first byte of the sha256 of a file's relative path
+    (UTF-8), even → A. Stable across machines and checkouts, blind to the file's content."""
+    digest = hashlib.sha256(relative.encode("utf-8")).digest()
+    return SPLITS[digest[0] % 2]

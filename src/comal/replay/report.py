@@ -1,6 +1,8 @@
 """Replay results as JSON, a Markdown table and a PNG plot.
 
-JSON: `{"rows": [...], "aggregate": [...], "aggregate_by_source": [...]}` (rows per session,
+JSON: `{"split": …, "rows": [...], "aggregate": [...], "aggregate_by_source": [...],
+"oracle_gap": [...]}` (the half of the files replayed, `A`/`B` or null; Comal's gap to the
+oracle per window, `oracle_gap`; rows per session,
 policy and window; aggregates per policy and window, and per source, policy and window). The
 Markdown table shows the aggregates, then one verdict line per window (`verdict_lines`). The plot
 puts cost (ratio to raw) against the share of later-used facts in view, one point per policy
@@ -18,6 +20,8 @@ from comal.replay.metrics import aggregate_by_source
 
 SUBJECT = "comal"
 """The policy the verdict judges against the peers."""
+ORACLE = "oracle"
+"""Comal's schedule with hindsight: no peer, the limit Comal's gap is measured to."""
 
 _COLUMNS = (
     ("policy", "policy"),
@@ -38,6 +42,8 @@ _COLUMNS = (
     ("projections", "projections"),
     ("derivations", "derivations"),
     ("cut_replies", "cut replies"),
+    ("events", "events"),
+    ("event_regret", "event regret"),
     ("prefix_match_share", "prefix matched"),
     ("decision_ms_p50", "decision p50 ms"),
     ("decision_ms_p99", "decision p99 ms"),
@@ -51,16 +57,44 @@ _PERCENT = {
 }
 
 
-def result_json(rows: Sequence[JSONObject], aggregate: Sequence[JSONObject]) -> JSONObject:
-    """The JSON document (per-call timings are left out of the rows)."""
+def result_json(
+    rows: Sequence[JSONObject], aggregate: Sequence[JSONObject], *, split: str | None = None
+) -> JSONObject:
+    """The JSON document (per-call timings are left out of the rows; `split`: the half of the
+    files replayed, `A`/`B`, or None for all of them)."""
     slim: list[JSONValue] = [{k: v for k, v in r.items() if k != "decision_ms"} for r in rows]
+    # `event_list` stays: each event's call, trigger, sizes, regret and lost facts.
     by_source: list[JSONValue] = list(aggregate_by_source(rows))
-    return {"rows": slim, "aggregate": list(aggregate), "aggregate_by_source": by_source}
+    gap: list[JSONValue] = list(oracle_gap(aggregate))
+    return {
+        "split": split,
+        "rows": slim,
+        "aggregate": list(aggregate),
+        "aggregate_by_source": by_source,
+        "oracle_gap": gap,
+    }
 
 
-def write_json(path: Path, rows: Sequence[JSONObject], aggregate: Sequence[JSONObject]) -> None:
+def write_json(
+    path: Path,
+    rows: Sequence[JSONObject],
+    aggregate: Sequence[JSONObject],
+    *,
+    split: str | None = None,
+) -> None:
     """Write the JSON document."""
-    path.write_text(json.dumps(result_json(rows, aggregate), indent=1) + "\n", encoding="utf-8")
+    document = result_json(rows, aggregate, split=split)
+    path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+
+
+def split_line(split: str | None, files: int, found: int) -> str:
+    """The report's first line when only one half of the files was replayed ("" otherwise)."""
+    if split is None:
+        return ""
+    return (
+        f"Split {split}: {files:,} of the {found:,} session files found (sha256 of each file's"
+        " path relative to the PATH it was found under: first byte even → A, odd → B).\n\n"
+    )
 
 
 def _cell(key: str, value: JSONValue) -> str:
@@ -102,7 +136,7 @@ def verdict(aggregate: Sequence[JSONObject], window: int) -> tuple[bool, list[st
     ahead = True
     margins: list[str] = []
     for peer in here:
-        if peer is subject or _float(peer, "overflows") > 0:
+        if peer is subject or peer.get("policy") == ORACLE or _float(peer, "overflows") > 0:
             continue
         cost, peer_cost = _float(subject, "cost_weighted"), _float(peer, "cost_weighted")
         view, peer_view = _float(subject, "facts_in_view"), _float(peer, "facts_in_view")
@@ -111,6 +145,28 @@ def verdict(aggregate: Sequence[JSONObject], window: int) -> tuple[bool, list[st
         points = 100 * (view - peer_view)
         margins.append(f"{peer['policy']} cost {relative:+.1f} %, facts in view {points:+.1f} pt")
     return ahead, margins
+
+
+def oracle_gap(aggregate: Sequence[JSONObject]) -> list[JSONObject]:
+    """Per window where both ran: Comal's facts in view less the oracle's (points) and its
+    cost relative to the oracle's (percent; positive: dearer)."""
+    by_key = {(str(a.get("policy")), _window(a)): a for a in aggregate}
+    out: list[JSONObject] = []
+    for window in sorted({_window(a) for a in aggregate}):
+        subject, oracle = by_key.get((SUBJECT, window)), by_key.get((ORACLE, window))
+        if subject is None or oracle is None:
+            continue
+        cost, limit = _float(subject, "cost_weighted"), _float(oracle, "cost_weighted")
+        out.append(
+            {
+                "window": window,
+                "facts_in_view_points": round(
+                    100 * (_float(subject, "facts_in_view") - _float(oracle, "facts_in_view")), 2
+                ),
+                "cost_percent": round(100 * (cost / limit - 1), 2) if limit else 0.0,
+            }
+        )
+    return out
 
 
 def verdict_lines(aggregate: Sequence[JSONObject]) -> str:
@@ -123,9 +179,16 @@ def verdict_lines(aggregate: Sequence[JSONObject]) -> str:
         ahead, margins = judged
         label = _cell("window", window)
         against = "; ".join(margins) if margins else "no peer ran without overflows"
+        gap = next((g for g in oracle_gap(aggregate) if g["window"] == window), None)
+        headroom = (
+            f"; gap to the oracle: facts in view {_float(gap, 'facts_in_view_points'):+.1f} pt,"
+            f" cost {_float(gap, 'cost_percent'):+.1f} %"
+            if gap is not None
+            else ""
+        )
         lines.append(
             f"- {label}: ahead of every overflow-free peer on cost_weighted (≤) and "
-            f"facts_in_view (≥): **{'yes' if ahead else 'no'}** ({against})"
+            f"facts_in_view (≥): **{'yes' if ahead else 'no'}** ({against}){headroom}"
         )
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -184,6 +247,46 @@ def _cold_line(aggregate: Sequence[JSONObject]) -> str:
         f"\nCalls sent after the recording was idle longer than the prompt cache's time-to-live,"
         f" billed uncached for every policy: {cold:,} of {calls:,}.\n"
     )
+
+
+def explain_lines(rows: Sequence[JSONObject], session: str, top: int = 10) -> str:
+    """The worst events (most regret first) of the sessions whose name holds `session`, for
+    every policy and window replayed, after one summary line per (policy, window)."""
+    chosen = [r for r in rows if session in str(r.get("session", ""))]
+    if not chosen:
+        return f"No replayed session is named like {session!r}.\n"
+    lines = [
+        f"Events of {', '.join(sorted({str(r['session']) for r in chosen}))} "
+        "(regret: facts an event took out of view that the next 10 calls use):",
+        "",
+    ]
+    found: list[tuple[int, str, JSONObject]] = []
+    several = len({str(r["session"]) for r in chosen}) > 1
+    for r in chosen:
+        label = f"{r['policy']} · {_cell('window', r.get('window'))}"
+        if several:
+            label = f"{r['session']} · {label}"
+        events = r.get("event_list")
+        listed = [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
+        lines.append(
+            f"- {label}: {len(listed):,} event{'' if len(listed) == 1 else 's'}, "
+            f"regret {int(_float(r, 'event_regret')):,}"
+        )
+        found.extend((int(_float(e, "regret")), label, e) for e in listed)
+    worst = sorted(
+        (f for f in found if f[0] > 0), key=lambda f: (-f[0], f[1], _float(f[2], "call"))
+    )
+    lines += ["", f"Worst events ({min(top, len(worst))} of {len(worst)} with regret):"]
+    for regret, label, event in worst[:top]:
+        lost = event.get("lost")
+        named = [str(x) for x in lost] if isinstance(lost, list) else []
+        more = regret - len(named)
+        lines.append(
+            f"- {label} · call {int(_float(event, 'call'))} · {event.get('trigger')} · "
+            f"{int(_float(event, 'before')):,} → {int(_float(event, 'landing')):,} tokens · "
+            f"regret {regret}: {', '.join(named)}" + (f" (+{more} more)" if more > 0 else "")
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _window(item: JSONObject) -> int:

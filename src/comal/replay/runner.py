@@ -6,7 +6,9 @@ whatever order workers finish in, so the report is deterministic apart from timi
 Comal's rows, whose requests carry fresh ledger ids (`evt_…`, time and random bits) that do not
 tokenize to the same count from one run to the next. A file
 that cannot be read as a session is skipped and listed with its reason (`ReplayResult.skipped`);
-the others are replayed.
+the others are replayed. `split` keeps one half of the files, chosen by a hash of each file's
+path relative to the PATH it was found under (`replayer.split_of`): the same half on every
+machine and checkout, so a rule tuned on one half is judged on the other.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 from comal.errors import ImportFormatError
 from comal.messages import JSONObject
 from comal.replay.metrics import aggregate
-from comal.replay.replayer import POLICIES, replay_file, session_files
+from comal.replay.replayer import POLICIES, SPLITS, replay_file, split_of, survey
 from comal.usage import PROMPT_CACHE_TTL_S
 
 
@@ -35,6 +37,13 @@ class ReplayResult:
     files: int
     skipped: tuple[tuple[str, str], ...] = ()
     """Files that could not be read: (path, reason)."""
+    split: str | None = None
+    """The half replayed (`A`/`B`, `replayer.split_of`), None for every file."""
+    found: int = 0
+    """Session files found under the paths before the split chose its half."""
+    unread: tuple[tuple[str, str], ...] = ()
+    """Files of the folders searched (in the half chosen) that no importer reads: (path,
+    reason). They are skipped too, but never fail `--strict`."""
 
 
 def _replay_or_reason(
@@ -96,10 +105,30 @@ async def run_replay(
     progress: Callable[[str], None] | None = None,
     fmt: str | None = None,
     cache_ttl_s: float | None = PROMPT_CACHE_TTL_S,
+    split: str | None = None,
+    match: str | None = None,
 ) -> ReplayResult:
     """Replay every session file under `paths` (`fmt`: skip format detection; `cache_ttl_s`:
-    the prompt cache's time-to-live, None for a cache that never expires)."""
-    files = session_files(paths)
+    the prompt cache's time-to-live, None for a cache that never expires; `split`: only the
+    files of that half, `A` or `B`, by `replayer.split_of` of their relative path; `match`:
+    only the files whose relative path holds it, as `--explain` replays one session).
+
+    Raises:
+        ValueError: a split that is not `A` or `B`.
+    """
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"bad split {split!r}: A or B")
+    everything, others = survey(paths)
+    files = [
+        path
+        for path, key in everything
+        if (split is None or split_of(key) == split) and (match is None or match in key)
+    ]
+    unread = tuple(
+        (str(path), why)
+        for path, key, why in others
+        if (split is None or split_of(key) == split) and match is None
+    )
     loop = asyncio.get_running_loop()
     work = partial(
         _replay_or_reason,
@@ -133,4 +162,6 @@ async def run_replay(
             await one(index, None)
     rows = [r for chunk in results for r in chunk]
     skipped = tuple((str(f), r) for f, r in zip(files, reasons, strict=True) if r is not None)
-    return ReplayResult(tuple(rows), tuple(aggregate(rows)), len(files), skipped)
+    return ReplayResult(
+        tuple(rows), tuple(aggregate(rows)), len(files), skipped, split, len(everything), unread
+    )

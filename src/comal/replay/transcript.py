@@ -14,17 +14,21 @@ message, as the Anthropic shape requires.
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from comal.context.view.rendering import full_text
-from comal.importers.plan import ParsedSession, PlannedEntry
+from comal.importers.plan import ParsedSession, PlannedEntry, is_text_action
 from comal.ledger.records import AssistantMessage, ToolResult, UserMessage
 from comal.ledger.records import fields as f
 from comal.messages import (
     MediaPart,
     Message,
     Part,
+    TextPart,
+    ToolCallPart,
     ToolResultPart,
+    canonical_json,
     message_from_json,
 )
 
@@ -96,6 +100,24 @@ class Transcript:
         """Output tokens the recorded reply to `call` took (None when not recorded)."""
         usage = AssistantMessage.from_payload(self.entries[call.entries_end].payload).usage
         return None if usage is None else f.int_or_none(usage, "output")
+
+    def reply_tokens(self, call: ReplayCall, count: Callable[[str], int]) -> int:
+        """The output the reply to `call` took at least: max(recorded, rendered).
+
+        *Rendered* is the reply's own text and tool-call arguments counted with `count` (the
+        harness's ruler; reasoning is not visible, so not counted). A recording can hold less
+        than that: Claude Code 1.x writes a streaming snapshot's usage (a 5,492-token reply
+        recorded as 4), Codex none at all; the provider billed and limited the whole reply.
+        """
+        rendered = 0
+        for part in call.response.parts:
+            if isinstance(part, TextPart):
+                rendered += count(part.text)
+            elif isinstance(part, ToolCallPart) and not is_text_action(part.call_id):
+                # A text action's command is inside the reply's text, already counted.
+                rendered += count(canonical_json(part.arguments))
+        recorded = self.output_tokens(call)
+        return max(recorded or 0, rendered)
 
 
 def transcript_from(parsed: ParsedSession) -> Transcript:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from comal.context.measure.budget import RESERVE_FLOOR
 from comal.context.relief.evidence_names import INDEX_CALL
 from comal.importers import parse_file
 from comal.messages import JSONObject, Message, TextPart
@@ -152,7 +153,8 @@ def test_json_has_rows_aggregate_and_aggregate_by_source() -> None:
     ]
     doc = result_json(rows, aggregate(rows))
 
-    assert set(doc) == {"rows", "aggregate", "aggregate_by_source"}
+    assert set(doc) == {"split", "rows", "aggregate", "aggregate_by_source", "oracle_gap"}
+    assert doc["split"] is None
     by_source = json.loads(json.dumps(doc["aggregate_by_source"]))
     assert [(a["source"], a["cost_weighted"]) for a in by_source] == [("a", 40.0), ("b", 60.0)]
     assert json.loads(json.dumps(doc["aggregate"]))[0]["cost_weighted"] == 100.0
@@ -167,7 +169,9 @@ def test_comal_holds_its_own_reserve_without_a_fixed_one() -> None:
     finally:
         policy.close()
 
-    assert totals.reserves == [4_096, 4_096]
+    # Before any reply the engine's default; then sized from the first reply's output, which
+    # the recording left out (no usage) and the replay feeds at its rendered size: the floor.
+    assert totals.reserves == [4_096, RESERVE_FLOOR]
 
 
 @pytest.mark.parametrize(
