@@ -56,9 +56,9 @@ def test_the_answer_reaches_a_terminal_with_its_controls_made_visible(
     with FakeServer([HOSTILE]) as server:
         configure(workspace, server, "openai-chat")
         seen = on_a_terminal(workspace, home, "-p", "hello")
-    assert "\x1b" not in seen
-    assert "\x07" not in seen
-    assert "\x9b" not in seen
+    # Comal's own working line may clear its line (ESC [2K); none of the model's sequences pass.
+    for raw in ("\x1b]0;owned title", "\x1b[2J", "\x1b[31m", "\x07", "\x9b", "\x08", "\rhidden"):
+        assert raw not in seen, repr(raw)
     assert SHOWN + "\n" in seen
 
 
@@ -73,7 +73,8 @@ def test_a_command_the_model_asks_for_is_shown_safely_on_a_terminal(
     with FakeServer(turns) as server:
         configure(workspace, server, "openai-chat")
         seen = on_a_terminal(workspace, home, "-p", "hello")
-    assert "\x1b" not in seen
+    assert "\x1b]0;title" not in seen  # neither in the call's line nor in its output shown live
+    assert "\x07" not in seen
     assert "→ Bash echo '\\x1b]0;title\\x07'" in seen
 
 
