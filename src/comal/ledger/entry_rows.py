@@ -7,7 +7,6 @@ its `content_hash` is computed from the kind and the canonical payload text it s
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Collection
 
 from comal.errors import LedgerError
@@ -15,6 +14,7 @@ from comal.ids import new_id, now_ms
 from comal.ledger.blobs import has_blob
 from comal.ledger.bulk import BULK_ENTRIES, paused_gc
 from comal.ledger.canonical import check_kind, content_hash, decode_payload, encode_payload
+from comal.ledger.conn import Conn
 from comal.ledger.entry import Entry
 from comal.messages import JSONObject, JSONValue, digest_bytes
 
@@ -53,7 +53,7 @@ def entry_payload(
 
 
 def insert_entry(
-    conn: sqlite3.Connection,
+    conn: Conn,
     session_id: str,
     kind: str,
     text: str,
@@ -61,9 +61,9 @@ def insert_entry(
     created_at: int | None = None,
 ) -> int:
     """Insert one entry row (payload `text` is canonical JSON) and return its seq."""
-    cursor = conn.execute(
+    row = conn.execute(
         "INSERT INTO entries (id, session_id, kind, payload, content_hash, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?) RETURNING seq",
         (
             entry_id or new_id("evt"),
             session_id,
@@ -72,12 +72,11 @@ def insert_entry(
             content_hash(kind, text),
             now_ms() if created_at is None else created_at,
         ),
-    )
-    assert cursor.lastrowid is not None
-    return cursor.lastrowid
+    ).fetchone()
+    return int(row[0])
 
 
-def require_body_blob(conn: sqlite3.Connection, body: JSONValue) -> None:
+def require_body_blob(conn: Conn, body: JSONValue) -> None:
     """Check that a payload's `body` reference (if any) names a stored blob.
 
     Raises:
@@ -93,7 +92,7 @@ def require_body_blob(conn: sqlite3.Connection, body: JSONValue) -> None:
 
 
 def select_entries(
-    conn: sqlite3.Connection, session_id: str, after_seq: int, kinds: Collection[str] | None
+    conn: Conn, session_id: str, after_seq: int, kinds: Collection[str] | None
 ) -> list[Entry]:
     """The session's entries with `seq > after_seq`, in seq order, optionally of some kinds."""
     # Every row holds `session_id`: it is not fetched again for each (a string per row).
@@ -124,7 +123,7 @@ def select_entries(
         return found
 
 
-def first_entries(conn: sqlite3.Connection, kind: str) -> dict[str, Entry]:
+def first_entries(conn: Conn, kind: str) -> dict[str, Entry]:
     """Each session's first entry of `kind` (one query, for listings)."""
     rows = conn.execute(
         f"SELECT {ENTRY_COLUMNS} FROM entries WHERE seq IN"
@@ -135,7 +134,7 @@ def first_entries(conn: sqlite3.Connection, kind: str) -> dict[str, Entry]:
     return {entry.session_id: entry for entry in found}
 
 
-def select_entry(conn: sqlite3.Connection, entry_id: str) -> Entry | None:
+def select_entry(conn: Conn, entry_id: str) -> Entry | None:
     """One entry by its `evt_` id, or None."""
     row = conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,)).fetchone()
     return None if row is None else entry_from_row(row)

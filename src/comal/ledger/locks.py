@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 import socket
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from comal.errors import SessionLockedError
+from comal.ledger.conn import Conn
 from comal.messages import JSONObject
 
 _PROC = Path("/proc")
@@ -145,7 +145,7 @@ def lock_payload(lock: LockInfo) -> JSONObject:
     }
 
 
-def read_lock(conn: sqlite3.Connection, session_id: str) -> LockInfo | None:
+def read_lock(conn: Conn, session_id: str) -> LockInfo | None:
     """The recorded holder of a session (alive or not), or None."""
     row = conn.execute(
         "SELECT session_id, pid, host, process_start_id, process_started_at, acquired_at"
@@ -155,7 +155,7 @@ def read_lock(conn: sqlite3.Connection, session_id: str) -> LockInfo | None:
     return None if row is None else LockInfo(*row)
 
 
-def write_lock(conn: sqlite3.Connection, lock: LockInfo) -> None:
+def write_lock(conn: Conn, lock: LockInfo) -> None:
     """Record `lock` as the session's holder, replacing any previous one (caller's transaction)."""
     conn.execute("DELETE FROM locks WHERE session_id = ?", (lock.session_id,))
     conn.execute(
@@ -172,7 +172,7 @@ def write_lock(conn: sqlite3.Connection, lock: LockInfo) -> None:
     )
 
 
-def delete_lock(conn: sqlite3.Connection, session_id: str, me: ProcessIdentity) -> None:
+def delete_lock(conn: Conn, session_id: str, me: ProcessIdentity) -> None:
     """Remove the session's lock if `me` holds it (caller's transaction)."""
     conn.execute(
         "DELETE FROM locks WHERE session_id = ? AND pid = ? AND host = ? AND process_start_id = ?",

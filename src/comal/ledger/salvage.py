@@ -11,11 +11,13 @@ with empty fields and source `salvage`). Lock rows are not copied: no process ho
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from comal.errors import LedgerError
-from comal.ledger.blobs import insert_blob
+from comal.ledger.conn import Conn
+from comal.ledger.engine import is_pg_url
 from comal.ledger.entry_rows import insert_entry
 from comal.ledger.schema import check_version
 from comal.ledger.session_rows import STATUSES, insert_session, resolve_prefix
@@ -110,7 +112,7 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _sessions(conn: sqlite3.Connection, wanted: set[str]) -> dict[str, _SessionRow]:
+def _sessions(conn: Conn, wanted: set[str]) -> dict[str, _SessionRow]:
     """The session rows for `wanted` ids, each read on its own; unreadable ones made up."""
     found: dict[str, _SessionRow] = {}
     for sid in sorted(wanted):
@@ -150,7 +152,13 @@ def _read_blob(conn: sqlite3.Connection, digest: str) -> bytes:
     return data
 
 
-def _copy(source: sqlite3.Connection, found: Scan, target: sqlite3.Connection) -> SalvageReport:
+BlobPut = Callable[[Conn, bytes, str], str]
+"""Stores a blob in the target ledger (its engine's `insert_blob`)."""
+
+
+def _copy(
+    source: Conn, found: Scan, target: Conn, read: Callable[[str], bytes], put: BlobPut
+) -> SalvageReport:
     sids = {row.session_id for row in found.rows}
     sessions = _sessions(source, sids)
     ordered = sorted(sessions.values(), key=lambda s: (s.created_at, s.id))
@@ -173,7 +181,7 @@ def _copy(source: sqlite3.Connection, found: Scan, target: sqlite3.Connection) -
                 "UPDATE sessions SET parent_id = ? WHERE id = ?", (info.parent_id, info.id)
             )
     for digest in found.blob_digests:
-        insert_blob(target, _read_blob(source, digest), digest)
+        put(target, read(digest), digest)
     for row in found.rows:
         insert_entry(target, row.session_id, row.kind, row.payload, row.id, row.created_at)
     for info in ordered:
@@ -186,12 +194,16 @@ def _copy(source: sqlite3.Connection, found: Scan, target: sqlite3.Connection) -
     )
 
 
-def salvage(source_path: Path, target: sqlite3.Connection) -> SalvageReport:
-    """Copy every intact entry of `source_path` through `target` (inside its transaction).
+def salvage(source_path: Path | str, target: Conn, put: BlobPut) -> SalvageReport:
+    """Copy every intact entry of `source_path` (a ledger file, or a PostgreSQL URL) through
+    `target` (inside its transaction), storing blobs with `put`.
 
     Raises:
         LedgerError: the source cannot be opened at all.
     """
+    if is_pg_url(source_path):
+        return _salvage_pg(str(source_path), target, put)
+    source_path = Path(source_path)
     # No version check: a flipped byte in the header can make a ledger claim any schema, and
     # only rows that hash to their recorded content are copied.
     source = open_read_only(source_path, check=False)
@@ -203,6 +215,25 @@ def salvage(source_path: Path, target: sqlite3.Connection) -> SalvageReport:
             found = scan(source, None)
         except READ_ERRORS as exc:
             raise LedgerError(f"{source_path}: unreadable as a ledger ({exc})") from exc
-        return _copy(source, found, target)
+        return _copy(source, found, target, lambda digest: _read_blob(source, digest), put)
+    finally:
+        source.close()
+
+
+def _salvage_pg(url: str, target: Conn, put: BlobPut) -> SalvageReport:
+    """Salvage from a PostgreSQL ledger: its pages are the server's to keep whole, so the scan
+    re-hashes rows and blobs and copies those that match."""
+    from comal.ledger import pg  # psycopg is imported only where PostgreSQL is used
+
+    source = pg.open_existing(url)
+    try:
+
+        def read(digest: str) -> bytes:
+            data = pg.read_blob(source, digest)
+            if data is None:
+                raise LedgerError(f"blob {digest} became unreadable while salvaging")
+            return data
+
+        return _copy(source, pg.scan(source, None), target, read, put)
     finally:
         source.close()

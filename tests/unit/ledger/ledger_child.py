@@ -1,6 +1,6 @@
 """A separate process working on a ledger, driven by the ledger tests.
 
-Usage: `python ledger_child.py MODE LEDGER_PATH SESSION_ID`
+Usage: `python ledger_child.py MODE LEDGER SESSION_ID` (LEDGER: a file or a PostgreSQL URL)
 - `append`: append entries forever (every seventh with a binary body), printing each seq
   only after its append has returned, i.e. after the commit.
 - `hold`: take the session lock, print `held`, and keep it until stdin closes.
@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from comal.ledger import Ledger
 
 
 def main() -> None:
-    mode, path, session_id = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
-    ledger = Ledger.open(path)
+    mode, target, session_id = sys.argv[1], sys.argv[2], sys.argv[3]
+    ledger = Ledger.open(target)
     if mode == "append":
         n = 0
         while True:

@@ -22,7 +22,7 @@ CHILD = Path(__file__).with_name("ledger_child.py")
 
 
 @contextmanager
-def _child(mode: str, path: Path, session_id: str) -> Iterator[subprocess.Popen[str]]:
+def _child(mode: str, path: str | Path, session_id: str) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen(
         [sys.executable, str(CHILD), mode, str(path), session_id],
         stdin=subprocess.PIPE,
@@ -43,14 +43,14 @@ def _child(mode: str, path: Path, session_id: str) -> Iterator[subprocess.Popen[
                 stream.close()
 
 
-def _session(path: Path) -> str:
+def _session(path: str | Path) -> str:
     with Ledger.open(path) as ledger:
         return ledger.create_session(cwd="/w")
 
 
-def test_a_live_holder_refuses_a_second_process(ledger_path: Path) -> None:
-    sid = _session(ledger_path)
-    with _child("hold", ledger_path, sid) as holder, Ledger.open(ledger_path) as ledger:
+def test_a_live_holder_refuses_a_second_process(ledger_target: str) -> None:
+    sid = _session(ledger_target)
+    with _child("hold", ledger_target, sid) as holder, Ledger.open(ledger_target) as ledger:
         with pytest.raises(SessionLockedError) as refused:
             ledger.acquire_lock(sid)
         assert f"pid {holder.pid} on {socket.gethostname()}" in refused.value.message
@@ -69,11 +69,11 @@ def test_a_live_holder_refuses_a_second_process(ledger_path: Path) -> None:
         assert kinds == ["lock.acquired", "lock.acquired"]
 
 
-def test_a_dead_holder_is_reclaimed_with_an_entry(ledger_path: Path) -> None:
-    sid = _session(ledger_path)
-    with _child("grab", ledger_path, sid) as dead:
+def test_a_dead_holder_is_reclaimed_with_an_entry(ledger_target: str) -> None:
+    sid = _session(ledger_target)
+    with _child("grab", ledger_target, sid) as dead:
         assert dead.wait(timeout=30) == 0
-    with Ledger.open(ledger_path) as ledger:
+    with Ledger.open(ledger_target) as ledger:
         assert ledger.lock_holder(sid) is None
         mine = ledger.acquire_lock(sid)
         assert ledger.lock_holder(sid) == mine
@@ -109,21 +109,21 @@ def test_a_recycled_pid_is_not_mistaken_for_the_holder(ledger_path: Path) -> Non
     assert previous["process_start_id"] == "other-boot:12345"
 
 
-def test_the_same_process_may_reacquire_and_close_releases(ledger_path: Path) -> None:
-    sid = _session(ledger_path)
-    with Ledger.open(ledger_path) as ledger:
+def test_the_same_process_may_reacquire_and_close_releases(ledger_target: str) -> None:
+    sid = _session(ledger_target)
+    with Ledger.open(ledger_target) as ledger:
         first = ledger.acquire_lock(sid)
         assert ledger.acquire_lock(sid) == first
-        with Ledger.open(ledger_path) as second_handle:
+        with Ledger.open(ledger_target) as second_handle:
             assert second_handle.acquire_lock(sid) == first
         assert [e.kind for e in ledger.entries(sid)] == ["lock.acquired"]
-    with Ledger.open(ledger_path) as ledger:
+    with Ledger.open(ledger_target) as ledger:
         assert ledger.lock_holder(sid) is None
 
 
-def test_release_lock_leaves_another_holders_lock(ledger_path: Path) -> None:
-    sid = _session(ledger_path)
-    with _child("hold", ledger_path, sid) as holder, Ledger.open(ledger_path) as ledger:
+def test_release_lock_leaves_another_holders_lock(ledger_target: str) -> None:
+    sid = _session(ledger_target)
+    with _child("hold", ledger_target, sid) as holder, Ledger.open(ledger_target) as ledger:
         ledger.release_lock(sid)
         current = ledger.lock_holder(sid)
         assert current is not None
