@@ -287,7 +287,7 @@ def open_session(
             config.hooks,
             session_id=sid,
             cwd=workspace,
-            ledger_path=ledger.path,
+            ledger_path=ledger.location,
             record=record_entry,
             env=dict(config.env),
         )

@@ -217,7 +217,7 @@ async def run_command(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace, renderer: Renderer, interactive: bool) -> int:
     config = _load(args)
     prompt = _expanded(_prompt(args), config)
-    with Ledger.open(config.ledger_path) as ledger:
+    with Ledger.open(config.ledger) as ledger:
         renderer.shorten = ledger.short_id
         session_id: str | None = None
         if args.resume:

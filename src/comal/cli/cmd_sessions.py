@@ -22,6 +22,7 @@ from comal.cli.configuring import read_only_config
 from comal.errors import LedgerError
 from comal.ids import now_ms
 from comal.ledger import Entry, Ledger, SessionInfo, VerifyReport
+from comal.ledger.engine import is_pg_url, redact, sqlite_path
 from comal.ledger.records import UserMessage
 from comal.ledger.salvage import resolve_in_file, verify_file
 from comal.messages import (
@@ -65,7 +66,7 @@ def _plain(text: str) -> str:
 
 
 def _open() -> Ledger:
-    return Ledger.open(read_only_config().ledger_path)
+    return Ledger.open(read_only_config().ledger)
 
 
 def _first_ask(entry: Entry | None) -> str:
@@ -149,7 +150,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
         infos = [with_status(ledger, info) for info in ledger.sessions()]
         shorts = ledger.short_ids()
         asks = ledger.first_entries("message.user")
-        path = ledger.path
+        path = ledger.location
     tree = session_tree(infos)
     titles = {info.id: info.title or _first_ask(asks.get(info.id)) for info in infos}
     if args.json:
@@ -354,8 +355,15 @@ async def run_show(args: argparse.Namespace) -> int:
 # --- comal verify --------------------------------------------------------------------------
 
 
-def _verify_report(path: Path, prefix: str | None) -> tuple[str, VerifyReport]:
+def _verify_report(target: str | Path, prefix: str | None) -> tuple[str, VerifyReport]:
     """The scope and report; read-only, so a damaged file is reported rather than refused."""
+    if is_pg_url(target):
+        with Ledger.open(target) as ledger:
+            if prefix is None:
+                return f"ledger {ledger.location}", ledger.verify()
+            session_id = ledger.resolve(prefix)
+            return f"session {session_id}", ledger.verify(session_id)
+    path = sqlite_path(target)
     if not path.exists():
         Ledger.open(path).close()  # a ledger that was never written: create it, as others do
     if prefix is None:
@@ -364,15 +372,16 @@ def _verify_report(path: Path, prefix: str | None) -> tuple[str, VerifyReport]:
     return f"session {session_id}", verify_file(path, session_id)
 
 
-def _salvage(path: Path, out: Path, as_json: bool) -> int:
-    if out.exists():
+def _salvage(source: str | Path, out: str, as_json: bool) -> int:
+    if not is_pg_url(out) and sqlite_path(out).exists():
         raise LedgerError(f"{out} already exists; salvage writes a new ledger file")
     with Ledger.open(out) as target:
-        copied = target.salvage_from(path)
+        copied = target.salvage_from(source)
         check = target.verify()
+        shown = target.location
     body = {
-        "source": str(path),
-        "out": str(out),
+        "source": redact(str(source)),
+        "out": shown,
         "sessions": copied.sessions,
         "entries": copied.entries,
         "blobs": copied.blobs,
@@ -385,8 +394,8 @@ def _salvage(path: Path, out: Path, as_json: bool) -> int:
         left = f"; left behind (damaged): {', '.join(copied.damaged)}" if copied.damaged else ""
         _emit(
             f"salvaged {copied.entries} intact entries, {copied.blobs} blobs and"
-            f" {copied.sessions} sessions into {out}{left}\n"
-            f"{'ok' if check.ok else 'FAILED'}: {out} verifies"
+            f" {copied.sessions} sessions into {shown}{left}\n"
+            f"{'ok' if check.ok else 'FAILED'}: {shown} verifies"
             f" ({check.entries} entries, {check.blobs} blobs)\n"
         )
     return 0 if check.ok else 3
@@ -397,10 +406,10 @@ async def run_verify(args: argparse.Namespace) -> int:
 
     With `--salvage OUT`, copy every intact entry into the new ledger OUT instead.
     """
-    path = read_only_config().ledger_path
+    target = read_only_config().ledger
     if args.salvage is not None:
-        return _salvage(path, Path(args.salvage), args.json)
-    scope, report = _verify_report(path, args.session)
+        return _salvage(target, args.salvage, args.json)
+    scope, report = _verify_report(target, args.session)
     if args.json:
         _emit_json(
             {
@@ -447,6 +456,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     verify.add_argument(
         "--salvage",
         metavar="OUT",
-        help="copy every intact entry into the new ledger file OUT (which then verifies)",
+        help="copy every intact entry into the new ledger OUT (a file, or a postgresql:// URL"
+        " of an empty ledger), which then verifies",
     )
     verify.set_defaults(func=run_verify)
