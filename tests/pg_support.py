@@ -68,9 +68,9 @@ def ledger_target(engine: str, tmp_path: Path, name: str = "ledger.db") -> Itera
 def raw_conn(target: str | Path) -> Iterator[Conn]:
     """A plain connection to a ledger's tables, past the `Ledger` (to look at rows as stored)."""
     if is_pg_url(target):
-        from comal.ledger.pg import open_existing
+        from comal.ledger.pg import PgConn
 
-        pg_conn = open_existing(str(target))
+        pg_conn = PgConn(psycopg.connect(str(target), autocommit=True))
         try:
             yield pg_conn
         finally:

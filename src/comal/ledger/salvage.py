@@ -17,7 +17,7 @@ from pathlib import Path
 
 from comal.errors import LedgerError
 from comal.ledger.conn import Conn
-from comal.ledger.engine import is_pg_url
+from comal.ledger.engine import is_pg_url, sqlite_path
 from comal.ledger.entry_rows import insert_entry
 from comal.ledger.schema import check_version
 from comal.ledger.session_rows import STATUSES, insert_session, resolve_prefix
@@ -203,7 +203,7 @@ def salvage(source_path: Path | str, target: Conn, put: BlobPut) -> SalvageRepor
     """
     if is_pg_url(source_path):
         return _salvage_pg(str(source_path), target, put)
-    source_path = Path(source_path)
+    source_path = sqlite_path(source_path)
     # No version check: a flipped byte in the header can make a ledger claim any schema, and
     # only rows that hash to their recorded content are copied.
     source = open_read_only(source_path, check=False)
