@@ -14,6 +14,10 @@ from typing import Any, Protocol
 class Rows(Protocol):
     """A query's result, as both engines' cursors give it."""
 
+    @property
+    def rowcount(self) -> int:
+        """Rows an UPDATE or DELETE changed."""
+
     def fetchone(self) -> Any:
         """The next row, or None."""
 

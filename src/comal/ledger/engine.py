@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from comal.errors import LedgerError
+from comal.ids import now_ms
 from comal.ledger.blobs import blob_ranges, insert_blob, read_blob
 from comal.ledger.conn import Conn
 from comal.ledger.pages import ReadRange
@@ -60,6 +61,9 @@ class Engine(Protocol):
 
     def data_version(self, conn: Conn) -> object:
         """Equal between two calls only when nothing was committed in between."""
+
+    def clock_ms(self, conn: Conn) -> int:
+        """Now on the ledger's clock, ms UTC (what leases expire by)."""
 
     def verify(self, conn: Conn, session_id: str | None) -> VerifyReport:
         """Re-hash the entries (of one session, or all) and their blobs."""
@@ -139,6 +143,9 @@ class SqliteEngine:
         assert isinstance(conn, sqlite3.Connection)
         (data_version,) = conn.execute("PRAGMA data_version").fetchone()
         return int(data_version), conn.total_changes
+
+    def clock_ms(self, conn: Conn) -> int:  # noqa: ARG002 (every writer shares this clock)
+        return now_ms()
 
     def verify(self, conn: Conn, session_id: str | None) -> VerifyReport:
         assert isinstance(conn, sqlite3.Connection)

@@ -354,6 +354,11 @@ class PgEngine:
         self._version += 1
         return self._version
 
+    def clock_ms(self, conn: Conn) -> int:
+        """The server's clock: hosts sharing the ledger need not agree on the time."""
+        row = conn.execute("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint")
+        return int(row.fetchone()[0])
+
     def verify(self, conn: Conn, session_id: str | None) -> VerifyReport:
         assert isinstance(conn, PgConn)
         return report(scan(conn, session_id))

@@ -119,7 +119,17 @@ CREATE TABLE blob_pages (
 );
 """
 
-_BY_NAME = {"m001_initial": _M001, "m002_forks": _M002, "m003_page_index": _M003}
+_M004 = """
+ALTER TABLE locks ADD COLUMN host_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE locks ADD COLUMN expires_at BIGINT NOT NULL DEFAULT 0;
+"""
+
+_BY_NAME = {
+    "m001_initial": _M001,
+    "m002_forks": _M002,
+    "m003_page_index": _M003,
+    "m004_leases": _M004,
+}
 
 PG_MIGRATIONS: tuple[tuple[str, str], ...] = tuple(
     (step.__name__, _BY_NAME[step.__name__]) for step in MIGRATIONS

@@ -42,14 +42,21 @@ from comal.ledger.entry_rows import (
 )
 from comal.ledger.history import FORKED_KIND, history
 from comal.ledger.locks import (
+    HOLDER_DEAD,
+    LEASE_EXPIRED,
+    Heartbeat,
     LockInfo,
     current_process,
     delete_lock,
     held_by,
     held_elsewhere,
     holder_alive,
+    lease_ms,
     lock_payload,
+    lost_lease,
     read_lock,
+    renew_lease,
+    same_host,
     write_lock,
 )
 from comal.ledger.pages import (
@@ -103,6 +110,8 @@ class Ledger:
         self._closed = False
         self._cache = EntryCache()
         self._ranges_mutex = threading.Lock()
+        self._lease_ms = lease_ms()
+        self._heartbeat = Heartbeat(self._lease_ms / 3000, self.renew_leases)
 
     @property
     def path(self) -> Path:
@@ -146,6 +155,7 @@ class Ledger:
 
     def close(self) -> None:
         """Release the locks this ledger object took, and close the connection."""
+        self._heartbeat.stop()
         with self._mutex:
             if self._closed:
                 return
@@ -338,6 +348,8 @@ class Ledger:
             # Stamped under the write lock, so created_at never decreases along seq.
             created = now_ms()
             self._require_session(session_id)
+            if session_id in self._held:
+                self._check_held(conn, session_id)
             if body is not None:
                 self._engine.insert_blob(conn, body, digest)
             else:
@@ -569,31 +581,50 @@ class Ledger:
     def acquire_lock(self, session_id: str) -> LockInfo:
         """Hold the session for this process.
 
-        Appends `lock.acquired`, or `lock.reclaimed` (with the `previous` holder) when the
-        recorded holder's process is dead. Re-acquiring a lock this process holds is a no-op.
+        Appends `lock.acquired`, or `lock.reclaimed` (with the `previous` holder and the
+        `reason`) when the recorded holder's process is dead (this host) or its lease expired
+        (another host). The lease is then renewed by a heartbeat until `release_lock` or
+        `close`. Re-acquiring a lock this process holds is a no-op.
 
         Raises:
-            SessionLockedError: a live process (named in the message) holds it.
+            SessionLockedError: a live process or an unexpired lease (named in the message)
+                holds it.
             UnknownSessionError: no such session.
         """
         me = self._me
         with self._write() as conn:
+            self._engine.before_append(conn, session_id)  # one lock operation at a time
             self._require_session(session_id)
+            now = self._engine.clock_ms(conn)
             current = read_lock(conn, session_id)
             if current is not None and held_by(current, me):
                 self._held.add(session_id)
                 return current
-            if current is not None and holder_alive(current, me):
-                raise held_elsewhere(current)
-            lock = LockInfo(session_id, me.pid, me.host, me.start_id, me.started_at, now_ms())
+            if current is not None and holder_alive(current, me, now):
+                raise held_elsewhere(current, me)
+            lock = LockInfo(
+                session_id,
+                me.pid,
+                me.host,
+                me.start_id,
+                me.started_at,
+                now_ms(),
+                me.host_id,
+                now + self._lease_ms,
+            )
             write_lock(conn, lock)
             payload = lock_payload(lock)
             kind = "lock.acquired"
             if current is not None:
                 kind = "lock.reclaimed"
-                payload["previous"] = lock_payload(current)
+                previous = lock_payload(current)
+                if current.expires_at:
+                    previous["expires_at"] = current.expires_at
+                payload["previous"] = previous
+                payload["reason"] = HOLDER_DEAD if same_host(current, me) else LEASE_EXPIRED
             insert_entry(conn, session_id, kind, encode_payload(payload)[0])
         self._held.add(session_id)
+        self._heartbeat.start()
         return lock
 
     def release_lock(self, session_id: str) -> None:
@@ -604,9 +635,34 @@ class Ledger:
         self._held.discard(session_id)
 
     def lock_holder(self, session_id: str) -> LockInfo | None:
-        """The live process holding the session, or None (a dead holder's lock counts as free)."""
+        """The process holding the session, or None: a dead holder's lock (on this host) or an
+        expired lease (a holder on another host) counts as free."""
         with self._mutex:
             current = read_lock(self._conn, session_id)
-        if current is None or not holder_alive(current, self._me):
+            now = self._engine.clock_ms(self._conn)
+        if current is None or not holder_alive(current, self._me, now):
             return None
         return current
+
+    def renew_leases(self) -> list[str]:
+        """Push back the lease of every session this ledger holds (the heartbeat does, every
+        third of the lease); returns the sessions whose lease another process took over
+        (their next append raises). A ledger that cannot be written now is tried next time."""
+        lost: list[str] = []
+        for session_id in sorted(self._held):
+            try:
+                with self._write() as conn:
+                    until = self._engine.clock_ms(conn) + self._lease_ms
+                    kept = renew_lease(conn, session_id, self._me, until)
+            except LedgerError:
+                continue
+            if not kept:
+                lost.append(session_id)
+        return lost
+
+    def _check_held(self, conn: Conn, session_id: str) -> None:
+        """Inside an append by this lease's holder: refuse it when the lease was taken over."""
+        current = read_lock(conn, session_id)
+        if current is None or not held_by(current, self._me):
+            self._held.discard(session_id)
+            raise lost_lease(current, session_id)

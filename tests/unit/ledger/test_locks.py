@@ -94,7 +94,8 @@ def test_a_recycled_pid_is_not_mistaken_for_the_holder(ledger_path: Path) -> Non
     # A lock left by an earlier process that had this very pid: same pid, other start.
     conn = sqlite3.connect(ledger_path, isolation_level=None)
     conn.execute(
-        "INSERT INTO locks VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO locks (session_id, pid, host, process_start_id, process_started_at,"
+        " acquired_at) VALUES (?, ?, ?, ?, ?, ?)",
         (sid, os.getpid(), socket.gethostname(), "other-boot:12345", 1, 1),
     )
     conn.close()

@@ -103,7 +103,7 @@ def test_an_old_ledger_upgrades_and_its_blobs_page_exactly(tmp_path: Path) -> No
     with Ledger.open(path) as ledger:
         conn = _raw(path)
         names = [row[0] for row in conn.execute("SELECT name FROM migrations ORDER BY name")]
-        assert names == ["m001_initial", "m002_forks", "m003_page_index"]
+        assert names == ["m001_initial", "m002_forks", "m003_page_index", "m004_leases"]
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         conn.close()
         assert _rows(path) == []
