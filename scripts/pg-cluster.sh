@@ -2,6 +2,7 @@
 # A throwaway PostgreSQL cluster on loopback, for the ledger's tests and benchmarks.
 #   scripts/pg-cluster.sh start DIR   initdb + pg_ctl start under DIR; prints the ledger URL
 #   scripts/pg-cluster.sh stop DIR    stops it and removes DIR
+#   scripts/pg-cluster.sh restart DIR [fast|immediate]   restarts it (immediate: as a crash)
 # The server runs as a non-root user (`postgres`, Debian's package makes it) when started by
 # root, since PostgreSQL refuses to run as root. Trust authentication, loopback only.
 set -euo pipefail
@@ -31,7 +32,7 @@ case "$cmd" in
     rm -rf "$dir"
     ;;
   restart)
-    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w restart >/dev/null
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m "${3:-fast}" -w restart >/dev/null
     ;;
   *) echo "unknown command $cmd" >&2; exit 2 ;;
 esac

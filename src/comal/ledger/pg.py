@@ -20,13 +20,16 @@ The schema (`pg_schema.py`) is the SQLite one table for table, so `session_rows`
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 
-from comal.errors import LedgerError, SchemaTooNewError
+from comal.errors import LedgerError, LedgerUnavailableError, SchemaTooNewError
 from comal.ids import now_ms
 from comal.ledger.conn import Conn, Rows
 from comal.ledger.engine import redact
@@ -52,27 +55,102 @@ def _translate(sql: str) -> str:
     return _SPECIAL.get(sql) or sql.replace("%", "%%").replace("?", "%s")
 
 
-class PgConn:
-    """A psycopg connection seen through the calls the row modules make on SQLite's."""
+_DEFAULT_WAIT_S = 300.0
 
-    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+
+def wait_s() -> float:
+    """How long a lost connection is waited for (`COMAL_LEDGER_WAIT_S`, default 300 s)."""
+    raw = os.environ.get("COMAL_LEDGER_WAIT_S", "")
+    try:
+        return max(0.0, float(raw)) if raw else _DEFAULT_WAIT_S
+    except ValueError:
+        return _DEFAULT_WAIT_S
+
+
+def stderr_notice(text: str) -> None:
+    """The default notice of a wait on the database: one line on stderr."""
+    print(f"comal: {text}", file=sys.stderr, flush=True)
+
+
+class PgConn:
+    """A psycopg connection seen through the calls the row modules make on SQLite's.
+
+    A connection lost while idle (between transactions: the server restarted, a proxy dropped
+    it) is reconnected and the statement run again — nothing of it had run. One lost inside a
+    transaction raises `LedgerUnavailableError` once the server is back (the transaction is
+    gone, committed or not: the `Ledger` retries an append keyed by its entry id and content
+    hash, so it is committed once). While the server is away, `notify` says so.
+    """
+
+    def __init__(self, raw: psycopg.Connection[Any], url: str | None = None) -> None:
         self.raw = raw
+        self.url = url
+        self.notify: Callable[[str], None] = stderr_notice
         self._queries: dict[str, str] = {}
+        self._closed = False
 
     def execute(self, sql: str, parameters: Any = None, /) -> Rows:
         """Run one statement with `?` placeholders."""
         query = self._queries.get(sql)
         if query is None:
             query = self._queries[sql] = _translate(sql)
-        return self.raw.execute(query, parameters or None)
+        idle = self.in_transaction is False
+        try:
+            return self.raw.execute(query, parameters or None)
+        except psycopg.OperationalError as exc:
+            if self._closed or self.url is None or not self.raw.broken:
+                raise
+            self.reconnect(_reason(exc))
+            if not idle:
+                raise LedgerUnavailableError(
+                    f"the connection to ledger {redact(self.url)} was lost mid-transaction"
+                    f" ({_reason(exc)})"
+                ) from exc
+            return self.raw.execute(query, parameters or None)
+
+    def reconnect(self, reason: str) -> None:
+        """Connect again, waiting up to `wait_s()` for the server, saying so while it waits.
+
+        Raises:
+            LedgerUnavailableError: the server did not come back in time.
+        """
+        assert self.url is not None
+        where = redact(self.url)
+        patience = wait_s()
+        deadline = time.monotonic() + patience
+        self.notify(
+            f"waiting for the ledger at {where} ({reason}); up to {patience:.0f} s"
+            " (COMAL_LEDGER_WAIT_S)"
+        )
+        pause = 0.05
+        while True:
+            try:
+                raw = psycopg.connect(
+                    self.url, autocommit=True, connect_timeout=5, application_name="comal"
+                )
+                break
+            except psycopg.OperationalError as exc:
+                if time.monotonic() + pause > deadline:
+                    raise LedgerUnavailableError(
+                        f"the ledger at {where} did not come back within {patience:.0f} s"
+                        f" ({_reason(exc)}); nothing committed is lost"
+                    ) from exc
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+        old, self.raw = self.raw, raw
+        old.close()
+        self.notify(f"the ledger at {where} is back")
 
     @property
     def in_transaction(self) -> bool:
-        """Whether a transaction is open."""
+        """Whether a transaction is open (never on a lost connection: its transaction died)."""
+        if self.raw.broken or self.raw.closed:
+            return False
         return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
 
     def close(self) -> None:
         """Close the connection."""
+        self._closed = True
         self.raw.close()
 
 
@@ -95,7 +173,7 @@ def connect(url: str) -> PgConn:
     except BaseException:
         raw.close()
         raise
-    return PgConn(raw)
+    return PgConn(raw, url)
 
 
 def open_existing(url: str) -> PgConn:

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
-from comal.errors import LedgerError, UnknownEntryError
+from comal.errors import LedgerError, LedgerUnavailableError, UnknownEntryError
 from comal.ids import new_id, now_ms
 from comal.ledger.blobs import blob_size
 from comal.ledger.canonical import content_hash, encode_payload
@@ -89,6 +89,9 @@ from comal.ledger.verify import VerifyReport
 from comal.messages import JSONObject
 
 __all__ = ["STATUSES", "Ledger"]
+
+_APPEND_TRIES = 5
+"""Attempts of one append across lost connections (each waits for the server to return)."""
 
 
 class Ledger:
@@ -343,6 +346,32 @@ class Ledger:
         """
         text, decoded, digest = entry_payload(kind, payload, body)
         entry_id = new_id("evt")
+        for _ in range(_APPEND_TRIES - 1):
+            try:
+                return self._append(session_id, kind, text, decoded, body, digest, entry_id)
+            except LedgerUnavailableError:
+                # The connection was lost mid-transaction and is back: the append committed
+                # or not. Its id (with its content hash) says which, so it commits once.
+                with self._mutex:
+                    stored = select_entry(self._conn, entry_id)
+                if stored is not None:
+                    if stored.content_hash != content_hash(kind, text):
+                        raise LedgerError(
+                            f"entry {entry_id} was stored with other content"
+                        ) from None
+                    return stored
+        return self._append(session_id, kind, text, decoded, body, digest, entry_id)
+
+    def _append(
+        self,
+        session_id: str,
+        kind: str,
+        text: str,
+        decoded: JSONObject,
+        body: bytes | None,
+        digest: str | None,
+        entry_id: str,
+    ) -> Entry:
         with self._write() as conn:
             self._engine.before_append(conn, session_id)
             # Stamped under the write lock, so created_at never decreases along seq.
@@ -362,6 +391,12 @@ class Ledger:
                 if moved.to is not None:
                     conn.execute("UPDATE sessions SET cwd = ? WHERE id = ?", (moved.to, session_id))
         return Entry(seq, entry_id, session_id, kind, decoded, content_hash(kind, text), created)
+
+    def on_wait(self, notice: Callable[[str], None]) -> None:
+        """Say waits on the ledger's server with `notice` (one line each: waiting, back)
+        instead of on stderr; nothing on SQLite, which never waits so."""
+        if hasattr(self._conn, "notify"):
+            self._conn.notify = notice
 
     def append_record(self, session_id: str, record: Record, *, body: bytes | None = None) -> Entry:
         """Append `record` (its kind and payload) as `append` does."""
