@@ -35,6 +35,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "comal.cli.cmd_rewind",
     "comal.cli.cmd_fork",
     "comal.cli.cmd_export",
+    "comal.cli.cmd_ledger",
 )
 """Subcommand modules, in the order `--help` lists them."""
 

@@ -17,6 +17,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import astuple
 from pathlib import Path
 from typing import Protocol
 
@@ -24,8 +25,15 @@ from comal.errors import LedgerError
 from comal.ids import now_ms
 from comal.ledger.blobs import blob_ranges, insert_blob, read_blob
 from comal.ledger.conn import Conn
+from comal.ledger.copy import EntryRow
 from comal.ledger.pages import ReadRange
 from comal.ledger.verify import VerifyReport, verify_ledger
+
+COPIED_ENTRY_SQL = (
+    "INSERT INTO entries (seq, id, session_id, kind, payload, content_hash, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+"""How an entry copied from another ledger is inserted (PostgreSQL adds OVERRIDING)."""
 
 _RANGES_MMAP_BYTES = 1 << 30
 """How much of the file the SQLite range reader maps (past it, SQLite reads as usual)."""
@@ -67,6 +75,12 @@ class Engine(Protocol):
 
     def verify(self, conn: Conn, session_id: str | None) -> VerifyReport:
         """Re-hash the entries (of one session, or all) and their blobs."""
+
+    def insert_copied_entry(self, conn: Conn, row: EntryRow) -> None:
+        """Insert an entry row copied from another ledger, keeping its seq."""
+
+    def after_copy(self, conn: Conn) -> None:
+        """After copied rows: new appends must draw seqs above every copied one."""
 
     def close(self) -> None:
         """Close what the engine opened besides the main connection."""
@@ -150,6 +164,12 @@ class SqliteEngine:
     def verify(self, conn: Conn, session_id: str | None) -> VerifyReport:
         assert isinstance(conn, sqlite3.Connection)
         return verify_ledger(conn, session_id)
+
+    def insert_copied_entry(self, conn: Conn, row: EntryRow) -> None:
+        conn.execute(COPIED_ENTRY_SQL, astuple(row))
+
+    def after_copy(self, conn: Conn) -> None:
+        pass  # an INTEGER PRIMARY KEY always continues above the largest one
 
     def close(self) -> None:
         if self._ranges is not None:

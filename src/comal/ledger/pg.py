@@ -25,6 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import astuple
 from typing import Any
 
 import psycopg
@@ -32,7 +33,8 @@ import psycopg
 from comal.errors import LedgerError, LedgerUnavailableError, SchemaTooNewError
 from comal.ids import now_ms
 from comal.ledger.conn import Conn, Rows
-from comal.ledger.engine import redact
+from comal.ledger.copy import EntryRow as CopiedRow
+from comal.ledger.engine import COPIED_ENTRY_SQL, redact
 from comal.ledger.pages import (
     INDEX_MIN_BYTES,
     ReadRange,
@@ -440,6 +442,17 @@ class PgEngine:
     def verify(self, conn: Conn, session_id: str | None) -> VerifyReport:
         assert isinstance(conn, PgConn)
         return report(scan(conn, session_id))
+
+    def insert_copied_entry(self, conn: Conn, row: CopiedRow) -> None:
+        conn.execute(
+            COPIED_ENTRY_SQL.replace(" VALUES", " OVERRIDING SYSTEM VALUE VALUES"), astuple(row)
+        )
+
+    def after_copy(self, conn: Conn) -> None:
+        conn.execute(
+            "SELECT setval(pg_get_serial_sequence('entries', 'seq'),"
+            " (SELECT coalesce(max(seq), 0) + 1 FROM entries), false)"
+        )
 
     def close(self) -> None:
         pass

@@ -26,9 +26,18 @@ from types import TracebackType
 
 from comal.errors import LedgerError, LedgerUnavailableError, UnknownEntryError
 from comal.ids import new_id, now_ms
-from comal.ledger.blobs import blob_size
+from comal.ledger.blobs import blob_size, has_blob
 from comal.ledger.canonical import content_hash, encode_payload
 from comal.ledger.conn import Conn
+from comal.ledger.copy import (
+    CopyReport,
+    all_blobs,
+    check_target,
+    copy_session,
+    entry_rows,
+    fingerprint,
+    ordered,
+)
 from comal.ledger.engine import Engine, SqliteEngine, is_pg_url, sqlite_path
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.entry_cache import EntryCache
@@ -610,6 +619,56 @@ class Ledger:
                     f"{self.location} already holds sessions; salvage into a new ledger"
                 )
             return salvage(source, conn, self._engine.insert_blob)
+
+    def migrate_to(self, target: Ledger) -> CopyReport:
+        """Copy every session, entry and blob of this ledger into `target` (another engine,
+        say), one transaction per session, skipping the sessions an earlier run copied whole
+        (`ledger/copy.py`).
+
+        Raises:
+            LedgerError: `target` holds sessions that are not an earlier copy of this ledger.
+        """
+        with self._mutex:
+            sessions = all_sessions(self._conn)
+        skip = check_target(sessions, target.sessions())
+        copied = entries = blobs = 0
+        engine = target._engine
+        for info in ordered(sessions):
+            if info.id in skip:
+                continue
+            with self._mutex:
+                rows = entry_rows(self._conn, info.id)
+            with target._write() as conn:
+                blobs += copy_session(
+                    conn,
+                    info,
+                    rows,
+                    self._blob_or_none,
+                    engine.insert_blob,
+                    engine.insert_copied_entry,
+                    has_blob,
+                )
+                engine.after_copy(conn)
+            copied += 1
+            entries += len(rows)
+        with self._mutex:
+            digests = list(all_blobs(self._conn))
+        for digest in digests:
+            with target._write() as conn:
+                if not has_blob(conn, digest):
+                    engine.insert_blob(conn, self.blob(digest), digest)
+                    blobs += 1
+        return CopyReport(copied, len(skip), entries, blobs)
+
+    def _blob_or_none(self, digest: str) -> bytes | None:
+        with self._mutex:
+            return self._engine.read_blob(self._conn, digest)
+
+    def fingerprint(self) -> tuple[int, int, str]:
+        """(entries, blobs, digest of every entry's seq, id and content hash): two ledgers
+        holding the same entries have the same fingerprint, whatever their engines."""
+        with self._mutex:
+            return fingerprint(self._conn)
 
     # --- locks ------------------------------------------------------------------------------
 
