@@ -19,9 +19,10 @@ from typing import Any
 
 from comal.agent.session_status import with_status
 from comal.cli.configuring import read_only_config
+from comal.cli.sessions_watch import follow, session_hosts, since_ms, wanted
 from comal.errors import LedgerError
 from comal.ids import now_ms
-from comal.ledger import Entry, Ledger, SessionInfo, VerifyReport
+from comal.ledger import STATUSES, Entry, Ledger, SessionInfo, VerifyReport
 from comal.ledger.engine import is_pg_url, redact, sqlite_path
 from comal.ledger.records import UserMessage
 from comal.ledger.salvage import resolve_in_file, verify_file
@@ -146,8 +147,14 @@ def session_tree(infos: list[SessionInfo]) -> list[tuple[int, SessionInfo]]:
 async def run_sessions(args: argparse.Namespace) -> int:
     """List every session, newest first (children under their coordinator): short id, age,
     status, cwd and title (first ask)."""
+    if args.follow:
+        with _open() as ledger:
+            return await follow(ledger, args)
     with _open() as ledger:
         infos = [with_status(ledger, info) for info in ledger.sessions()]
+        if args.host is not None or args.status is not None or args.since is not None:
+            hosts = session_hosts(ledger)
+            infos = [info for info in infos if wanted(info, hosts, args)]
         shorts = ledger.short_ids()
         asks = ledger.first_entries("message.user")
         path = ledger.location
@@ -440,6 +447,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "sessions", help="list recorded sessions, newest first (short id, age, status, cwd, title)"
     )
     sessions.add_argument("--json", action="store_true", help="print a JSON array")
+    sessions.add_argument(
+        "--follow",
+        action="store_true",
+        help="then print each change as it happens (every host sharing the ledger)",
+    )
+    sessions.add_argument("--host", metavar="H", help="only sessions a process on host H ran")
+    sessions.add_argument("--status", choices=STATUSES, help="only sessions with this status")
+    sessions.add_argument(
+        "--since",
+        metavar="T",
+        type=since_ms,
+        help="only sessions active since T (30m, 2h, 1d, or an ISO date)",
+    )
     sessions.set_defaults(func=run_sessions)
 
     show = subparsers.add_parser("show", help="print a session's transcript")

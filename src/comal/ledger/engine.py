@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import astuple
@@ -34,6 +35,9 @@ COPIED_ENTRY_SQL = (
     " VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 """How an entry copied from another ledger is inserted (PostgreSQL adds OVERRIDING)."""
+
+POLL_S = 0.5
+"""How often a watcher of an SQLite ledger looks again (`wait_for_change`)."""
 
 _RANGES_MMAP_BYTES = 1 << 30
 """How much of the file the SQLite range reader maps (past it, SQLite reads as usual)."""
@@ -78,6 +82,9 @@ class Engine(Protocol):
 
     def insert_copied_entry(self, conn: Conn, row: EntryRow) -> None:
         """Insert an entry row copied from another ledger, keeping its seq."""
+
+    def wait_for_change(self, timeout_s: float) -> None:
+        """Return when another process may have appended, or after `timeout_s`."""
 
     def after_copy(self, conn: Conn) -> None:
         """After copied rows: new appends must draw seqs above every copied one."""
@@ -170,6 +177,10 @@ class SqliteEngine:
 
     def after_copy(self, conn: Conn) -> None:
         pass  # an INTEGER PRIMARY KEY always continues above the largest one
+
+    def wait_for_change(self, timeout_s: float) -> None:
+        """A file has no notifications: poll (the caller re-reads; reading is cheap)."""
+        time.sleep(min(timeout_s, POLL_S))
 
     def close(self) -> None:
         if self._ranges is not None:

@@ -138,3 +138,16 @@ def select_entry(conn: Conn, entry_id: str) -> Entry | None:
     """One entry by its `evt_` id, or None."""
     row = conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,)).fetchone()
     return None if row is None else entry_from_row(row)
+
+
+def kind_entries(conn: Conn, kinds: Collection[str]) -> list[Entry]:
+    """Every session's entries of `kinds`, in seq order (for listings: hosts, say)."""
+    wanted = sorted(set(kinds))
+    if not wanted:
+        return []
+    rows = conn.execute(
+        f"SELECT {ENTRY_COLUMNS} FROM entries WHERE kind IN ({', '.join('?' * len(wanted))})"
+        " ORDER BY seq",
+        wanted,
+    ).fetchall()
+    return [entry_from_row(row) for row in rows]

@@ -42,7 +42,7 @@ from comal.ledger.pages import (
     stored_page_index,
     write_page_index,
 )
-from comal.ledger.pg_schema import CHUNK_BYTES, GRANTS, PG_MIGRATIONS
+from comal.ledger.pg_schema import CHUNK_BYTES, GRANTS, NOTIFY_CHANNEL, PG_MIGRATIONS
 from comal.ledger.verify import EntryRow, Scan, VerifyReport, entry_problems, report
 from comal.messages import digest_bytes
 
@@ -409,6 +409,7 @@ class PgEngine:
         self.url = url
         self.location = redact(url)
         self._version = 0
+        self._listener: psycopg.Connection[Any] | None = None
 
     def begin(self, conn: Conn) -> None:
         conn.execute("BEGIN")
@@ -443,6 +444,14 @@ class PgEngine:
         assert isinstance(conn, PgConn)
         return report(scan(conn, session_id))
 
+    def wait_for_change(self, timeout_s: float) -> None:
+        """Wait for an append's notification (LISTEN on a connection of its own)."""
+        if self._listener is None or self._listener.closed or self._listener.broken:
+            self._listener = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            self._listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        for _ in self._listener.notifies(timeout=timeout_s, stop_after=1):
+            pass
+
     def insert_copied_entry(self, conn: Conn, row: CopiedRow) -> None:
         conn.execute(
             COPIED_ENTRY_SQL.replace(" VALUES", " OVERRIDING SYSTEM VALUE VALUES"), astuple(row)
@@ -455,4 +464,5 @@ class PgEngine:
         )
 
     def close(self) -> None:
-        pass
+        if self._listener is not None:
+            self._listener.close()

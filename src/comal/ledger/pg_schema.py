@@ -122,7 +122,20 @@ CREATE TABLE blob_pages (
 _M004 = """
 ALTER TABLE locks ADD COLUMN host_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE locks ADD COLUMN expires_at BIGINT NOT NULL DEFAULT 0;
+CREATE OR REPLACE FUNCTION comal_entries_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE sessions
+       SET entry_count = entry_count + 1, last_activity_at = NEW.created_at,
+           last_seq = NEW.seq
+     WHERE id = NEW.session_id;
+    PERFORM pg_notify('comal_ledger', NEW.session_id);
+    RETURN NULL;
+END $$;
 """
+"""Leases on the lock rows; and every append notifies `NOTIFY_CHANNEL` (delivered at commit,
+once per session and transaction), so a fleet can be watched without polling."""
+
+NOTIFY_CHANNEL = "comal_ledger"
 
 _BY_NAME = {
     "m001_initial": _M001,

@@ -45,6 +45,7 @@ from comal.ledger.entry_rows import (
     entry_payload,
     first_entries,
     insert_entry,
+    kind_entries,
     require_body_blob,
     select_entries,
     select_entry,
@@ -582,6 +583,16 @@ class Ledger:
         """Each session's first entry of `kind`, by session id (e.g. every first ask)."""
         with self._mutex:
             return first_entries(self._conn, kind)
+
+    def kind_entries(self, kinds: Collection[str]) -> list[Entry]:
+        """Every session's entries of `kinds`, in seq order."""
+        with self._mutex:
+            return kind_entries(self._conn, kinds)
+
+    def wait_for_change(self, timeout_s: float) -> None:
+        """Return when another process may have appended (PostgreSQL: a notification; SQLite:
+        after a short poll interval), or after `timeout_s`."""
+        self._engine.wait_for_change(timeout_s)
 
     def entry(self, entry_id: str) -> Entry:
         """One entry by its `evt_` id.
