@@ -59,9 +59,9 @@ def _crash_and_check(path: str, rounds: int, max_delay_s: float) -> None:
         reported += _kill_while_appending(path, sid, rng.uniform(0, max_delay_s))
 
     if not is_pg_url(path):
-        conn = sqlite3.connect(path)
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        conn.close()
+        file = sqlite3.connect(path)
+        assert file.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        file.close()
     with Ledger.open(path) as ledger:
         report = ledger.verify()
         entries = ledger.entries(sid)
