@@ -215,15 +215,18 @@ def applied_migrations(raw: psycopg.Connection[Any], where: str) -> set[str]:
         SchemaTooNewError: a migration this Comal does not know is recorded.
         LedgerError: no `migrations` table, but the schema holds other tables.
     """
-    if not _table_exists(raw, "migrations"):
-        row = raw.execute(
-            "SELECT string_agg(tablename, ', ' ORDER BY tablename) FROM pg_tables"
-            " WHERE schemaname = current_schema()"
-        ).fetchone()
-        if row is not None and row[0]:
+    # The schema's tables in one snapshot: another process may be committing the ledger's
+    # creation between two statements (then the second would see tables the first did not).
+    row = raw.execute(
+        "SELECT coalesce(array_agg(tablename::text ORDER BY tablename), '{}') FROM pg_tables"
+        " WHERE schemaname = current_schema()"
+    ).fetchone()
+    tables: list[str] = list(row[0]) if row is not None else []
+    if "migrations" not in tables:
+        if tables:
             raise LedgerError(
-                f"{where} holds tables that are not a Comal ledger ({row[0]}); it was left"
-                " untouched (give the URL another database or search_path)"
+                f"{where} holds tables that are not a Comal ledger ({', '.join(tables)}); it was"
+                " left untouched (give the URL another database or search_path)"
             )
         return set()
     applied = {str(r[0]) for r in raw.execute("SELECT name FROM migrations")}

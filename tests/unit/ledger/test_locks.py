@@ -17,6 +17,8 @@ import pytest
 
 from comal.errors import SessionLockedError
 from comal.ledger import Ledger
+from comal.ledger.engine import is_pg_url
+from tests.pg_support import ledger_target as engine_target
 
 CHILD = Path(__file__).with_name("ledger_child.py")
 
@@ -134,22 +136,25 @@ def test_release_lock_leaves_another_holders_lock(ledger_target: str) -> None:
 def _open_when_released(path: str, barrier: Any) -> str:
     barrier.wait()
     try:
-        with Ledger.open(Path(path)):
+        with Ledger.open(path):
             return "ok"
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which asserts on it
         return f"{type(exc).__name__}: {exc}"
 
 
-def test_processes_opening_a_new_ledger_together_all_open_it(tmp_path: Path) -> None:
+def test_processes_opening_a_new_ledger_together_all_open_it(
+    ledger_target: str, tmp_path: Path
+) -> None:
     # Several `comal` processes starting at once on a fresh ledger (a parent and its first
     # children, or two terminals): each waits out the others' switch to WAL and migration.
+    engine = "postgresql" if is_pg_url(ledger_target) else "sqlite"
     context = multiprocessing.get_context("spawn")
     outcomes: list[str] = []
     with context.Manager() as manager, context.Pool(4) as pool:
         for n in range(6):
-            barrier = manager.Barrier(4)
-            path = str(tmp_path / f"ledger{n}.db")
-            outcomes += pool.starmap(_open_when_released, [(path, barrier)] * 4)
+            with engine_target(engine, tmp_path, f"ledger{n}.db") as target:
+                barrier = manager.Barrier(4)
+                outcomes += pool.starmap(_open_when_released, [(target, barrier)] * 4)
+                with Ledger.open(target) as ledger:
+                    assert ledger.verify().ok
     assert outcomes == ["ok"] * 24
-    with Ledger.open(tmp_path / "ledger0.db") as ledger:
-        assert ledger.verify().ok
