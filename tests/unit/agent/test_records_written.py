@@ -33,9 +33,7 @@ ADDED_SINCE = {"lock.acquired": {"host_id"}, "lock.reclaimed": {"host_id", "reas
 
 def _shapes(payloads: list[JSONObject], kind: str = "") -> set[tuple[tuple[str, str], ...]]:
     added = ADDED_SINCE.get(kind, set())
-    return {
-        tuple(sorted((k, _shape(v)) for k, v in p.items() if k not in added)) for p in payloads
-    }
+    return {tuple(sorted((k, _shape(v)) for k, v in p.items() if k not in added)) for p in payloads}
 
 
 def _fixture_payloads(tmp_path: Path) -> dict[str, list[JSONObject]]:
