@@ -1,7 +1,8 @@
 """Starting the TUI from the command line: `comal` on a terminal, `comal --resume UUID`.
 
 The command line imports this module only when it opens the TUI, so `comal -p` never loads
-Textual. The session's lock is released here whatever way the app ends.
+Textual. The session's lock is released here whatever way the app ends. A wait on a
+PostgreSQL ledger's server is shown as a notification (`comal -p` says it on stderr).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ async def run_tui(
     app = ComalApp(
         SessionStart(ledger, config, provider, tools, options, session_id, workspace, switch_model)
     )
+    # A wait on the ledger's server is said in the app, not on the terminal it draws on.
+    ledger.on_wait(lambda text: app.notify(text, title="ledger", severity="warning"))
     try:
         await app.run_async()
     finally:
