@@ -142,10 +142,16 @@ def start_comal(workspace: Path, home: Path, *args: str) -> subprocess.Popen[byt
     )
 
 
+def ledger_of(home: Path) -> str | Path:
+    """The ledger the Comal processes of `home` write: `COMAL_LEDGER_URL` (a PostgreSQL server
+    shared by every trial) when set, else the file under `home`."""
+    return os.environ.get("COMAL_LEDGER_URL") or home / "ledger.db"
+
+
 def session_entries(home: Path, workspace: Path) -> tuple[str | None, list[Entry]]:
     """The latest session of the workspace and its entries (empty when none exists yet)."""
-    path = home / "ledger.db"
-    if not path.exists():
+    path = ledger_of(home)
+    if isinstance(path, Path) and not path.exists():
         return None, []
     with Ledger.open(path) as ledger:
         sid = ledger.latest_session(str(workspace))
@@ -250,7 +256,7 @@ Watch = Callable[[subprocess.Popen[bytes], KillPlan, float], None]
 
 def kill_on_entry(
     proc: subprocess.Popen[bytes],
-    path: Path,
+    path: str | Path,
     plan: KillPlan,
     deadline: float,
     *,

@@ -41,6 +41,7 @@ from perf.crash_harness import (
     bench_main,
     figures,
     kill_on_entry,
+    ledger_of,
     make_workspace,
     run_once,
     session_entries,
@@ -214,7 +215,7 @@ def _run_once(
                 seq = fresh[-1].seq
             return any(plan.matches(e) for e in fresh)
 
-        path = home / "ledger.db"
+        path = ledger_of(home)
         kill_on_entry(proc, path, plan, deadline, ready=ready, awaited=awaited, poll_s=0.001)
 
     return run_once(workspace, home, args, plan, timeout, watch)
@@ -284,7 +285,7 @@ def trial(root: Path, server: FakeServerProcess, rng: random.Random, span: float
         result.lost_entries += len(missing)
         result.problems.append(f"reported finished but not in the ledger: {sorted(missing)}")
     if sid is not None:
-        with Ledger.open(home / "ledger.db") as ledger:
+        with Ledger.open(ledger_of(home)) as ledger:
             report = ledger.verify(sid)
             result.completed = ledger.session(sid).status == "finished"
         if not report.ok:

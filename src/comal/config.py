@@ -214,10 +214,13 @@ class Config:
     plugins: PluginsConfig = PluginsConfig()
     untrusted: tuple[Path, ...] = ()
     """Project files whose hooks and MCP servers were left out: not trusted (`config_trust`)."""
+    ledger_url: str | None = None
+    """`COMAL_LEDGER_URL`, else `[ledger] url`: a `postgresql://` URL (or `sqlite:PATH`) that
+    puts the ledger there instead of `ledger_path`."""
 
     @property
     def ledger_path(self) -> Path:
-        """The ledger database file."""
+        """The embedded ledger's database file (the default ledger)."""
         return self.home / "ledger.db"
 
     @property
@@ -225,6 +228,11 @@ class Config:
         """Every variable a provider reads its key from (`api_key_env`)."""
         names = (p.api_key_env for p in self.providers.values() if p.api_key_env)
         return tuple(dict.fromkeys(names))
+
+    @property
+    def ledger(self) -> str | Path:
+        """What `Ledger.open` is given: the configured URL, else `ledger_path`."""
+        return self.ledger_url or self.ledger_path
 
     def api_key(self, provider: ProviderConfig) -> str | None:
         """The provider's API key, read from its environment variable at call time."""
@@ -260,8 +268,10 @@ KNOWN_KEYS: Mapping[str, frozenset[str]] = {
             "agents",
             "hooks",
             "prices",
+            "ledger",
         }
     ),
+    "ledger": frozenset({"url"}),
     "providers.*": frozenset(
         {
             "wire",
@@ -724,7 +734,30 @@ def _resolve(
         ),
         warnings=warnings,
         untrusted=untrusted,
+        ledger_url=_ledger_url(env, raw.get("ledger", {})),
     )
+
+
+LEDGER_SCHEMES = ("postgresql://", "postgres://", "sqlite:")
+"""How a ledger URL may start."""
+
+
+def _ledger_url(env: Mapping[str, str], table: object) -> str | None:
+    """`COMAL_LEDGER_URL`, else `[ledger] url`, checked for a known scheme (None: the default).
+
+    Raises:
+        ConfigError: a URL of another scheme, or a `ledger` value that is not a table.
+    """
+    if not isinstance(table, Mapping):
+        raise ConfigError("ledger must be a table")
+    url = env.get("COMAL_LEDGER_URL") or table.get("url")
+    if url is None or url == "":
+        return None
+    if not isinstance(url, str) or not url.startswith(LEDGER_SCHEMES):
+        raise ConfigError(
+            f"the ledger URL must start with postgresql://, postgres:// or sqlite:, got {url!r}"
+        )
+    return url
 
 
 def _agents(raw: Mapping[str, Any]) -> AgentsConfig:

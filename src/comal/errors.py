@@ -233,6 +233,13 @@ class DiskFullError(LedgerError):
     code = "DISK_FULL"
 
 
+class LedgerUnavailableError(LedgerError):
+    """The ledger's server cannot be reached (a dropped connection, a restart) and did not
+    come back in time; nothing committed is lost."""
+
+    code = "LEDGER_UNAVAILABLE"
+
+
 class LedgerDamagedError(LedgerError):
     """The ledger file is damaged: SQLite cannot read part of it, or an entry does not decode."""
 

@@ -91,7 +91,8 @@ class Hooks:
         hooks: every configured hook.
         session_id: the session they run for.
         cwd: the workspace (their working directory and `CLAUDE_PROJECT_DIR`).
-        ledger_path: given as `transcript_path`.
+        ledger_path: given as `transcript_path` (the ledger's file, or its URL without the
+            password).
         record: appends one entry to the session.
         env: the environment the commands get.
         redact: applied to a hook's stdout and stderr before they are recorded or used.
@@ -103,7 +104,7 @@ class Hooks:
         *,
         session_id: str,
         cwd: Path,
-        ledger_path: Path,
+        ledger_path: str | Path,
         record: RecordFn,
         env: dict[str, str] | None = None,
         redact: Callable[[str], str] | None = None,

@@ -319,7 +319,7 @@ def open_session(
             config.hooks,
             session_id=sid,
             cwd=workspace,
-            ledger_path=ledger.path,
+            ledger_path=ledger.location,
             record=record_entry,
             env=command_env(config.env, secrets),
             redact=secrets.redact_text,

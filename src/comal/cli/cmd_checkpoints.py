@@ -37,7 +37,7 @@ def _json(cp: Checkpoint, text: bool) -> dict[str, object]:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    with Ledger.open(read_only_config().ledger_path) as ledger:
+    with Ledger.open(read_only_config().ledger) as ledger:
         session_id = ledger.resolve(args.session)
         found = checkpoints(ledger.entries(session_id, kinds=("checkpoint",)))
     if args.number is None:

@@ -19,7 +19,7 @@ from comal.ledger.store import Ledger
 
 async def _run(args: argparse.Namespace) -> int:
     config = run_config()
-    with Ledger.open(config.ledger_path) as ledger:
+    with Ledger.open(config.ledger) as ledger:
         session_id = ledger.resolve(args.session)
         holder = ledger.lock_holder(session_id)
         if holder is not None:

@@ -128,7 +128,7 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
 
 async def _run(args: argparse.Namespace) -> int:
     config = read_only_config()
-    with Ledger.open(config.ledger_path) as ledger:
+    with Ledger.open(config.ledger) as ledger:
         session_id = ledger.resolve(args.session)
         engine = recorded_engine(ledger, session_id, config)
         report = engine.report()

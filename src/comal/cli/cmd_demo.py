@@ -69,7 +69,7 @@ async def run_demo(args: argparse.Namespace) -> int:
     # The demo is a show: its commentary and every step are the point.
     renderer = Renderer(args.output_format, verbose=True)
     options = SessionOptions(max_turns=20, max_output_tokens=DEMO_OUTPUT_RESERVE, emit=renderer)
-    with Ledger.open(config.ledger_path) as ledger:
+    with Ledger.open(config.ledger) as ledger:
         outcome = await run_headless(
             ledger,
             config,

@@ -1,4 +1,5 @@
-"""`comal doctor`: does each configured provider really answer, and if not, what to change.
+"""`comal doctor`: does each configured provider really answer, and if not, what to change; and
+can the ledger be reached, with this Comal's schema and (on PostgreSQL) the right role rights.
 
 Its first line says whether bubblewrap confines Bash here (a sandbox that is missing is said,
 whatever `[sandbox] required` is; it does not change the exit code, which is the providers').
@@ -26,6 +27,7 @@ import httpx2
 from comal.cli.configuring import run_config
 from comal.config import Config, ProviderConfig
 from comal.errors import ProviderError
+from comal.ledger.health import check_ledger
 from comal.messages import user_text
 from comal.providers.base import Capabilities, ModelRequest
 from comal.providers.factory import make_adapter
@@ -199,7 +201,9 @@ async def run_doctor(args: argparse.Namespace) -> int:
                     "checks": [asdict(c) for c in checks],
                 }
             )
-    healthy = bool(rows) and all(row["ok"] for row in rows)
+    ledger = [asdict(check) for check in check_ledger(config.ledger)]
+    ledger_ok = all(check["ok"] for check in ledger)
+    healthy = bool(rows) and all(row["ok"] for row in rows) and ledger_ok
     servers = [{"kind": s.kind, "base_url": s.base_url, "models": list(s.models)} for s in detected]
     confined, sandbox = sandbox_state(config)
     if args.json:
@@ -208,9 +212,10 @@ async def run_doctor(args: argparse.Namespace) -> int:
             "providers": rows,
             "detected": servers,
             "sandbox": {"confined": confined, "status": sandbox},
+            "ledger": ledger,
         }
         print(json.dumps(body, indent=2))
-        return _exit_code(rows)
+        return 3 if not ledger_ok else _exit_code(rows)
     chosen = config.permissions.mode == "full-access"
     print(f"{'ok ' if confined or chosen else 'BAD'} sandbox: {sandbox}")
     if not rows:
@@ -229,7 +234,12 @@ async def run_doctor(args: argparse.Namespace) -> int:
             print(f"    {mark} {check['what']:<6} {check['url']}  {check['status']}{fix}")
     for server in detected:
         print(f"detected {server.describe()}")
-    return _exit_code(rows)
+    print(f"{'ok ' if ledger_ok else 'BAD'} ledger")
+    for check in ledger:
+        mark = "ok " if check["ok"] else "BAD"
+        fix = f" — {check['fix']}" if check["fix"] else ""
+        print(f"    {mark} {check['what']:<11} {check['status']}{fix}")
+    return 3 if not ledger_ok else _exit_code(rows)
 
 
 def _exit_code(rows: list[dict[str, Any]]) -> int:
@@ -241,7 +251,8 @@ def _exit_code(rows: list[dict[str, Any]]) -> int:
 def register_doctor(subparsers: Any) -> None:
     """Add the `doctor` subcommand."""
     doctor = subparsers.add_parser(
-        "doctor", help="check each provider: its models endpoint answers, key set, --probe"
+        "doctor",
+        help="check each provider (its models endpoint answers, key set, --probe) and the ledger",
     )
     doctor.add_argument("--json", action="store_true", help="print JSON")
     doctor.add_argument(

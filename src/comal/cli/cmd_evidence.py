@@ -17,7 +17,7 @@ from comal.ledger.store import Ledger
 
 
 async def _run(args: argparse.Namespace) -> int:
-    with Ledger.open(read_only_config().ledger_path) as ledger:
+    with Ledger.open(read_only_config().ledger) as ledger:
         session_id = ledger.resolve(args.session)
         page = read_evidence(
             ledger,

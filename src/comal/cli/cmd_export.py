@@ -23,7 +23,7 @@ from comal.ledger.store import Ledger
 
 async def _run(args: argparse.Namespace) -> int:
     config = read_only_config()
-    with Ledger.open(config.ledger_path) as ledger:
+    with Ledger.open(config.ledger) as ledger:
         session_id = ledger.resolve(args.session)
         info = with_status(ledger, ledger.session(session_id))
         entries = ledger.entries(session_id)

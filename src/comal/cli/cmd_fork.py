@@ -37,7 +37,7 @@ def fork_point(ledger: Ledger, session_id: str, at: str | None) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    with Ledger.open(load_config().ledger_path) as ledger:
+    with Ledger.open(load_config().ledger) as ledger:
         parent = ledger.resolve(args.session)
         seq = fork_point(ledger, parent, args.at)
         fork = ledger.fork_session(parent, through_seq=seq, title=args.title or "")

@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 async def run(args: argparse.Namespace) -> int:
     """Import the files and print the new session ids."""
-    with Ledger.open(run_config().ledger_path, durable=False) as ledger:
+    with Ledger.open(run_config().ledger, durable=False) as ledger:
         written = import_files(ledger, args.files, args.format, new=args.new)
     if args.json:
         doc = {

@@ -16,7 +16,7 @@ from comal.ledger.store import Ledger
 
 
 async def _run(args: argparse.Namespace) -> int:
-    with Ledger.open(load_config().ledger_path) as ledger:
+    with Ledger.open(load_config().ledger) as ledger:
         session_id = ledger.resolve(args.session)
         if args.to is None:
             listed = turns(ledger, session_id)

@@ -200,7 +200,7 @@ async def _run(
     args: argparse.Namespace, renderer: Renderer, interactive: bool, task: str | None = None
 ) -> int:
     config = _load(args)
-    with Ledger.open(config.ledger_path) as ledger:
+    with Ledger.open(config.ledger) as ledger:
         renderer.shorten = ledger.short_id
         session_id: str | None = None
         if args.resume == "":

@@ -21,9 +21,11 @@ from typing import Any
 
 from comal.agent.session_status import shown_status, with_status
 from comal.cli.configuring import read_only_config
+from comal.cli.sessions_watch import follow, session_hosts, since_ms, wanted
 from comal.errors import LedgerError
 from comal.ids import now_ms
-from comal.ledger import Entry, Ledger, SessionInfo, VerifyReport
+from comal.ledger import STATUSES, Entry, Ledger, SessionInfo, VerifyReport
+from comal.ledger.engine import is_pg_url, redact, sqlite_path
 from comal.ledger.records import UserMessage
 from comal.ledger.salvage import resolve_in_file, verify_file
 from comal.messages import (
@@ -73,7 +75,7 @@ def _plain(text: str) -> str:
 
 
 def _open() -> Ledger:
-    return Ledger.open(read_only_config().ledger_path)
+    return Ledger.open(read_only_config().ledger)
 
 
 def first_ask(entry: Entry | None) -> str:
@@ -168,17 +170,24 @@ def _listed(infos: list[SessionInfo], here: str | None, limit: int | None) -> li
 
 async def run_sessions(args: argparse.Namespace) -> int:
     """List this directory's sessions (`--all`: every one), latest activity first, children
-    under their coordinator: short id, age (of the last activity), status, cwd and title."""
+    under their coordinator: short id, age (of the last activity), status, cwd and title;
+    `--host`, `--status`, `--since` filter the list and `--follow` then prints each change."""
+    if args.follow:
+        with _open() as ledger:
+            return await follow(ledger, args)
     config = read_only_config()
     here = None if args.all else str(config.workspace)
     limit = args.limit or (None if args.json else LISTED)
-    with Ledger.open(config.ledger_path) as ledger:
+    with _open() as ledger:
         every = ledger.sessions()
+        if args.host is not None or args.status is not None or args.since is not None:
+            hosts = session_hosts(ledger)
+            every = [i for i in every if wanted(with_status(ledger, i), hosts, args)]
         infos = _listed(every, here, limit)
         more = 0 if limit is None else len(_listed(every, here, None)) - len(infos)
         shorts = ledger.short_ids()
         asks = ledger.first_entries("message.user")
-        path = ledger.path
+        path = ledger.location
         if args.json:
             infos = [with_status(ledger, info) for info in infos]
         else:
@@ -456,8 +465,15 @@ async def run_show(args: argparse.Namespace) -> int:
 # --- comal verify --------------------------------------------------------------------------
 
 
-def _verify_report(path: Path, prefix: str | None) -> tuple[str, VerifyReport]:
+def _verify_report(target: str | Path, prefix: str | None) -> tuple[str, VerifyReport]:
     """The scope and report; read-only, so a damaged file is reported rather than refused."""
+    if is_pg_url(target):
+        with Ledger.open(target) as ledger:
+            if prefix is None:
+                return f"ledger {ledger.location}", ledger.verify()
+            session_id = ledger.resolve(prefix)
+            return f"session {session_id}", ledger.verify(session_id)
+    path = sqlite_path(target)
     if not path.exists():
         Ledger.open(path).close()  # a ledger that was never written: create it, as others do
     if prefix is None:
@@ -466,15 +482,16 @@ def _verify_report(path: Path, prefix: str | None) -> tuple[str, VerifyReport]:
     return f"session {session_id}", verify_file(path, session_id)
 
 
-def _salvage(path: Path, out: Path, as_json: bool) -> int:
-    if out.exists():
+def _salvage(source: str | Path, out: str, as_json: bool) -> int:
+    if not is_pg_url(out) and sqlite_path(out).exists():
         raise LedgerError(f"{out} already exists; salvage writes a new ledger file")
     with Ledger.open(out) as target:
-        copied = target.salvage_from(path)
+        copied = target.salvage_from(source)
         check = target.verify()
+        shown = target.location
     body = {
-        "source": str(path),
-        "out": str(out),
+        "source": redact(str(source)),
+        "out": shown,
         "sessions": copied.sessions,
         "entries": copied.entries,
         "blobs": copied.blobs,
@@ -487,8 +504,8 @@ def _salvage(path: Path, out: Path, as_json: bool) -> int:
         left = f"; left behind (damaged): {', '.join(copied.damaged)}" if copied.damaged else ""
         _emit(
             f"salvaged {copied.entries} intact entries, {copied.blobs} blobs and"
-            f" {copied.sessions} sessions into {out}{left}\n"
-            f"{'ok' if check.ok else 'FAILED'}: {out} verifies"
+            f" {copied.sessions} sessions into {shown}{left}\n"
+            f"{'ok' if check.ok else 'FAILED'}: {shown} verifies"
             f" ({check.entries} entries, {check.blobs} blobs)\n"
         )
     return 0 if check.ok else 3
@@ -499,10 +516,10 @@ async def run_verify(args: argparse.Namespace) -> int:
 
     With `--salvage OUT`, copy every intact entry into the new ledger OUT instead.
     """
-    path = read_only_config().ledger_path
+    target = read_only_config().ledger
     if args.salvage is not None:
-        return _salvage(path, Path(args.salvage), args.json)
-    scope, report = _verify_report(path, args.session)
+        return _salvage(target, args.salvage, args.json)
+    scope, report = _verify_report(target, args.session)
     if args.json:
         _emit_json(
             {
@@ -552,6 +569,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help=f"the N latest, with their children (default {LISTED}; --json: all)",
     )
+    sessions.add_argument(
+        "--follow",
+        action="store_true",
+        help="then print each change as it happens (every host sharing the ledger)",
+    )
+    sessions.add_argument("--host", metavar="H", help="only sessions a process on host H ran")
+    sessions.add_argument("--status", choices=STATUSES, help="only sessions with this status")
+    sessions.add_argument(
+        "--since",
+        metavar="T",
+        type=since_ms,
+        help="only sessions active since T (30m, 2h, 1d, or an ISO date)",
+    )
     sessions.set_defaults(func=run_sessions)
 
     show = subparsers.add_parser("show", help="print a session's transcript")
@@ -571,6 +601,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     verify.add_argument(
         "--salvage",
         metavar="OUT",
-        help="copy every intact entry into the new ledger file OUT (which then verifies)",
+        help="copy every intact entry into the new ledger OUT (a file, or a postgresql:// URL"
+        " of an empty ledger), which then verifies",
     )
     verify.set_defaults(func=run_verify)

@@ -19,7 +19,7 @@ from comal.ledger.store import Ledger
 async def run_state(args: argparse.Namespace) -> int:
     """Print one session's state."""
     config = read_only_config()
-    with Ledger.open(config.ledger_path) as ledger:
+    with Ledger.open(config.ledger) as ledger:
         state = session_state(ledger, ledger.resolve(args.session), config.prices)
     if args.json:
         text = json.dumps(state_to_json(state), ensure_ascii=False, indent=2)

@@ -65,6 +65,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fork": ("comal.cli.cmd_fork", "start a new session from a session's history up to an entry"),
     "export": ("comal.cli.cmd_export", "a session's transcript as md, html or json"),
     "trust": ("comal.cli.cmd_trust", "review the project's hooks and MCP servers and trust them"),
+    "ledger": ("comal.cli.cmd_ledger", "the ledger's engine: migrate it to PostgreSQL or SQLite"),
 }
 """Each subcommand: the module that registers it, and its line in `comal --help`."""
 

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from comal.ledger.conn import Conn
 from comal.ledger.pages import INDEX_MIN_BYTES, ReadRange, index_of_bytes, write_page_index
 from comal.messages import digest_bytes
 
@@ -20,7 +21,7 @@ _STREAM_BYTES = 1 << 20
 `INDEX_MIN_BYTES`, so every indexed blob takes that path."""
 
 
-def has_blob(conn: sqlite3.Connection, digest: str) -> bool:
+def has_blob(conn: Conn, digest: str) -> bool:
     """Whether a blob with this digest is stored."""
     return conn.execute("SELECT 1 FROM blobs WHERE hash = ?", (digest,)).fetchone() is not None
 
@@ -64,7 +65,7 @@ def read_blob(conn: sqlite3.Connection, digest: str) -> bytes | None:
         return handle.read()
 
 
-def blob_size(conn: sqlite3.Connection, digest: str) -> int | None:
+def blob_size(conn: Conn, digest: str) -> int | None:
     """The stored blob's length in bytes, or None."""
     row = conn.execute("SELECT size_bytes FROM blobs WHERE hash = ?", (digest,)).fetchone()
     return None if row is None else int(row[0])

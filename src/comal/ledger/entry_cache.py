@@ -5,8 +5,8 @@ on every `prepare()`, by reports: the same rows, over and over. Entries are neve
 deleted and every new one takes a seq above all others, so the entries a read returned stay
 exactly the ledger's first entries of that session; only newer ones can appear. The cache keeps
 them and asks SQLite only for rows after the last seq it holds, and not even that while the
-database is unchanged: `PRAGMA data_version` moves when another connection commits, and the
-connection's `total_changes` when this one writes.
+database is unchanged: on SQLite `PRAGMA data_version` moves when another connection commits,
+and the connection's `total_changes` when this one writes (`Engine.data_version`).
 
 Invariants:
 - A read through the cache returns exactly what `select_entries` would (same entries, same
@@ -19,7 +19,6 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
@@ -39,7 +38,7 @@ _SEQ = attrgetter("seq")
 class CachedSession:
     """One session's own entries as read so far."""
 
-    version: tuple[int, int]
+    version: object
     fork: bool
     """Whether the session is a fork (its history starts with its parent's; set at creation)."""
     entries: list[Entry] = field(default_factory=list)
@@ -72,21 +71,15 @@ class EntryCache:
     def __init__(self) -> None:
         self._sessions: OrderedDict[str, CachedSession] = OrderedDict()
 
-    @staticmethod
-    def version(conn: sqlite3.Connection) -> tuple[int, int]:
-        """Changes by other connections, and by this one: equal ⇒ no new committed entry."""
-        (data_version,) = conn.execute("PRAGMA data_version").fetchone()
-        return int(data_version), conn.total_changes
-
     def session(
         self,
-        conn: sqlite3.Connection,
+        version: object,
         session_id: str,
         read: Callable[[int], tuple[list[Entry], bool]],
     ) -> CachedSession:
-        """The session brought up to date; `read(seq)` fetches its own rows after `seq` and
-        whether it is a fork (raising for an unknown session)."""
-        version = self.version(conn)
+        """The session brought up to date; `version` is the engine's `data_version` (equal to
+        the cached one only when nothing was committed since), `read(seq)` fetches its own rows
+        after `seq` and whether it is a fork (raising for an unknown session)."""
         cached = self._sessions.get(session_id)
         if cached is None:
             entries, fork = read(0)

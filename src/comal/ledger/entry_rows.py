@@ -15,6 +15,7 @@ from comal.ids import new_id, now_ms
 from comal.ledger.blobs import has_blob
 from comal.ledger.bulk import BULK_ENTRIES, paused_gc
 from comal.ledger.canonical import check_kind, content_hash, decode_payload, encode_payload
+from comal.ledger.conn import Conn
 from comal.ledger.entry import Entry
 from comal.messages import JSONObject, JSONValue, digest_bytes
 
@@ -36,11 +37,14 @@ def _decoded(seq: int, entry_id: str, payload: str) -> JSONObject:
         raise damaged_payload(seq, entry_id, exc) from exc
 
 
-def _name_damaged(conn: sqlite3.Connection, sql: str, params: list[str | int]) -> None:
+def _name_damaged(conn: Conn, sql: str, params: list[str | int]) -> None:
     """Raise the error naming the first entry of a query whose payload does not decode.
 
-    Read again as bytes, row by row: only after a read failed, never on the hot path.
+    Read again as bytes, row by row: only after a read failed, never on the hot path. SQLite
+    only: the file's bytes are what damage flips (a PostgreSQL server checks its own pages).
     """
+    if not isinstance(conn, sqlite3.Connection):
+        return
     raw_sql = sql.replace("payload,", "CAST(payload AS BLOB),", 1)
     for seq, entry_id, _, raw, _, _ in conn.execute(raw_sql + " ORDER BY seq", params):
         try:
@@ -88,7 +92,7 @@ def entry_payload(
 
 
 def insert_entry(
-    conn: sqlite3.Connection,
+    conn: Conn,
     session_id: str,
     kind: str,
     text: str,
@@ -96,9 +100,9 @@ def insert_entry(
     created_at: int | None = None,
 ) -> int:
     """Insert one entry row (payload `text` is canonical JSON) and return its seq."""
-    cursor = conn.execute(
+    row = conn.execute(
         "INSERT INTO entries (id, session_id, kind, payload, content_hash, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?) RETURNING seq",
         (
             entry_id or new_id("evt"),
             session_id,
@@ -107,12 +111,11 @@ def insert_entry(
             content_hash(kind, text),
             now_ms() if created_at is None else created_at,
         ),
-    )
-    assert cursor.lastrowid is not None
-    return cursor.lastrowid
+    ).fetchone()
+    return int(row[0])
 
 
-def require_body_blob(conn: sqlite3.Connection, body: JSONValue) -> None:
+def require_body_blob(conn: Conn, body: JSONValue) -> None:
     """Check that a payload's `body` reference (if any) names a stored blob.
 
     Raises:
@@ -128,7 +131,7 @@ def require_body_blob(conn: sqlite3.Connection, body: JSONValue) -> None:
 
 
 def select_entries(
-    conn: sqlite3.Connection, session_id: str, after_seq: int, kinds: Collection[str] | None
+    conn: Conn, session_id: str, after_seq: int, kinds: Collection[str] | None
 ) -> list[Entry]:
     """The session's entries with `seq > after_seq`, in seq order, optionally of some kinds."""
     # Every row holds `session_id`: it is not fetched again for each (a string per row).
@@ -165,7 +168,7 @@ def select_entries(
         return found
 
 
-def first_entries(conn: sqlite3.Connection, kind: str) -> dict[str, Entry]:
+def first_entries(conn: Conn, kind: str) -> dict[str, Entry]:
     """Each session's first entry of `kind` (one query, for listings)."""
     columns = ENTRY_COLUMNS.replace("payload,", "CAST(payload AS BLOB),", 1)
     rows = conn.execute(
@@ -184,7 +187,20 @@ def first_entries(conn: sqlite3.Connection, kind: str) -> dict[str, Entry]:
     return found
 
 
-def select_entry(conn: sqlite3.Connection, entry_id: str) -> Entry | None:
+def select_entry(conn: Conn, entry_id: str) -> Entry | None:
     """One entry by its `evt_` id, or None."""
     row = conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,)).fetchone()
     return None if row is None else entry_from_row(row)
+
+
+def kind_entries(conn: Conn, kinds: Collection[str]) -> list[Entry]:
+    """Every session's entries of `kinds`, in seq order (for listings: hosts, say)."""
+    wanted = sorted(set(kinds))
+    if not wanted:
+        return []
+    rows = conn.execute(
+        f"SELECT {ENTRY_COLUMNS} FROM entries WHERE kind IN ({', '.join('?' * len(wanted))})"
+        " ORDER BY seq",
+        wanted,
+    ).fetchall()
+    return [entry_from_row(row) for row in rows]

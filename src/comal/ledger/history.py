@@ -13,9 +13,9 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Collection
 
+from comal.ledger.conn import Conn
 from comal.ledger.entry import Entry
 from comal.ledger.entry_rows import select_entries
 from comal.ledger.session_rows import select_session
@@ -41,7 +41,7 @@ def _hidden_ranges(entries: list[Entry]) -> list[tuple[int, int]]:
 
 
 def _raw_history(
-    conn: sqlite3.Connection, session_id: str, through: int | None, kinds: Collection[str] | None
+    conn: Conn, session_id: str, through: int | None, kinds: Collection[str] | None
 ) -> list[Entry]:
     """The history before rewinds apply, with rewinds always included."""
     info = select_session(conn, session_id)
@@ -58,7 +58,7 @@ def _raw_history(
 
 
 def history(
-    conn: sqlite3.Connection,
+    conn: Conn,
     session_id: str,
     after_seq: int = 0,
     kinds: Collection[str] | None = None,

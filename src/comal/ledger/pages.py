@@ -24,6 +24,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from comal.ledger.conn import Conn
+
 STRIDE = 1 << 16
 """Bytes between points: a page decodes at most a few strides."""
 INDEX_MIN_BYTES = 1 << 20
@@ -164,7 +166,7 @@ def _checksum(utf8: bool, packed: bytes) -> str:
     return f"sha256:{digest}"
 
 
-def write_page_index(conn: sqlite3.Connection, digest: str, index: PageIndex) -> None:
+def write_page_index(conn: Conn, digest: str, index: PageIndex) -> None:
     """Store (or replace) the index of blob `digest`, inside the caller's transaction."""
     packed = index.encode()
     conn.execute("DELETE FROM blob_pages WHERE hash = ?", (digest,))
@@ -174,7 +176,7 @@ def write_page_index(conn: sqlite3.Connection, digest: str, index: PageIndex) ->
     )
 
 
-def stored_page_index(conn: sqlite3.Connection, digest: str | bytes, size: int) -> PageIndex | None:
+def stored_page_index(conn: Conn, digest: str | bytes, size: int) -> PageIndex | None:
     """The stored index of blob `digest` (`size` bytes), or None when there is none or it does
     not check (checksum, format, shape): the caller rebuilds it from the bytes."""
     try:

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from comal.errors import LedgerError
-from comal.ledger.blobs import insert_blob
 from comal.ledger.canonical import decode_payload
+from comal.ledger.conn import Conn
+from comal.ledger.engine import is_pg_url, sqlite_path
 from comal.ledger.entry_rows import insert_entry
 from comal.ledger.page_scan import PageScan, PageSession, scan_pages
 from comal.ledger.schema import check_version
@@ -150,7 +152,7 @@ def _text(value: object) -> str:
 
 
 def _sessions(
-    conn: sqlite3.Connection | None, wanted: set[str], pages: dict[str, PageSession]
+    conn: Conn | None, wanted: set[str], pages: dict[str, PageSession]
 ) -> dict[str, _SessionRow]:
     """The session rows for `wanted` ids, each read on its own (from the pages when SQL
     cannot read it); ones read nowhere are made up."""
@@ -208,6 +210,10 @@ def _read_blob(conn: sqlite3.Connection | None, digest: str, pages: PageScan) ->
     return data
 
 
+BlobPut = Callable[[Conn, bytes, str], str]
+"""Stores a blob in the target ledger (its engine's `insert_blob`)."""
+
+
 def _merge(found: Scan, pages: PageScan) -> Scan:
     """SQL's intact rows and blobs, with every intact one only the pages hold added.
 
@@ -243,7 +249,12 @@ def _body_digest(payload: str) -> str | None:
 
 
 def _copy(
-    source: sqlite3.Connection | None, found: Scan, pages: PageScan, target: sqlite3.Connection
+    source: Conn | None,
+    found: Scan,
+    pages: PageScan,
+    target: Conn,
+    read: Callable[[str], bytes],
+    put: BlobPut,
 ) -> SalvageReport:
     sids = {row.session_id for row in found.rows}
     sessions = _sessions(source, sids, pages.sessions)
@@ -267,7 +278,7 @@ def _copy(
                 "UPDATE sessions SET parent_id = ? WHERE id = ?", (info.parent_id, info.id)
             )
     for digest in found.blob_digests:
-        insert_blob(target, _read_blob(source, digest, pages), digest)
+        put(target, read(digest), digest)
     for row in found.rows:
         insert_entry(target, row.session_id, row.kind, row.payload, row.id, row.created_at)
     for info in ordered:
@@ -280,12 +291,16 @@ def _copy(
     )
 
 
-def salvage(source_path: Path, target: sqlite3.Connection) -> SalvageReport:
-    """Copy every intact entry of `source_path` through `target` (inside its transaction).
+def salvage(source_path: Path | str, target: Conn, put: BlobPut) -> SalvageReport:
+    """Copy every intact entry of `source_path` (a ledger file, or a PostgreSQL URL) through
+    `target` (inside its transaction), storing blobs with `put`.
 
     Raises:
         LedgerError: the source cannot be opened at all.
     """
+    if is_pg_url(source_path):
+        return _salvage_pg(str(source_path), target, put)
+    source_path = sqlite_path(source_path)
     # No version check: a flipped byte in the header can make a ledger claim any schema, and
     # only rows that hash to their recorded content are copied.
     pages = scan_pages(source_path)
@@ -304,7 +319,29 @@ def salvage(source_path: Path, target: sqlite3.Connection) -> SalvageReport:
             source.close()
             source = None
             found = Scan([], [], [f"{source_path}: unreadable through SQL ({exc})"], [])
-        return _copy(source, _merge(found, pages), pages, target)
+        sql = source
+        merged = _merge(found, pages)
+        return _copy(sql, merged, pages, target, lambda d: _read_blob(sql, d, pages), put)
+    finally:
+        if source is not None:
+            source.close()
+
+
+def _salvage_pg(url: str, target: Conn, put: BlobPut) -> SalvageReport:
+    """Salvage from a PostgreSQL ledger: its pages are the server's to keep whole, so the scan
+    re-hashes rows and blobs and copies those that match."""
+    from comal.ledger import pg  # psycopg is imported only where PostgreSQL is used
+
+    source = pg.open_existing(url)
+    try:
+
+        def read(digest: str) -> bytes:
+            data = pg.read_blob(source, digest)
+            if data is None:
+                raise LedgerError(f"blob {digest} became unreadable while salvaging")
+            return data
+
+        return _copy(source, pg.scan(source, None), PageScan(), target, read, put)
     finally:
         if source is not None:
             source.close()

@@ -138,9 +138,17 @@ def m003_page_index(conn: sqlite3.Connection) -> None:
     )
 
 
+def m004_leases(conn: sqlite3.Connection) -> None:
+    """Session locks as leases (`ledger/locks.py`): the holder's host id, and until when its
+    lease holds unless renewed by a heartbeat. Rows of older holders read `''` and 0: judged
+    as before, by pid on this host."""
+    conn.execute("ALTER TABLE locks ADD COLUMN host_id TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE locks ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0")
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
-MIGRATIONS: tuple[Migration, ...] = (m001_initial, m002_forks, m003_page_index)
+MIGRATIONS: tuple[Migration, ...] = (m001_initial, m002_forks, m003_page_index, m004_leases)
 """Every migration, in the order it must run."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

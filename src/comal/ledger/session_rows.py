@@ -7,12 +7,12 @@ time. Session ids are lowercase UUIDs, so a prefix lookup is a range scan on the
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from pathlib import Path
 
 from comal.errors import AmbiguousSessionError, LedgerError, UnknownSessionError
 from comal.ids import SHORT_ID_MIN_CHARS, new_session_id, session_tail, shortest_unique
+from comal.ledger.conn import Conn
 from comal.ledger.entry import SessionInfo
 
 STATUSES = ("active", "finished", "failed", "interrupted")
@@ -62,7 +62,7 @@ def session_from_row(
     return SessionInfo(*row)
 
 
-def select_session(conn: sqlite3.Connection, session_id: str) -> SessionInfo | None:
+def select_session(conn: Conn, session_id: str) -> SessionInfo | None:
     """The session row, or None."""
     row = conn.execute(
         f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
@@ -70,7 +70,7 @@ def select_session(conn: sqlite3.Connection, session_id: str) -> SessionInfo | N
     return None if row is None else session_from_row(row)
 
 
-def require_session(conn: sqlite3.Connection, session_id: str, where: Path) -> SessionInfo:
+def require_session(conn: Conn, session_id: str, where: Path | str) -> SessionInfo:
     """The session row.
 
     Raises:
@@ -83,7 +83,7 @@ def require_session(conn: sqlite3.Connection, session_id: str, where: Path) -> S
 
 
 def insert_session(
-    conn: sqlite3.Connection,
+    conn: Conn,
     session_id: str,
     *,
     parent_id: str | None,
@@ -115,7 +115,7 @@ def insert_session(
     )
 
 
-def all_sessions(conn: sqlite3.Connection) -> list[SessionInfo]:
+def all_sessions(conn: Conn) -> list[SessionInfo]:
     """Every session, newest first."""
     rows = conn.execute(
         f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at DESC, rowid DESC"
@@ -123,7 +123,7 @@ def all_sessions(conn: sqlite3.Connection) -> list[SessionInfo]:
     return [session_from_row(row) for row in rows]
 
 
-def child_ids(conn: sqlite3.Connection, session_id: str) -> list[str]:
+def child_ids(conn: Conn, session_id: str) -> list[str]:
     """Ids of the sessions whose parent is `session_id`, oldest first."""
     rows = conn.execute(
         "SELECT id FROM sessions WHERE parent_id = ? ORDER BY created_at, rowid", (session_id,)
@@ -131,7 +131,7 @@ def child_ids(conn: sqlite3.Connection, session_id: str) -> list[str]:
     return [row[0] for row in rows]
 
 
-def fork_ids(conn: sqlite3.Connection, session_id: str) -> list[str]:
+def fork_ids(conn: Conn, session_id: str) -> list[str]:
     """Ids of the sessions forked from `session_id`, oldest first."""
     rows = conn.execute(
         "SELECT id FROM sessions WHERE fork_of = ? ORDER BY created_at, rowid", (session_id,)
@@ -139,14 +139,14 @@ def fork_ids(conn: sqlite3.Connection, session_id: str) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
-def short_ids(conn: sqlite3.Connection) -> dict[str, str]:
+def short_ids(conn: Conn) -> dict[str, str]:
     """Every session's short id: its random tail's shortest unique prefix (≥ 8 characters)."""
     ids = [str(row[0]) for row in conn.execute("SELECT id FROM sessions")]
     lengths = shortest_unique([session_tail(i) for i in ids])
     return {i: session_tail(i)[: lengths[session_tail(i)]] for i in ids}
 
 
-def resolve_prefix(conn: sqlite3.Connection, prefix: str, where: Path) -> str:
+def resolve_prefix(conn: Conn, prefix: str, where: Path | str) -> str:
     """The full session id that `prefix` uniquely names (case-insensitive).
 
     `prefix` is the start of a full id (git-like) or of a short id (the start of the id's
@@ -195,7 +195,7 @@ def resolve_prefix(conn: sqlite3.Connection, prefix: str, where: Path) -> str:
     )
 
 
-def latest_session_id(conn: sqlite3.Connection, cwd: str) -> str | None:
+def latest_session_id(conn: Conn, cwd: str) -> str | None:
     """The top-level session in `cwd` with the most recent activity, if any."""
     row = conn.execute(
         "SELECT id FROM sessions WHERE cwd = ? AND parent_id IS NULL"

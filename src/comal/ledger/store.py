@@ -1,6 +1,6 @@
-"""The Ledger: Comal's durable, append-only book in one SQLite file.
+"""The Ledger: Comal's durable, append-only book, in one SQLite file or on a PostgreSQL server.
 
-Invariants:
+Invariants (both engines; `ledger/engine.py` says what differs between them):
 - Every append is one `BEGIN IMMEDIATE` transaction (autocommit connection, explicit
   transactions); with `durable=True` the WAL is synced on every commit (`synchronous=FULL`), so
   an entry whose append returned survives a crash of the process or the machine.
@@ -11,8 +11,9 @@ Invariants:
   the main file's mode). A ledger written by a newer schema is refused before any write.
 - All SQL lives in this package (the tables' statements in `session_rows`, `entry_rows`,
   `blobs` and `locks`; this class holds the transactions around them); callers see only
-  `Entry`, `SessionInfo`, `LockInfo` and `VerifyReport` values, so another backend can stand
-  behind the same methods later.
+  `Entry`, `SessionInfo`, `LockInfo` and `VerifyReport` values, whichever engine stands
+  behind the methods (`Ledger.open` takes a path or a `postgresql://` URL).
+- On PostgreSQL an append is as much one transaction as on SQLite (`ledger/pg.py`).
 """
 
 from __future__ import annotations
@@ -24,30 +25,49 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
-from comal.errors import LedgerError, UnknownEntryError
+from comal.errors import LedgerError, LedgerUnavailableError, UnknownEntryError
 from comal.ids import new_id, now_ms
-from comal.ledger.blobs import blob_ranges, blob_size, insert_blob, read_blob
+from comal.ledger.blobs import blob_size, has_blob
 from comal.ledger.canonical import content_hash, encode_payload
+from comal.ledger.conn import Conn
+from comal.ledger.copy import (
+    CopyReport,
+    all_blobs,
+    check_target,
+    copy_session,
+    entry_rows,
+    fingerprint,
+    ordered,
+)
+from comal.ledger.engine import Engine, SqliteEngine, is_pg_url, sqlite_path
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.entry_cache import EntryCache
 from comal.ledger.entry_rows import (
     entry_payload,
     first_entries,
     insert_entry,
+    kind_entries,
     require_body_blob,
     select_entries,
     select_entry,
 )
 from comal.ledger.history import FORKED_KIND, history
 from comal.ledger.locks import (
+    HOLDER_DEAD,
+    LEASE_EXPIRED,
+    Heartbeat,
     LockInfo,
     current_process,
     delete_lock,
     held_by,
     held_elsewhere,
     holder_alive,
+    lease_ms,
     lock_payload,
+    lost_lease,
     read_lock,
+    renew_lease,
+    same_host,
     write_lock,
 )
 from comal.ledger.pages import (
@@ -60,7 +80,7 @@ from comal.ledger.pages import (
 from comal.ledger.records.base import Record
 from comal.ledger.records.session import SessionMoved
 from comal.ledger.salvage import SalvageReport, salvage
-from comal.ledger.schema import connect
+from comal.ledger.schema import connect as connect_sqlite
 from comal.ledger.session_rows import (
     STATUSES,
     all_sessions,
@@ -76,57 +96,80 @@ from comal.ledger.session_rows import (
     session_id_to_create,
     short_ids,
 )
-from comal.ledger.verify import VerifyReport, entry_doubts, verify_ledger
+from comal.ledger.verify import VerifyReport, entry_doubts
 from comal.messages import JSONObject
 
 __all__ = ["STATUSES", "Ledger"]
 
-_RANGES_MMAP_BYTES = 1 << 30
-"""How much of the file the range reader maps (past it, SQLite reads as usual)."""
+_APPEND_TRIES = 5
+"""Attempts of one append across lost connections (each waits for the server to return)."""
 
 
 class Ledger:
-    """An open ledger file. Use as a context manager, or call `close()`.
+    """An open ledger. Use as a context manager, or call `close()`.
 
-    Methods are synchronous and fast (one local transaction each); a lock serialises callers
-    from several threads of one process, and SQLite's own locking serialises processes.
+    Methods are synchronous and fast (one transaction each); a lock serialises callers from
+    several threads of one process, and the engine's own locking serialises processes.
     """
 
-    path: Path
-
-    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+    def __init__(self, engine: Engine, conn: Conn) -> None:
         """Wrap an open, migrated connection; use `Ledger.open` instead."""
-        self.path = path
+        self._engine = engine
+        self.location = engine.location
+        """The ledger as messages name it: its file, or its URL without the password."""
         self._conn = conn
         self._mutex = threading.RLock()
         self._me = current_process()
         self._held: set[str] = set()
         self._closed = False
         self._cache = EntryCache()
-        self._ranges: sqlite3.Connection | None = None
         self._ranges_mutex = threading.Lock()
+        self._lease_ms = lease_ms()
+        self._heartbeat = Heartbeat(self._lease_ms / 3000, self.renew_leases)
+
+    @property
+    def path(self) -> Path:
+        """The ledger's file (an SQLite ledger's only).
+
+        Raises:
+            LedgerError: the ledger is on a PostgreSQL server.
+        """
+        if isinstance(self._engine, SqliteEngine):
+            return self._engine.path
+        raise LedgerError(f"ledger {self.location} is on a server, not in a file")
+
+    @property
+    def engine(self) -> str:
+        """`sqlite` or `postgresql`."""
+        return self._engine.name
 
     # --- opening and closing ----------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Path, *, durable: bool = True) -> Ledger:
-        """Open (creating and migrating as needed) the ledger at `path`.
+    def open(cls, target: Path | str, *, durable: bool = True) -> Ledger:
+        """Open (creating and migrating as needed) the ledger `target` names.
 
         Args:
-            path: the database file.
+            target: the database file (a path, or `sqlite:PATH`), or a `postgresql://` URL.
             durable: sync the WAL on every commit. `False` (synchronous=OFF) is only for bulk
                 imports and benchmarks, where a machine crash may lose the latest entries.
 
         Raises:
             SchemaTooNewError: the ledger was written by a newer Comal (it is not modified).
-            LedgerError: the file is not a Comal ledger or cannot be opened.
+            LedgerError: the file is not a Comal ledger or cannot be opened (or the server
+                cannot be reached).
         """
-        path = Path(path)
-        conn = connect(path, durable=durable)
-        return cls(path, conn)
+        if is_pg_url(target):
+            from comal.ledger import pg  # psycopg is imported only where PostgreSQL is used
+
+            return cls(pg.PgEngine(str(target)), pg.connect(str(target)))
+        path = sqlite_path(target)
+        conn = connect_sqlite(path, durable=durable)
+        return cls(SqliteEngine(path), conn)
 
     def close(self) -> None:
         """Release the locks this ledger object took, and close the connection."""
+        self._heartbeat.stop()
         with self._mutex:
             if self._closed:
                 return
@@ -138,9 +181,7 @@ class Ledger:
                 self._cache.clear()
                 self._conn.close()
                 with self._ranges_mutex:
-                    if self._ranges is not None:
-                        self._ranges.close()
-                        self._ranges = None
+                    self._engine.close()
 
     def __enter__(self) -> Ledger:
         return self
@@ -154,13 +195,15 @@ class Ledger:
         self.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One IMMEDIATE transaction: committed when the block ends, rolled back on error."""
+    def _write(self) -> Iterator[Conn]:
+        """One write transaction (IMMEDIATE on SQLite): committed when the block ends, rolled
+        back on error."""
+        errors = self._engine.errors
         with self._mutex:
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise LedgerError(f"cannot write ledger {self.path}: {exc}") from exc
+                self._engine.begin(self._conn)
+            except errors as exc:
+                raise LedgerError(f"cannot write ledger {self.location}: {exc}") from exc
             try:
                 yield self._conn
             except BaseException as exc:
@@ -168,15 +211,15 @@ class Ledger:
                 # ROLLBACK would replace the real cause with "no transaction is active".
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise LedgerError(f"cannot write ledger {self.path}: {exc}") from exc
+                if isinstance(exc, errors):
+                    raise LedgerError(f"cannot write ledger {self.location}: {exc}") from exc
                 raise
             try:
                 self._conn.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except errors as exc:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
-                raise LedgerError(f"cannot commit to ledger {self.path}: {exc}") from exc
+                raise LedgerError(f"cannot commit to ledger {self.location}: {exc}") from exc
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -224,7 +267,7 @@ class Ledger:
         return session_id
 
     def _require_session(self, session_id: str) -> SessionInfo:
-        return require_session(self._conn, session_id, self.path)
+        return require_session(self._conn, session_id, self.location)
 
     def session(self, session_id: str) -> SessionInfo:
         """The session row with its entry count and last activity.
@@ -253,7 +296,7 @@ class Ledger:
             AmbiguousSessionError: several do; the message lists them.
         """
         with self._mutex:
-            return resolve_prefix(self._conn, prefix, self.path)
+            return resolve_prefix(self._conn, prefix, self.location)
 
     def short_ids(self) -> dict[str, str]:
         """Every session's short id (shortest unique start of its random tail, ≥ 8 chars)."""
@@ -314,12 +357,41 @@ class Ledger:
         """
         text, decoded, digest = entry_payload(kind, payload, body)
         entry_id = new_id("evt")
+        for _ in range(_APPEND_TRIES - 1):
+            try:
+                return self._append(session_id, kind, text, decoded, body, digest, entry_id)
+            except LedgerUnavailableError:
+                # The connection was lost mid-transaction and is back: the append committed
+                # or not. Its id (with its content hash) says which, so it commits once.
+                with self._mutex:
+                    stored = select_entry(self._conn, entry_id)
+                if stored is not None:
+                    if stored.content_hash != content_hash(kind, text):
+                        raise LedgerError(
+                            f"entry {entry_id} was stored with other content"
+                        ) from None
+                    return stored
+        return self._append(session_id, kind, text, decoded, body, digest, entry_id)
+
+    def _append(
+        self,
+        session_id: str,
+        kind: str,
+        text: str,
+        decoded: JSONObject,
+        body: bytes | None,
+        digest: str | None,
+        entry_id: str,
+    ) -> Entry:
         with self._write() as conn:
+            self._engine.before_append(conn, session_id)
             # Stamped under the write lock, so created_at never decreases along seq.
             created = now_ms()
             self._require_session(session_id)
+            if session_id in self._held:
+                self._check_held(conn, session_id)
             if body is not None:
-                insert_blob(conn, body, digest)
+                self._engine.insert_blob(conn, body, digest)
             else:
                 require_body_blob(conn, decoded.get("body"))
             seq = insert_entry(conn, session_id, kind, text, entry_id, created)
@@ -331,6 +403,12 @@ class Ledger:
                     conn.execute("UPDATE sessions SET cwd = ? WHERE id = ?", (moved.to, session_id))
         return Entry(seq, entry_id, session_id, kind, decoded, content_hash(kind, text), created)
 
+    def on_wait(self, notice: Callable[[str], None]) -> None:
+        """Say waits on the ledger's server with `notice` (one line each: waiting, back)
+        instead of on stderr; nothing on SQLite, which never waits so."""
+        if hasattr(self._conn, "notify"):
+            self._conn.notify = notice
+
     def append_record(self, session_id: str, record: Record, *, body: bytes | None = None) -> Entry:
         """Append `record` (its kind and payload) as `append` does."""
         return self.append(session_id, record.KIND, record.to_payload(), body=body)
@@ -338,7 +416,7 @@ class Ledger:
     def put_blob(self, data: bytes) -> str:
         """Store `data` once (content-addressed) and return its digest `sha256:<hex>`."""
         with self._write() as conn:
-            return insert_blob(conn, bytes(data))
+            return self._engine.insert_blob(conn, bytes(data))
 
     def blob_size(self, digest: str) -> int:
         """Length in bytes of the blob stored under `digest`.
@@ -349,7 +427,7 @@ class Ledger:
         with self._mutex:
             size = blob_size(self._conn, digest)
         if size is None:
-            raise LedgerError(f"no blob {digest} in {self.path}")
+            raise LedgerError(f"no blob {digest} in {self.location}")
         return size
 
     def blob(self, digest: str) -> bytes:
@@ -359,45 +437,31 @@ class Ledger:
             LedgerError: no blob has that digest.
         """
         with self._mutex:
-            data = read_blob(self._conn, digest)
+            data = self._engine.read_blob(self._conn, digest)
         if data is None:
-            raise LedgerError(f"no blob {digest} in {self.path}")
+            raise LedgerError(f"no blob {digest} in {self.location}")
         return data
 
     @contextmanager
     def blob_ranges(self, digest: str) -> Iterator[ReadRange]:
         """`read(start, end)`: byte ranges of one blob, for the block's duration.
 
-        Ranges are read through a second, query-only connection that maps the file into
-        memory: SQLite reaches a byte deep in a large blob only by walking its chain of pages
-        from the start, which a mapping makes a walk over memory instead of one read call per
-        page. Successive reads in one block continue along the same open blob.
+        On SQLite ranges are read through a second, query-only connection that maps the file
+        (`SqliteEngine.blob_ranges`); on PostgreSQL each read fetches only the chunks it spans.
 
         Raises:
             LedgerError: no blob has that digest.
         """
-        with self._ranges_mutex:
-            conn = self._ranges_conn()
-            try:
-                with blob_ranges(conn, digest) as read:
-                    if read is None:
-                        raise LedgerError(f"no blob {digest} in {self.path}")
-                    yield read
-            except sqlite3.Error as exc:
-                raise LedgerError(f"cannot read blob {digest} in {self.path}: {exc}") from exc
-
-    def _ranges_conn(self) -> sqlite3.Connection:
         if self._closed:
-            raise LedgerError(f"ledger {self.path} is closed")
-        if self._ranges is None:
+            raise LedgerError(f"ledger {self.location} is closed")
+        with self._ranges_mutex:
             try:
-                conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-                conn.execute("PRAGMA query_only = ON")
-                conn.execute(f"PRAGMA mmap_size = {_RANGES_MMAP_BYTES}")
-            except sqlite3.Error as exc:
-                raise LedgerError(f"cannot read ledger {self.path}: {exc}") from exc
-            self._ranges = conn
-        return self._ranges
+                with self._engine.blob_ranges(self._conn, digest) as read:
+                    if read is None:
+                        raise LedgerError(f"no blob {digest} in {self.location}")
+                    yield read
+            except self._engine.errors as exc:
+                raise LedgerError(f"cannot read blob {digest} in {self.location}: {exc}") from exc
 
     def page_index(self, digest: str) -> PageIndex:
         """The page index of one blob (`ledger/pages.py`): the stored one when it checks, else
@@ -457,7 +521,8 @@ class Ledger:
                 if own:
                     return select_entries(self._conn, session_id, after_seq, kinds)
                 return history(self._conn, session_id, after_seq, kinds, rewound=rewound)
-            cached = self._cache.session(self._conn, session_id, self._reader(session_id))
+            version = self._engine.data_version(self._conn)
+            cached = self._cache.session(version, session_id, self._reader(session_id))
             if own or cached.history_is_own(rewound=rewound):
                 return cached.after(after_seq)
             return history(self._conn, session_id, after_seq, None, rewound=rewound)
@@ -520,6 +585,16 @@ class Ledger:
         with self._mutex:
             return first_entries(self._conn, kind)
 
+    def kind_entries(self, kinds: Collection[str]) -> list[Entry]:
+        """Every session's entries of `kinds`, in seq order."""
+        with self._mutex:
+            return kind_entries(self._conn, kinds)
+
+    def wait_for_change(self, timeout_s: float) -> None:
+        """Return when another process may have appended (PostgreSQL: a notification; SQLite:
+        after a short poll interval), or after `timeout_s`."""
+        self._engine.wait_for_change(timeout_s)
+
     def entry(self, entry_id: str) -> Entry:
         """One entry by its `evt_` id.
 
@@ -529,7 +604,7 @@ class Ledger:
         with self._mutex:
             found = select_entry(self._conn, entry_id)
         if found is None:
-            raise UnknownEntryError(f"no entry {entry_id!r} in {self.path}")
+            raise UnknownEntryError(f"no entry {entry_id!r} in {self.location}")
         return found
 
     def verify(self, session_id: str | None = None) -> VerifyReport:
@@ -541,55 +616,131 @@ class Ledger:
         with self._mutex:
             if session_id is not None:
                 self._require_session(session_id)
-            return verify_ledger(self._conn, session_id)
+            return self._engine.verify(self._conn, session_id)
 
     def doubts(self, entries: Collection[Entry]) -> list[tuple[str, str]]:
         """(entry id, problem) for each of `entries` whose stored row no longer hashes to its
         content hash, and for entries of no recorded session (see `verify.entry_doubts`)."""
         with self._mutex:
+            if not isinstance(self._conn, sqlite3.Connection):
+                # A PostgreSQL server keeps its own pages whole; entries are re-hashed by
+                # `verify` there, not before each resume.
+                return []
             return entry_doubts(self._conn, sorted(e.seq for e in entries))
 
-    def salvage_from(self, source: Path) -> SalvageReport:
-        """Copy every intact entry of the ledger file `source` (maybe damaged) into this one.
+    def salvage_from(self, source: Path | str) -> SalvageReport:
+        """Copy every intact entry of the ledger `source` (a file, maybe damaged, or a
+        PostgreSQL URL) into this one.
 
         Raises:
             LedgerError: this ledger already holds sessions, or `source` cannot be opened.
         """
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is not None:
-                raise LedgerError(f"{self.path} already holds sessions; salvage into a new file")
-            return salvage(source, conn)
+                raise LedgerError(
+                    f"{self.location} already holds sessions; salvage into a new ledger"
+                )
+            return salvage(source, conn, self._engine.insert_blob)
+
+    def migrate_to(self, target: Ledger) -> CopyReport:
+        """Copy every session, entry and blob of this ledger into `target` (another engine,
+        say), one transaction per session, skipping the sessions an earlier run copied whole
+        (`ledger/copy.py`).
+
+        Raises:
+            LedgerError: `target` holds sessions that are not an earlier copy of this ledger.
+        """
+        with self._mutex:
+            sessions = all_sessions(self._conn)
+        skip = check_target(sessions, target.sessions())
+        copied = entries = blobs = 0
+        engine = target._engine
+        for info in ordered(sessions):
+            if info.id in skip:
+                continue
+            with self._mutex:
+                rows = entry_rows(self._conn, info.id)
+            with target._write() as conn:
+                blobs += copy_session(
+                    conn,
+                    info,
+                    rows,
+                    self._blob_or_none,
+                    engine.insert_blob,
+                    engine.insert_copied_entry,
+                    has_blob,
+                )
+                engine.after_copy(conn)
+            copied += 1
+            entries += len(rows)
+        with self._mutex:
+            digests = list(all_blobs(self._conn))
+        for digest in digests:
+            with target._write() as conn:
+                if not has_blob(conn, digest):
+                    engine.insert_blob(conn, self.blob(digest), digest)
+                    blobs += 1
+        return CopyReport(copied, len(skip), entries, blobs)
+
+    def _blob_or_none(self, digest: str) -> bytes | None:
+        with self._mutex:
+            return self._engine.read_blob(self._conn, digest)
+
+    def fingerprint(self) -> tuple[int, int, str]:
+        """(entries, blobs, digest of every entry's seq, id and content hash): two ledgers
+        holding the same entries have the same fingerprint, whatever their engines."""
+        with self._mutex:
+            return fingerprint(self._conn)
 
     # --- locks ------------------------------------------------------------------------------
 
     def acquire_lock(self, session_id: str) -> LockInfo:
         """Hold the session for this process.
 
-        Appends `lock.acquired`, or `lock.reclaimed` (with the `previous` holder) when the
-        recorded holder's process is dead. Re-acquiring a lock this process holds is a no-op.
+        Appends `lock.acquired`, or `lock.reclaimed` (with the `previous` holder and the
+        `reason`) when the recorded holder's process is dead (this host) or its lease expired
+        (another host). The lease is then renewed by a heartbeat until `release_lock` or
+        `close`. Re-acquiring a lock this process holds is a no-op.
 
         Raises:
-            SessionLockedError: a live process (named in the message) holds it.
+            SessionLockedError: a live process or an unexpired lease (named in the message)
+                holds it.
             UnknownSessionError: no such session.
         """
         me = self._me
         with self._write() as conn:
+            self._engine.before_append(conn, session_id)  # one lock operation at a time
             self._require_session(session_id)
+            now = self._engine.clock_ms(conn)
             current = read_lock(conn, session_id)
             if current is not None and held_by(current, me):
                 self._held.add(session_id)
                 return current
-            if current is not None and holder_alive(current, me):
-                raise held_elsewhere(current)
-            lock = LockInfo(session_id, me.pid, me.host, me.start_id, me.started_at, now_ms())
+            if current is not None and holder_alive(current, me, now):
+                raise held_elsewhere(current, me)
+            lock = LockInfo(
+                session_id,
+                me.pid,
+                me.host,
+                me.start_id,
+                me.started_at,
+                now_ms(),
+                me.host_id,
+                now + self._lease_ms,
+            )
             write_lock(conn, lock)
             payload = lock_payload(lock)
             kind = "lock.acquired"
             if current is not None:
                 kind = "lock.reclaimed"
-                payload["previous"] = lock_payload(current)
+                previous = lock_payload(current)
+                if current.expires_at:
+                    previous["expires_at"] = current.expires_at
+                payload["previous"] = previous
+                payload["reason"] = HOLDER_DEAD if same_host(current, me) else LEASE_EXPIRED
             insert_entry(conn, session_id, kind, encode_payload(payload)[0])
         self._held.add(session_id)
+        self._heartbeat.start()
         return lock
 
     def release_lock(self, session_id: str) -> None:
@@ -600,9 +751,34 @@ class Ledger:
         self._held.discard(session_id)
 
     def lock_holder(self, session_id: str) -> LockInfo | None:
-        """The live process holding the session, or None (a dead holder's lock counts as free)."""
+        """The process holding the session, or None: a dead holder's lock (on this host) or an
+        expired lease (a holder on another host) counts as free."""
         with self._mutex:
             current = read_lock(self._conn, session_id)
-        if current is None or not holder_alive(current, self._me):
+            now = self._engine.clock_ms(self._conn)
+        if current is None or not holder_alive(current, self._me, now):
             return None
         return current
+
+    def renew_leases(self) -> list[str]:
+        """Push back the lease of every session this ledger holds (the heartbeat does, every
+        third of the lease); returns the sessions whose lease another process took over
+        (their next append raises). A ledger that cannot be written now is tried next time."""
+        lost: list[str] = []
+        for session_id in sorted(self._held):
+            try:
+                with self._write() as conn:
+                    until = self._engine.clock_ms(conn) + self._lease_ms
+                    kept = renew_lease(conn, session_id, self._me, until)
+            except LedgerError:
+                continue
+            if not kept:
+                lost.append(session_id)
+        return lost
+
+    def _check_held(self, conn: Conn, session_id: str) -> None:
+        """Inside an append by this lease's holder: refuse it when the lease was taken over."""
+        current = read_lock(conn, session_id)
+        if current is None or not held_by(current, self._me):
+            self._held.discard(session_id)
+            raise lost_lease(current, session_id)

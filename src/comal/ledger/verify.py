@@ -143,7 +143,7 @@ def _row(raw: tuple[object, ...], fallback_created: int) -> EntryRow:
     )
 
 
-def _entry_problems(row: EntryRow) -> tuple[list[str], str | None]:
+def entry_problems(row: EntryRow) -> tuple[list[str], str | None]:
     """Problems of one readable entry row, and the body blob it references (if any)."""
     problems: list[str] = []
     where = f"entry {row.id} (seq {row.seq}, {row.kind})"
@@ -381,7 +381,7 @@ def _scan(conn: sqlite3.Connection, session_id: str | None) -> Scan:
         if session_id is not None and row.session_id != session_id:
             continue
         result.entries_seen += 1
-        found, blob = _entry_problems(row)
+        found, blob = entry_problems(row)
         damage, doubts = _id_problems(conn, row)
         found += damage
         result.doubts.extend((row.id, doubt) for doubt in doubts)
@@ -494,7 +494,11 @@ def verify_ledger(conn: sqlite3.Connection, session_id: str | None) -> VerifyRep
     For a single session only the blobs its entries reference are checked; for the whole
     ledger every blob is, plus SQLite's own integrity check.
     """
-    found = scan(conn, session_id)
+    return report(scan(conn, session_id))
+
+
+def report(found: Scan) -> VerifyReport:
+    """The report of a scan (of either engine)."""
     flagged = found.damaged + found.doubts
     problems = [problem for _, problem in flagged] + found.problems
     damaged = tuple(dict.fromkeys(name for name, _ in flagged))

@@ -2,7 +2,8 @@
 
 The command line imports this module only when it opens the TUI, so `comal -p` never loads
 Textual. The session's lock is released here whatever way the app ends, and the command that
-resumes the session is printed once the screen is restored.
+resumes the session is printed once the screen is restored. A wait on a PostgreSQL ledger's
+server is shown as a notification (`comal -p` says it on stderr).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ async def run_tui(
             list_models,
         )
     )
+    # A wait on the ledger's server is said in the app, not on the terminal it draws on.
+    ledger.on_wait(lambda text: app.notify(text, title="ledger", severity="warning"))
     try:
         await app.run_async()
     finally:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -14,15 +12,16 @@ from comal.ledger import Ledger
 from comal.ledger.canonical import decode_payload
 from comal.ledger.entry_cache import MAX_SESSIONS
 from comal.ledger.history import history
+from tests.pg_support import raw_conn
 
 
-def _fresh(path: Path, session_id: str, after_seq: int = 0) -> list[object]:
+def _fresh(path: str, session_id: str, after_seq: int = 0) -> list[object]:
     with Ledger.open(path, durable=False) as other:
         return list(other.entries(session_id, after_seq=after_seq, kinds=None))
 
 
-def test_cached_reads_see_every_append_of_this_and_other_connections(tmp_path: Path) -> None:
-    path = tmp_path / "ledger.db"
+def test_cached_reads_see_every_append_of_this_and_other_connections(ledger_target: str) -> None:
+    path = ledger_target
     with Ledger.open(path, durable=False) as ledger, Ledger.open(path, durable=False) as peer:
         sid = ledger.create_session(cwd="/w")
         first = ledger.append(sid, "message.user", {"text": "one"})
@@ -92,15 +91,13 @@ def test_a_payload_must_be_an_object(text: str) -> None:
         decode_payload(text)
 
 
-def test_histories_of_forks_and_rewinds_are_read_as_without_the_cache(tmp_path: Path) -> None:
-    path = tmp_path / "ledger.db"
-    with Ledger.open(path, durable=False) as ledger:
+def test_histories_of_forks_and_rewinds_are_read_as_without_the_cache(ledger_target: str) -> None:
+    with Ledger.open(ledger_target, durable=False) as ledger, raw_conn(ledger_target) as raw:
         sid = ledger.create_session(cwd="/w")
         first = ledger.append(sid, "message.user", {"text": "one"})
         ledger.append(sid, "message.user", {"text": "two"})
         fork = ledger.fork_session(sid, through_seq=first.seq)
         ledger.append(fork, "message.user", {"text": "in the fork"})
-        raw = sqlite3.connect(path)
 
         def same(session_id: str) -> None:
             for rewound in (False, True):
@@ -116,4 +113,3 @@ def test_histories_of_forks_and_rewinds_are_read_as_without_the_cache(tmp_path: 
         same(sid)
         assert [e.payload.get("text") for e in ledger.entries(sid)][-1] == "after the rewind"
         assert "two" not in [e.payload.get("text") for e in ledger.entries(sid)]
-        raw.close()

@@ -16,6 +16,7 @@ from comal.ledger.schema import SCHEMA_VERSION, m001_initial, m002_forks
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, digest_bytes
 from comal.testing.sessions import SessionBuilder
+from tests.pg_support import raw_conn
 
 # Over the index threshold, with astral characters, CRLF and an invalid byte now and then.
 LINE = "ok 😀 ünï line\r\n".encode()
@@ -26,18 +27,16 @@ def _raw(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None)
 
 
-def _rows(path: Path) -> list[tuple[str, bytes]]:
-    conn = _raw(path)
-    rows = conn.execute("SELECT hash, points FROM blob_pages").fetchall()
-    conn.close()
-    return rows
+def _rows(target: str | Path) -> list[tuple[str, bytes]]:
+    with raw_conn(target) as conn:
+        return [(str(h), bytes(p)) for h, p in conn.execute("SELECT hash, points FROM blob_pages")]
 
 
 def _expected_page(offset: int) -> str:
     return Utf16Text.of(BODY.decode("utf-8", errors="replace")).slice(offset, offset + 8_000)[0]
 
 
-def _store(path: Path) -> tuple[str, str, str]:
+def _store(path: str | Path) -> tuple[str, str, str]:
     with Ledger.open(path) as ledger:
         builder = SessionBuilder(ledger)
         builder.user("dump")
@@ -46,8 +45,8 @@ def _store(path: Path) -> tuple[str, str, str]:
         return builder.session_id, result.id, result.body_hash
 
 
-def test_a_large_blob_is_stored_with_its_index_which_survives_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "ledger.db"
+def test_a_large_blob_is_stored_with_its_index_which_survives_reopen(ledger_target: str) -> None:
+    path = ledger_target
     sid, ref, digest = _store(path)
     assert [d for d, _ in _rows(path)] == [digest]
     with Ledger.open(path) as ledger:
@@ -60,10 +59,10 @@ def test_a_large_blob_is_stored_with_its_index_which_survives_reopen(tmp_path: P
     assert _rows(path) == [(digest, index_of_bytes(BODY).encode())]
 
 
-def test_small_blobs_get_no_index(tmp_path: Path) -> None:
-    with Ledger.open(tmp_path / "ledger.db") as ledger:
+def test_small_blobs_get_no_index(ledger_target: str) -> None:
+    with Ledger.open(ledger_target) as ledger:
         ledger.put_blob(b"x" * (INDEX_MIN_BYTES - 1))
-    assert _rows(tmp_path / "ledger.db") == []
+    assert _rows(ledger_target) == []
 
 
 def _v2_ledger(path: Path) -> tuple[str, str, str]:
@@ -104,7 +103,7 @@ def test_an_old_ledger_upgrades_and_its_blobs_page_exactly(tmp_path: Path) -> No
     with Ledger.open(path) as ledger:
         conn = _raw(path)
         names = [row[0] for row in conn.execute("SELECT name FROM migrations ORDER BY name")]
-        assert names == ["m001_initial", "m002_forks", "m003_page_index"]
+        assert names == ["m001_initial", "m002_forks", "m003_page_index", "m004_leases"]
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         conn.close()
         assert _rows(path) == []

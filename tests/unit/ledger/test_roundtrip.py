@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,37 +21,40 @@ _bodies = st.one_of(
 _appends = st.lists(st.tuples(st.integers(0, 2), _kinds, _payloads, _bodies), max_size=12)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(appends=_appends)
 def test_any_appends_read_back_identical(
-    appends: list[tuple[int, str, JSONObject, bytes | None]],
+    ledger_target: str, appends: list[tuple[int, str, JSONObject, bytes | None]]
 ) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "ledger.db"
-        # Durability is covered by the crash test; here only the encoding matters.
-        with Ledger.open(path, durable=False) as ledger:
-            sessions = [ledger.create_session(cwd=f"/w{i}") for i in range(3)]
-            written = [
-                (ledger.append(sessions[which], kind, payload, body=body), payload, body)
-                for which, kind, payload, body in appends
-            ]
-        with Ledger.open(path) as reopened:
-            read = {sid: reopened.entries(sid) for sid in sessions}
-            for entry, payload, body in written:
-                (back,) = [e for e in read[entry.session_id] if e.seq == entry.seq]
-                assert back == entry
-                assert reopened.body(back) == body
-                expected = dict(payload)
-                if body is not None:
-                    expected["body"] = {"blob": digest_bytes(body), "size_bytes": len(body)}
-                assert back.payload == expected
-                assert canonical_json(back.payload) == canonical_json(expected)
-                assert back.content_hash == digest_bytes(
-                    back.kind.encode() + b"\0" + canonical_json(expected).encode("ascii")
-                )
-            assert sum(len(v) for v in read.values()) == len(appends)
-            assert reopened.verify().ok
-            # The same kind and payload hash the same whenever they are appended again.
-            for entry, payload, body in written[:3]:
-                again = reopened.append(entry.session_id, entry.kind, payload, body=body)
-                assert again.content_hash == entry.content_hash
+    # One ledger for every example: each writes and checks sessions of its own.
+    # Durability is covered by the crash test; here only the encoding matters.
+    with Ledger.open(ledger_target, durable=False) as ledger:
+        sessions = [ledger.create_session(cwd=f"/w{i}") for i in range(3)]
+        written = [
+            (ledger.append(sessions[which], kind, payload, body=body), payload, body)
+            for which, kind, payload, body in appends
+        ]
+    with Ledger.open(ledger_target) as reopened:
+        read = {sid: reopened.entries(sid) for sid in sessions}
+        for entry, payload, body in written:
+            (back,) = [e for e in read[entry.session_id] if e.seq == entry.seq]
+            assert back == entry
+            assert reopened.body(back) == body
+            expected = dict(payload)
+            if body is not None:
+                expected["body"] = {"blob": digest_bytes(body), "size_bytes": len(body)}
+            assert back.payload == expected
+            assert canonical_json(back.payload) == canonical_json(expected)
+            assert back.content_hash == digest_bytes(
+                back.kind.encode() + b"\0" + canonical_json(expected).encode("ascii")
+            )
+        assert sum(len(v) for v in read.values()) == len(appends)
+        assert reopened.verify().ok
+        # The same kind and payload hash the same whenever they are appended again.
+        for entry, payload, body in written[:3]:
+            again = reopened.append(entry.session_id, entry.kind, payload, body=body)
+            assert again.content_hash == entry.content_hash

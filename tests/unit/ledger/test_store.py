@@ -182,23 +182,23 @@ def test_resolve_prefixes_like_git(ledger: Ledger) -> None:
         ledger.resolve("")
 
 
-def test_data_survives_reopening(ledger_path) -> None:
-    with Ledger.open(ledger_path, durable=False) as first:
+def test_data_survives_reopening(ledger_target: str) -> None:
+    with Ledger.open(ledger_target, durable=False) as first:
         sid = first.create_session(cwd="/w")
         written = first.append(sid, "message.user", {"text": "kept"}, body=b"\xff")
-    with Ledger.open(ledger_path) as second:
+    with Ledger.open(ledger_target) as second:
         assert second.entries(sid) == [written]
         assert second.body(written) == b"\xff"
         assert second.session(sid).entries == 1
 
 
-def test_close_is_idempotent(ledger_path) -> None:
-    ledger = Ledger.open(ledger_path)
+def test_close_is_idempotent(ledger_target: str) -> None:
+    ledger = Ledger.open(ledger_target)
     sid = ledger.create_session(cwd="/w")
     ledger.acquire_lock(sid)
     ledger.close()
     ledger.close()  # a second close is a no-op, not an error
-    with Ledger.open(ledger_path) as again:
+    with Ledger.open(ledger_target) as again:
         # The first close released the lock and kept what was written.
         assert again.lock_holder(sid) is None
         assert again.session(sid).id == sid

@@ -14,7 +14,9 @@ from comal.values import value
 @value
 class LockAcquired(Record):
     """A process took the session: its `pid`, `host`, `process_started_at` and
-    `process_start_id` (`<boot id>:<start ticks>`, tells a recycled pid apart)."""
+    `process_start_id` (`<boot id>:<start ticks>`, tells a recycled pid apart); `host_id` (the
+    machine's identity its lease is judged by: `COMAL_HOST_ID`, else the machine id; absent
+    in older ledgers)."""
 
     KIND: ClassVar[str] = "lock.acquired"
     WRITTEN_BY: ClassVar[str] = "ledger locks"
@@ -23,14 +25,17 @@ class LockAcquired(Record):
     host: str
     process_started_at: int
     process_start_id: str
+    host_id: str | None = None
 
     def to_payload(self) -> JSONObject:
-        return {
+        payload: JSONObject = {
             "pid": self.pid,
             "host": self.host,
             "process_started_at": self.process_started_at,
             "process_start_id": self.process_start_id,
         }
+        f.put(payload, "host_id", self.host_id)
+        return payload
 
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
@@ -39,13 +44,16 @@ class LockAcquired(Record):
             f.text(payload, "host"),
             f.integer(payload, "process_started_at"),
             f.text(payload, "process_start_id"),
+            f.text_or_none(payload, "host_id"),
         )
 
 
 @value
 class LockReclaimed(Record):
     """A process took the session from a dead holder: as `lock.acquired`, plus `previous`
-    (the dead holder's same fields)."""
+    (the dead holder's same fields, and its lease's `expires_at`) and `reason`
+    (`holder_dead`: a process of this host that no longer runs; `lease_expired`: a holder on
+    another host whose lease ran out without a heartbeat; absent in older ledgers)."""
 
     KIND: ClassVar[str] = "lock.reclaimed"
     WRITTEN_BY: ClassVar[str] = "ledger locks"
@@ -55,15 +63,20 @@ class LockReclaimed(Record):
     process_started_at: int
     process_start_id: str
     previous: JSONObject
+    host_id: str | None = None
+    reason: str | None = None
 
     def to_payload(self) -> JSONObject:
-        return {
+        payload: JSONObject = {
             "pid": self.pid,
             "host": self.host,
             "process_started_at": self.process_started_at,
             "process_start_id": self.process_start_id,
             "previous": self.previous,
         }
+        f.put(payload, "host_id", self.host_id)
+        f.put(payload, "reason", self.reason)
+        return payload
 
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
@@ -73,6 +86,8 @@ class LockReclaimed(Record):
             f.integer(payload, "process_started_at"),
             f.text(payload, "process_start_id"),
             f.obj(payload, "previous"),
+            f.text_or_none(payload, "host_id"),
+            f.text_or_none(payload, "reason"),
         )
 
 

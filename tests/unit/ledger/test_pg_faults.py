@@ -1,0 +1,92 @@
+"""Connection faults on PostgreSQL are not data loss: the real test server restarted (cleanly
+and as a crash) under a process appending without pause loses no committed entry and commits
+none twice; the process says it waits, and goes on when the server is back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from comal.ledger import Ledger
+from tests.pg_support import fresh_schema, server_url
+
+CHILD = Path(__file__).with_name("ledger_child.py")
+CLUSTER = Path(__file__).parents[3] / "scripts" / "pg-cluster.sh"
+
+
+def _cluster_dir() -> str:
+    """The test cluster's directory (to restart it); skips or fails as `server_url` does."""
+    server_url()
+    found = os.environ.get("COMAL_TEST_PG_DIR", "")
+    if found:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail("COMAL_TEST_PG_DIR is unset under CI: .ci/run must export it")
+    pytest.skip("no test cluster to restart: set COMAL_TEST_PG_DIR (scripts/pg-cluster.sh)")
+
+
+def _seqs_until(proc: subprocess.Popen[str], count: int) -> list[int]:
+    assert proc.stdout is not None
+    seen: list[int] = []
+    while len(seen) < count:
+        line = proc.stdout.readline()
+        assert line, f"the appender died: {proc.wait(timeout=30)}"
+        seen.append(int(line))
+    return seen
+
+
+def test_server_restarts_mid_appends_lose_nothing_and_repeat_nothing() -> None:
+    cluster = _cluster_dir()
+    with fresh_schema(server_url()) as url:
+        with Ledger.open(url) as ledger:
+            sid = ledger.create_session(cwd="/w")
+        env = {**os.environ, "COMAL_LEDGER_WAIT_S": "120"}
+        proc = subprocess.Popen(
+            [sys.executable, str(CHILD), "append", url, sid],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            confirmed = _seqs_until(proc, 30)
+            for mode in ("fast", "immediate"):
+                subprocess.run(["bash", str(CLUSTER), "restart", cluster, mode], check=True)
+                confirmed += _seqs_until(proc, 30)
+        finally:
+            proc.kill()
+            _, stderr = proc.communicate(timeout=30)
+        with Ledger.open(url) as ledger:
+            entries = ledger.entries(sid)
+            report = ledger.verify(sid)
+    stored = [e.seq for e in entries]
+    # Every append that returned is stored (one killed mid-append may be stored or not)…
+    assert set(confirmed) <= set(stored)
+    # …each once: the appender's counter runs 1, 2, 3… with no gap and no repeat.
+    numbers = [e.payload["n"] for e in entries]
+    assert numbers == list(range(1, len(numbers) + 1))
+    assert report.ok
+    waits = [line for line in stderr.splitlines() if "waiting for the ledger" in line]
+    backs = [line for line in stderr.splitlines() if line.endswith("is back")]
+    assert len(waits) >= 2
+    assert len(backs) == len(waits)
+    assert "comal@" in waits[0]
+
+
+def test_a_server_that_does_not_come_back_is_a_clear_error(tmp_path: Path) -> None:
+    # A port nothing listens on: the wait ends with LEDGER_UNAVAILABLE, not a traceback.
+    env = {
+        **os.environ,
+        "COMAL_LEDGER_URL": "postgresql://comal@127.0.0.1:9/comal",
+        "COMAL_HOME": str(tmp_path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "comal", "sessions"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 3
+    assert done.stderr.startswith("comal: LEDGER: cannot connect to ledger postgresql://comal@")
+    assert "Traceback" not in done.stderr
