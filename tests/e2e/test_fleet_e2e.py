@@ -57,7 +57,9 @@ def test_two_hosts_run_two_sessions_on_one_ledger(shared: str, tmp_path: Path) -
         assert done.code == 0, done.stderr
     ids = [done.session_id() for done in runs]
     env = {"COMAL_LEDGER_URL": shared}
-    listed = comal("sessions", "--json", cwd=tmp_path, env_home=tmp_path / "c", extra_env=env)
+    listed = comal(
+        "sessions", "--json", "--all", cwd=tmp_path, env_home=tmp_path / "c", extra_env=env
+    )
     assert listed.code == 0, listed.stderr
     rows = {row["id"]: row for row in json.loads(listed.stdout)}
     assert set(rows) == set(ids)

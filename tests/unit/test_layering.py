@@ -11,7 +11,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "comal"
 
 BASE = {
     *("comal", "comal.messages", "comal.ids", "comal.errors", "comal.usage", "comal.values"),
-    *("comal.config", "comal.config_mcp", "comal.config_trust"),
+    *("comal.config", "comal.config_hooks", "comal.config_mcp", "comal.config_trust"),
 }
 ALLOWED: dict[str, set[str]] = {
     "base": set(),

@@ -176,11 +176,13 @@ async def run_sessions(args: argparse.Namespace) -> int:
         with _open() as ledger:
             return await follow(ledger, args)
     config = read_only_config()
-    here = None if args.all else str(config.workspace)
+    # A fleet's filters look at every directory: its sessions run in many.
+    filtered = args.host is not None or args.status is not None or args.since is not None
+    here = None if args.all or filtered else str(config.workspace)
     limit = args.limit or (None if args.json else LISTED)
     with _open() as ledger:
         every = ledger.sessions()
-        if args.host is not None or args.status is not None or args.since is not None:
+        if filtered:
             hosts = session_hosts(ledger)
             every = [i for i in every if wanted(with_status(ledger, i), hosts, args)]
         infos = _listed(every, here, limit)

@@ -40,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "doctor": (
         "comal.cli.cmd_models",
-        "check each provider: its models endpoint answers, key set, --probe",
+        "check each provider (its models endpoint answers, key set, --probe) and the ledger",
     ),
     "context": (
         "comal.cli.cmd_context",
@@ -65,7 +65,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fork": ("comal.cli.cmd_fork", "start a new session from a session's history up to an entry"),
     "export": ("comal.cli.cmd_export", "a session's transcript as md, html or json"),
     "trust": ("comal.cli.cmd_trust", "review the project's hooks and MCP servers and trust them"),
-    "ledger": ("comal.cli.cmd_ledger", "the ledger's engine: migrate it to PostgreSQL or SQLite"),
+    "ledger": ("comal.cli.cmd_ledger", "move the ledger to another engine"),
 }
 """Each subcommand: the module that registers it, and its line in `comal --help`."""
 

@@ -170,7 +170,12 @@ def select_entries(
 
 def first_entries(conn: Conn, kind: str) -> dict[str, Entry]:
     """Each session's first entry of `kind` (one query, for listings)."""
-    columns = ENTRY_COLUMNS.replace("payload,", "CAST(payload AS BLOB),", 1)
+    # SQLite reads the payload as bytes (damage can leave text that is not UTF-8); a
+    # PostgreSQL server only holds valid text, and has no BLOB type to cast to.
+    sqlite = isinstance(conn, sqlite3.Connection)
+    columns = (
+        ENTRY_COLUMNS.replace("payload,", "CAST(payload AS BLOB),", 1) if sqlite else ENTRY_COLUMNS
+    )
     rows = conn.execute(
         f"SELECT {columns} FROM entries WHERE seq IN"
         " (SELECT MIN(seq) FROM entries WHERE kind = ? GROUP BY session_id)",
@@ -180,7 +185,7 @@ def first_entries(conn: Conn, kind: str) -> dict[str, Entry]:
     for seq, entry_id, session_id, kind_, raw, digest, created_at in rows:
         # A listing shows what reads: a damaged first entry only loses its session's title.
         try:
-            payload = decode_payload(bytes(raw).decode("utf-8"))
+            payload = decode_payload(raw if isinstance(raw, str) else bytes(raw).decode("utf-8"))
         except ValueError:
             continue
         found[session_id] = Entry(seq, entry_id, session_id, kind_, payload, digest, created_at)
