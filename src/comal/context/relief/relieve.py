@@ -1,9 +1,11 @@
 """Relieving pressure: stage 1 (projection) first, a derivation only when it is not enough.
 
-One rule decides both (`pressure.py`, derived in docs/context.md): an event leaves the largest
-view whose stretch — the calls until the next event — costs no more per call than the deepest
-cut's, within the estimates' precision, and always room for one more call of the session's
-largest measured growth. A projection of old large outputs (oldest first, one deep cut down to
+One rule decides both (`pressure.py`, derived in docs/context.md): an event leaves at least the
+largest view whose stretch — the calls until the next event — costs no more per call than the
+deepest cut's, within the estimates' precision, raised to keep the working set verbatim
+(`working_set.py`) as long as the stretch costs no more per call than a warm call at the
+threshold (`pressure.cost_bound`), and always room for one more call of the session's largest
+measured growth. A projection of old large outputs (oldest first, one deep cut down to
 that landing) is enough when its own stretch passes that test: it keeps every small result,
 error and message verbatim and re-sends only what follows its first changed byte. Otherwise a
 checkpoint is derived whose verbatim tail fills the view up to the landing.
