@@ -118,6 +118,9 @@ class _Conversation:
         """Results (and notices) recorded between the blocks of the open response."""
         self._typed: list[Part] = []
         """What the person typed while the last response's calls still ran (`_user`)."""
+        self._answered_before = False
+        """Whether a response of this file has been read: before one, a result answers a call
+        made in the earlier session this file continues (`_user`)."""
 
     def _deliver_typed(self) -> None:
         """The text typed while calls ran, as the user message that follows their results."""
@@ -153,6 +156,7 @@ class _Conversation:
             usage=usage_anthropic(usage_raw),
             usage_raw=as_json(usage_raw) if usage_raw is not None else None,
         )
+        self._answered_before = True
         for line, record in held:
             self._record(line, record)
 
@@ -247,10 +251,19 @@ class _Conversation:
                 raise format_error(self.path, line, "content block must be an object")
             if block.get("type") == "tool_result":
                 text, media = _result_content(block.get("content"), self.path, line)
+                call_id = str(block.get("tool_use_id"))
+                if not self._answered_before and not self.plan.has_pending(call_id):
+                    # A file that continues an earlier session can open with the result of a
+                    # call that session made: the call is not here, so its result is what the
+                    # person's turn said, kept as text.
+                    parts.append(
+                        TextPart(f"[result of {call_id}, a call made before this file]\n{text}")
+                    )
+                    continue
                 for agent in _AGENT_ID.findall(text):
                     self.agent_calls.setdefault(agent, str(block.get("tool_use_id")))
                 self.plan.tool_result(
-                    str(block.get("tool_use_id")),
+                    call_id,
                     text.encode("utf-8", "surrogateescape"),
                     line=line,
                     is_error=bool(block.get("is_error")),

@@ -132,7 +132,21 @@ def test_a_malformed_line_names_file_and_line_and_nothing_is_imported(
 
 
 def test_a_result_for_an_unknown_call_is_a_format_error(ledger: Ledger, tmp_path: Path) -> None:
+    # After a response of the file (before one, a result answers a call of the earlier session
+    # the file continues: `test_claude_code_shapes.py`).
     path = tmp_path / "orphan.jsonl"
+    reply = {
+        "type": "assistant",
+        "uuid": "a1",
+        "sessionId": "s",
+        "message": {
+            "id": "msg_1",
+            "role": "assistant",
+            "model": "claude-x",
+            "stop_reason": "end_turn",
+            "content": [{"type": "text", "text": "hello"}],
+        },
+    }
     record = {
         "type": "user",
         "uuid": "u1",
@@ -142,9 +156,9 @@ def test_a_result_for_an_unknown_call_is_a_format_error(ledger: Ledger, tmp_path
             "content": [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "hi"}],
         },
     }
-    path.write_text(json.dumps(record) + "\n")
+    path.write_text(json.dumps(reply) + "\n" + json.dumps(record) + "\n")
 
-    with pytest.raises(ImportFormatError, match=r"orphan\.jsonl:1: tool result for unknown call"):
+    with pytest.raises(ImportFormatError, match=r"orphan\.jsonl:2: tool result for unknown call"):
         import_files(ledger, [path])
     assert ledger.sessions() == []
 

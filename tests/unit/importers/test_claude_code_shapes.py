@@ -100,3 +100,57 @@ def test_text_typed_while_parallel_calls_run_follows_all_their_results(ledger: L
     assert last.parts == (TextPart(typed),)
     results = [e for e in entries if e.kind == "tool.result"]
     assert all(r.payload["status"] == "ok" for r in results)
+
+
+CONTINUED = (
+    Path(__file__).parents[3]
+    / "../shared/trajectories/claude-code-2_entire-edge/0a93878f-dc30-4a5d-882f-3cd81cd3d499.jsonl"
+).resolve()
+
+
+def test_a_file_that_opens_with_an_earlier_sessions_result_keeps_it_as_text(
+    ledger: Ledger,
+) -> None:
+    # A real Claude Code 2.x file that continues an earlier session: its first record is the
+    # result of a call the earlier session made (a rejected tool use). The call is not in the
+    # file, so the result is what the person's turn said.
+    if not CONTINUED.is_file():
+        pytest.skip(f"shared trajectory not present at {CONTINUED}")
+    first = json.loads(CONTINUED.read_text().splitlines()[0])
+    call_id = first["message"]["content"][0]["tool_use_id"]
+
+    (written,) = import_files(ledger, [CONTINUED])
+
+    entries = ledger.entries(written.session_id)
+    opening = next(e for e in entries if e.kind == "message.user")
+    text = "".join(
+        p.text
+        for p in message_from_json(opening.payload["message"]).parts  # type: ignore[arg-type]
+        if isinstance(p, TextPart)
+    )
+    assert text.startswith(f"[result of {call_id}, a call made before this file]\n")
+    assert "The user doesn't want to proceed with this tool use." in text
+    assert_paired(entries)
+
+
+def test_a_result_for_no_call_after_a_response_is_still_an_error(tmp_path: Path) -> None:
+    def record(kind: str, content: object, uuid: str) -> str:
+        message = {"role": kind, "content": content}
+        if kind == "assistant":
+            message |= {"id": "msg_1", "model": "claude-x", "stop_reason": "end_turn"}
+        return json.dumps({"type": kind, "uuid": uuid, "sessionId": "s", "message": message})
+
+    orphan = {"type": "tool_result", "tool_use_id": "toolu_gone", "content": "x"}
+    path = tmp_path / "orphan.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                record("user", "hello", "u1"),
+                record("assistant", [{"type": "text", "text": "hi"}], "a1"),
+                record("user", [orphan], "u2"),
+            ]
+        )
+        + "\n"
+    )
+    with pytest.raises(ImportFormatError, match="tool result for unknown call 'toolu_gone'"):
+        parse_sessions(path)
