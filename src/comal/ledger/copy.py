@@ -25,6 +25,7 @@ from comal.errors import LedgerError
 from comal.ledger.conn import Conn
 from comal.ledger.entry import SessionInfo
 from comal.ledger.session_rows import insert_session
+from comal.ledger.verify import EntryRow
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
@@ -44,19 +45,6 @@ class CopyReport:
     """Sessions the target already held whole (copied by an earlier, interrupted run)."""
     entries: int
     blobs: int
-
-
-@dataclass(frozen=True, slots=True)
-class EntryRow:
-    """One entry row exactly as stored."""
-
-    seq: int
-    id: str
-    session_id: str
-    kind: str
-    payload: str
-    content_hash: str
-    created_at: int
 
 
 def entry_rows(conn: Conn, session_id: str) -> list[EntryRow]:

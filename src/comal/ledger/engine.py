@@ -26,9 +26,8 @@ from comal.errors import LedgerError
 from comal.ids import now_ms
 from comal.ledger.blobs import blob_ranges, insert_blob, read_blob
 from comal.ledger.conn import Conn
-from comal.ledger.copy import EntryRow
 from comal.ledger.pages import ReadRange
-from comal.ledger.verify import VerifyReport, verify_ledger
+from comal.ledger.verify import EntryRow, VerifyReport, verify_ledger
 
 COPIED_ENTRY_SQL = (
     "INSERT INTO entries (seq, id, session_id, kind, payload, content_hash, created_at)"

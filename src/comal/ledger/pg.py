@@ -33,7 +33,6 @@ import psycopg
 from comal.errors import LedgerError, LedgerUnavailableError, SchemaTooNewError
 from comal.ids import now_ms
 from comal.ledger.conn import Conn, Rows
-from comal.ledger.copy import EntryRow as CopiedRow
 from comal.ledger.engine import COPIED_ENTRY_SQL, redact
 from comal.ledger.pages import (
     INDEX_MIN_BYTES,
@@ -44,6 +43,7 @@ from comal.ledger.pages import (
 )
 from comal.ledger.pg_schema import CHUNK_BYTES, GRANTS, NOTIFY_CHANNEL, PG_MIGRATIONS
 from comal.ledger.verify import EntryRow, Scan, VerifyReport, entry_problems, report
+from comal.ledger.verify import EntryRow as CopiedRow
 from comal.messages import digest_bytes
 
 _MIGRATE_LOCK = 0x636F6D616C
