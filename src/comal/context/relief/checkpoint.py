@@ -315,6 +315,16 @@ def _checkpoint_text(
     return "\n".join(lines), title
 
 
+def _by_reference(block: Block, large_bytes: int, keep: frozenset[str]) -> frozenset[str]:
+    """The outputs of an older tail block shown by reference: its large ones (over
+    `large_bytes`, never errors), except the working set's (`keep`)."""
+    return frozenset(
+        r.entry.id
+        for r in block.results
+        if r.projectable and r.facts.size_bytes > large_bytes and r.entry.id not in keep
+    )
+
+
 def _tail(
     blocks: Sequence[Block],
     state: ViewState,
@@ -344,11 +354,7 @@ def _tail(
         limit = room if newest else tail_budget
         extra: set[str] = set()
         if not newest:
-            extra = {
-                r.entry.id
-                for r in block.results
-                if r.projectable and r.facts.size_bytes > large_bytes and r.entry.id not in keep
-            }
+            extra = set(_by_reference(block, large_bytes, keep))
         trial = ViewState(frozenset(projected | extra), None, state.media_projected)
         cost = block_tokens(block, trial, texts, counter, vision=vision)
         if used + cost > limit:
@@ -491,11 +497,7 @@ def tail_tokens_by_block(
     for block in reversed(blocks[:-1]):
         if block.seq < since_seq:
             break
-        extra = {
-            r.entry.id
-            for r in block.results
-            if r.projectable and r.facts.size_bytes > large_bytes and r.entry.id not in keep
-        }
+        extra = _by_reference(block, large_bytes, keep)
         trial = ViewState(frozenset(state.projected | extra), None, state.media_projected)
         out.append((block.seq, block_tokens(block, trial, texts, counter, vision=vision)))
     return out
