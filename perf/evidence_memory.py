@@ -34,7 +34,7 @@ from comal.messages import ToolCallPart
 from comal.providers.base import Capabilities
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
 from comal.testing.sessions import SessionBuilder
-from comal.tools.base import default_tools
+from comal.tools.native import default_tools
 from comal.tools.shell import BashTool
 
 LINE = "2026-01-01T00:00:00Z INFO worker ok ünïcödé item processed successfully"

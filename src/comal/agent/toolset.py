@@ -13,10 +13,11 @@ from comal.evidence.read import LedgerEvidenceReader
 from comal.ledger.records import BoardUpdated, SessionFinished
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
-from comal.tools.base import Tool, default_tools
+from comal.tools.base import Tool
 from comal.tools.board import BoardTool, Criterion, criteria_to_json
 from comal.tools.evidence import EvidenceReadTool
 from comal.tools.finish import CheckRun, FinishTool
+from comal.tools.native import default_tools
 from comal.tools.plugin import FinishCheck, RecordedCall
 
 CALL_KINDS = PAIRING_KINDS

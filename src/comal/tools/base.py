@@ -22,7 +22,7 @@ policy uses, so what was checked is what is touched.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
@@ -45,7 +45,6 @@ __all__ = [
     "ToolContext",
     "ToolOutcome",
     "ToolRegistry",
-    "default_tools",
     "error_outcome",
     "render_outcome",
     "resolve_path",
@@ -345,22 +344,3 @@ def int_arg(arguments: JSONObject, name: str, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ToolError(f"argument {name!r} must be an integer")
     return value
-
-
-def default_tools() -> list[Tool]:
-    """Fresh instances of the native tools: Read, Write, Edit, Bash, Glob, Grep."""
-    # Imported here because those modules import this one for the shared types.
-    from comal.tools.edits import EditTool, WriteTool
-    from comal.tools.files import ReadTool
-    from comal.tools.search import GlobTool, GrepTool
-    from comal.tools.shell import BashTool
-
-    tools: Iterable[Tool] = (
-        ReadTool(),
-        WriteTool(),
-        EditTool(),
-        BashTool(),
-        GlobTool(),
-        GrepTool(),
-    )
-    return list(tools)

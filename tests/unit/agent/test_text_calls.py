@@ -19,7 +19,7 @@ from comal.ledger.records import AssistantMessage, WarningRecord
 from comal.messages import Finish, Message, TextPart, ToolCallPart, ToolResultPart
 from comal.providers.reply import Reply
 from comal.providers.scripted import ScriptedTurn
-from comal.tools.base import default_tools
+from comal.tools.native import default_tools
 from comal.usage import Usage
 from tests.unit.recovery.conftest import Bench
 

@@ -8,8 +8,9 @@ import pytest
 
 from comal.errors import ToolError
 from comal.messages import JSONObject, ToolSpec
-from comal.tools.base import ToolRegistry, default_tools, resolve_path, validate_arguments
+from comal.tools.base import ToolRegistry, resolve_path, validate_arguments
 from comal.tools.edits import EDIT_SPEC
+from comal.tools.native import default_tools
 from comal.tools.shell import BASH_SPEC, BashTool
 
 

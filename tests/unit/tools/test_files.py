@@ -15,11 +15,11 @@ from comal.tools.base import (
     ToolContext,
     ToolOutcome,
     ToolRegistry,
-    default_tools,
     render_outcome,
 )
 from comal.tools.edits import EditTool, WriteTool
 from comal.tools.files import ReadTool
+from comal.tools.native import default_tools
 from tests.unit.tools.conftest import MakeContext
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(range(40))
