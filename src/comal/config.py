@@ -60,13 +60,18 @@ class ProviderConfig:
     body last: a table merges into the field of the same name, anything else replaces it."""
 
 
+DEFAULT_THRESHOLD_RATIO = 0.90
+"""The automatic pressure threshold's default share of the effective window (`[context]
+threshold_ratio`), read by the configuration and by the context engine's settings."""
+
+
 @dataclass(frozen=True, slots=True)
 class ContextConfig:
     """Budget settings of the context engine."""
 
     context_window: int | None = None
     """Explicit window (`--context-window`, `COMAL_CONTEXT_WINDOW`); the smaller one wins."""
-    threshold_ratio: float = 0.90
+    threshold_ratio: float = DEFAULT_THRESHOLD_RATIO
     """Automatic pressure threshold as a share of the effective window."""
     large_output_threshold_bytes: int | None = None
     """Outputs larger than this enter active memory as preview + exact reference; None: the
@@ -615,7 +620,7 @@ def _resolve(
         providers[name] = _provider(name, praw)
 
     craw = dict(raw.get("context", {}))
-    threshold = float(craw.get("threshold_ratio", 0.90))
+    threshold = float(craw.get("threshold_ratio", DEFAULT_THRESHOLD_RATIO))
     if not 0.1 <= threshold <= 1.0:
         raise ConfigError(f"context.threshold_ratio must be between 0.1 and 1.0, got {threshold}")
     context = ContextConfig(

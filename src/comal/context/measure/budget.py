@@ -27,16 +27,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from comal.config import DEFAULT_THRESHOLD_RATIO
 from comal.errors import ContextOverheadError, OutputLengthError
 from comal.ledger.entry import Entry
 from comal.ledger.records import AssistantMessage, ResponseDiscarded
 from comal.ledger.records import fields as f
 from comal.usage import PROMPT_CACHE_TTL_S
-
-if TYPE_CHECKING:
-    from comal.context.view.build import Assembly
 
 RESERVE_FLOOR = 256
 """The least a reply is given while the window leaves room for it."""
@@ -46,6 +44,22 @@ TARGET_DEPTH = 0.20
 """How far below the threshold a pressure event lands, as a share of the usable room."""
 
 
+class FixedParts(Protocol):
+    """The fixed parts of a built request, token by token (the view's `Assembly` is one): what
+    the CONTEXT_OVERHEAD message itemizes. A protocol, so the budget never imports the view."""
+
+    @property
+    def system_tokens(self) -> int: ...
+    @property
+    def instructions_tokens(self) -> int: ...
+    @property
+    def tools_tokens(self) -> int: ...
+    @property
+    def plugin_tokens(self) -> int: ...
+    @property
+    def mcp_tokens(self) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
     """Budget settings for one session and model."""
@@ -53,7 +67,7 @@ class EngineSettings:
     window_tokens: int
     window_source: str = "fallback"
     max_output_tokens: int = 32_000
-    threshold_ratio: float = 0.90
+    threshold_ratio: float = DEFAULT_THRESHOLD_RATIO
     large_output_threshold_bytes: int | None = None
     """Outputs up to this size always enter whole; None: the seed's 20 KiB, and larger ones
     too while they fit the window's share (`view/entry.py`). Set, it is the ceiling as given."""
@@ -199,7 +213,9 @@ def size_output_reserve(
     return min(base, cap)
 
 
-def overhead_message(asm: Assembly, budget: Budget, fixed: int, reserve: int | None = None) -> str:
+def overhead_message(
+    asm: FixedParts, budget: Budget, fixed: int, reserve: int | None = None
+) -> str:
     """The CONTEXT_OVERHEAD message: the budget, row by row, the total the rule needs (the fixed
     parts, room for a reply twice — one for the reply, as much again for the conversation —
     and the margin) against the window, and what to do."""
@@ -233,7 +249,7 @@ def max_output(budget: Budget, estimate: int, settings: EngineSettings) -> int:
     return max(1, min(cap, max(budget.output_reserve, room)))
 
 
-def check_overhead(asm: Assembly, budget: Budget, fixed: int, max_output_tokens: int) -> None:
+def check_overhead(asm: FixedParts, budget: Budget, fixed: int, max_output_tokens: int) -> None:
     """Refuse a window the fixed parts (`fixed`, calibrated) leave no room in.
 
     Raises:
