@@ -15,6 +15,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ class ProviderConfig:
 
     name: str
     wire: str
-    """One of `openai-chat`, `openai-responses`, `anthropic-messages`."""
+    """A `WireApi` value: `openai-chat`, `openai-responses` or `anthropic-messages`."""
     base_url: str
     model: str = ""
     api_key_env: str | None = None
@@ -58,6 +59,15 @@ class ProviderConfig:
     extra_body: JSONObject = field(default_factory=dict, hash=False)
     """Server-specific request fields (`[providers.NAME.extra_body]`), merged into every request
     body last: a table merges into the field of the same name, anything else replaces it."""
+
+
+class WireApi(StrEnum):
+    """The wire protocols Comal speaks: what `providers.NAME.wire` may declare. Each has its
+    `Wire` (`providers/wires.py`); a test holds the two lists equal."""
+
+    OPENAI_CHAT = "openai-chat"
+    OPENAI_RESPONSES = "openai-responses"
+    ANTHROPIC_MESSAGES = "anthropic-messages"
 
 
 DEFAULT_THRESHOLD_RATIO = 0.90
@@ -429,9 +439,10 @@ def _prices(raw: Mapping[str, Any]) -> dict[str, Price]:
 
 def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
     wire = raw.get("wire")
-    if wire not in ("openai-chat", "openai-responses", "anthropic-messages"):
+    if wire not in tuple(WireApi):
+        *first, last = tuple(WireApi)
         raise ConfigError(
-            f"providers.{name}.wire must be openai-chat, openai-responses or anthropic-messages"
+            f"providers.{name}.wire must be {', '.join(first)} or {last}"
             f" (got {wire!r}); the wire is declared, never guessed"
         )
     base_url = raw.get("base_url")

@@ -11,7 +11,7 @@ import pytest
 from comal.config import ProviderConfig
 from comal.ledger.records import SessionConfigured
 from comal.messages import JSONObject
-from comal.providers.discovery import list_models
+from comal.providers.wires import list_models
 from comal.testing.fake_server import FakeServer
 from tests.e2e.headless_support import comal, configure, ledger_at
 

@@ -16,10 +16,10 @@ import pytest
 from comal.config import ProviderConfig
 from comal.messages import user_text
 from comal.providers.base import Capabilities, CountsTokens, ModelRequest
-from comal.providers.discovery import discover_window
 from comal.providers.factory import make_adapter
 from comal.providers.identify import identify_server
 from comal.providers.reply import collect
+from comal.providers.wires import discover_window
 from comal.usage import Usage
 from tests.e2e.headless_support import Run, comal, ledger_at
 from tests.live.conftest import MODEL_ID, LlamaServer

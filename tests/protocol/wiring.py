@@ -11,14 +11,15 @@ import httpx2
 from comal.agent.session import SessionOptions
 from comal.agent.toolset import standard_tools
 from comal.agent.turns import Outcome, run_headless
-from comal.config import Config, ContextConfig, ProviderConfig
+from comal.config import Config, ContextConfig, ProviderConfig, WireApi
 from comal.ledger.store import Ledger
 from comal.messages import Message
 from comal.providers.base import ModelRequest, Provider
 from comal.providers.factory import make_provider
 from comal.testing.fake_server import FakeServer
 
-WIRES = ("openai-chat", "openai-responses", "anthropic-messages")
+WIRES = tuple(str(wire) for wire in WireApi)
+"""Every wire Comal speaks: each fake-server and invalid-call test runs on all of them."""
 
 
 def provider_for(

@@ -33,6 +33,7 @@ from comal.providers.base import Capabilities, ModelRequest
 from comal.providers.factory import make_adapter
 from comal.providers.identify import detect_loopback
 from comal.providers.reply import collect
+from comal.providers.wires import wire_of
 from comal.tools.sandbox import probe
 
 _TIMEOUT = httpx2.Timeout(5.0)
@@ -52,10 +53,7 @@ class Check:
 
 def models_url(provider: ProviderConfig) -> str:
     """The models endpoint of the provider's wire."""
-    base = provider.base_url.rstrip("/")
-    if provider.wire == "anthropic-messages":
-        return f"{base}/models" if base.endswith("/v1") else f"{base}/v1/models"
-    return f"{base}/models"
+    return wire_of(provider).models_url(provider.base_url)
 
 
 def _fix_for(provider: ProviderConfig, status: int) -> str:
@@ -64,10 +62,10 @@ def _fix_for(provider: ProviderConfig, status: int) -> str:
         env = provider.api_key_env or "api_key_env"
         return f"the server refused the credentials: check {env}"
     if status in (404, 405, 501):
-        if provider.wire != "anthropic-messages" and not base.endswith("/v1"):
+        wire = wire_of(provider)
+        if wire.versioned_base and not base.endswith("/v1"):
             return f"base_url usually ends with /v1: try {base}/v1"
-        other = "openai-chat" if provider.wire != "openai-chat" else "openai-responses"
-        return f"this server may not speak {provider.wire}: try wire = {other!r}"
+        return f"this server may not speak {provider.wire}: try wire = {str(wire.fallback)!r}"
     return ""
 
 
@@ -75,9 +73,7 @@ def _headers(config: Config, provider: ProviderConfig) -> dict[str, str]:
     key = config.api_key(provider)
     if not key:
         return {}
-    if provider.wire == "anthropic-messages":
-        return {"x-api-key": key, "anthropic-version": "2023-06-01"}
-    return {"authorization": f"Bearer {key}"}
+    return wire_of(provider).listing_headers(key)
 
 
 async def check_models(

@@ -45,8 +45,8 @@ from comal.errors import ConfigError, UnknownSessionError
 from comal.ledger.records import SessionMoved
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
-from comal.providers.discovery import list_models
 from comal.providers.factory import make_provider, resolve_capabilities
+from comal.providers.wires import list_models
 
 
 def _load(args: argparse.Namespace, workspace: Path | None = None) -> Config:

@@ -18,6 +18,7 @@ from comal.config import Config, ProviderConfig
 from comal.errors import ConfigError
 from comal.providers.discovery import server_root
 from comal.providers.identify import detect_loopback, identify_server
+from comal.providers.wires import wire_of
 
 NO_PROVIDER_HELP = """no model provider is configured.
 Configure one in ~/.config/comal/config.toml or ./.comal/config.toml, for example:
@@ -82,7 +83,7 @@ async def choose_provider(config: Config, name: str | None, model: str | None) -
         raise ConfigError(NO_PROVIDER_HELP)
     if model:
         chosen = dataclasses.replace(chosen, model=model)
-    if not chosen.model and chosen.wire != "anthropic-messages":
+    if not chosen.model and wire_of(chosen).lists_served_model:
         chosen = await _served_model(chosen)
     if not chosen.model:
         raise ConfigError(f"provider {chosen.name!r} has no model: pass --model or set model")

@@ -18,6 +18,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
+import httpx2
+
+from comal.config import ProviderConfig
 from comal.messages import (
     Finish,
     JSONObject,
@@ -37,10 +40,11 @@ from comal.providers.base import (
     TextDelta,
     UsageReport,
     WireApi,
+    replays,
 )
+from comal.providers.discovery import DiscoveredWindow, anthropic_window, server_root
 from comal.providers.error_mapping import classify_error_object
 from comal.providers.http_stream import WireProvider
-from comal.providers.reasoning import is_replayable
 from comal.providers.sse import SseEvent, decoding, parse_json_object
 from comal.providers.tool_calls import decode_tool_call
 from comal.providers.usage_mapping import merge_anthropic_usage, usage_from_anthropic
@@ -111,7 +115,7 @@ def _assistant_blocks(message: Message, model: str) -> list[JSONObject]:
     blocks: list[JSONObject] = []
     for part in message.parts:
         if isinstance(part, ReasoningPart):
-            if not is_replayable(part, WIRE, model):
+            if not replays(WIRE_API, part, model):
                 continue
             if part.redacted_data:
                 blocks.append({"type": "redacted_thinking", "data": part.redacted_data})
@@ -340,3 +344,40 @@ class AnthropicMessagesProvider(WireProvider):
     def encode_json(self, request: ModelRequest) -> JSONObject:
         """See `encode_request`."""
         return encode_request(request)
+
+
+class AnthropicMessagesWire:
+    """The Messages wire as a `Wire`: reasoning replayed with its signature (or redacted data),
+    models listed at `/v1/models` with `x-api-key` and the API version, the window read from
+    `/v1/models/{id}`, and no served model taken (Anthropic's servers list many)."""
+
+    api = WIRE
+    adapter = AnthropicMessagesProvider
+    versioned_base = False
+    fallback = WireApi.OPENAI_CHAT
+    lists_served_model = False
+
+    def replayable(self, part: ReasoningPart) -> bool:
+        """`thinking` needs its signature; `redacted_thinking` its data."""
+        return bool(part.signature) or bool(part.redacted_data)
+
+    def models_url(self, base_url: str) -> str:
+        """`/v1/models` at the server root."""
+        return f"{server_root(base_url)}/v1/models"
+
+    def listing_headers(self, api_key: str | None) -> dict[str, str]:
+        """The API version, and `x-api-key` when there is a key."""
+        headers = {"anthropic-version": API_VERSION}
+        if api_key:
+            headers["x-api-key"] = api_key
+        return headers
+
+    async def discover_window(
+        self, cfg: ProviderConfig, client: httpx2.AsyncClient, api_key: str | None, timeout_s: float
+    ) -> DiscoveredWindow | None:
+        """`GET /v1/models/{id}` → `max_input_tokens`, `max_tokens`."""
+        return await anthropic_window(client, cfg, self.listing_headers(api_key), timeout_s)
+
+
+WIRE_API = AnthropicMessagesWire()
+"""The Messages wire, registered in `providers/wires.py`."""

@@ -13,19 +13,77 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
+from comal.config import ProviderConfig
+from comal.config import WireApi as WireApi
 from comal.messages import Finish, JSONObject, Message, ReasoningPart, ToolCallPart, ToolSpec
 from comal.usage import Usage
 
+if TYPE_CHECKING:
+    import httpx2
 
-class WireApi(StrEnum):
-    """The wire protocols Comal speaks."""
+    from comal.providers.discovery import DiscoveredWindow
+    from comal.providers.http_stream import WireProvider
 
-    OPENAI_CHAT = "openai-chat"
-    OPENAI_RESPONSES = "openai-responses"
-    ANTHROPIC_MESSAGES = "anthropic-messages"
+
+class Wire(Protocol):
+    """What one wire protocol does besides encoding requests and decoding streams.
+
+    Every place that once branched on the wire's name asks its `Wire` instead: the reasoning a
+    request may replay, where the server lists its models and with which headers, how its
+    window is discovered, and what `comal doctor` suggests. A wire is one module (its adapter,
+    decoder and `Wire`) plus its line in `providers/wires.py`.
+    """
+
+    @property
+    def api(self) -> WireApi:
+        """The wire's name, as configurations declare it and stored reasoning carries it."""
+        ...
+
+    @property
+    def adapter(self) -> type[WireProvider]:
+        """The adapter class `make_adapter` builds for a configuration of this wire."""
+        ...
+
+    @property
+    def versioned_base(self) -> bool:
+        """Whether base URLs of this wire end in `/v1` (what `comal doctor` suggests on 404)."""
+        ...
+
+    @property
+    def fallback(self) -> WireApi:
+        """The wire `comal doctor` suggests when a server does not speak this one."""
+        ...
+
+    @property
+    def lists_served_model(self) -> bool:
+        """Whether a configured provider without a model takes the one its server serves."""
+        ...
+
+    def replayable(self, part: ReasoningPart) -> bool:
+        """Whether a stored reasoning block of this wire holds what the wire needs to accept
+        it back (the wire and model match is `replays`' part)."""
+        ...
+
+    def models_url(self, base_url: str) -> str:
+        """Where a server of this wire lists its models."""
+        ...
+
+    def listing_headers(self, api_key: str | None) -> dict[str, str]:
+        """The headers of the model listing and discovery requests."""
+        ...
+
+    async def discover_window(
+        self, cfg: ProviderConfig, client: httpx2.AsyncClient, api_key: str | None, timeout_s: float
+    ) -> DiscoveredWindow | None:
+        """Ask the configured server for its model's window; None when it does not say."""
+        ...
+
+
+def replays(wire: Wire, part: ReasoningPart, model: str) -> bool:
+    """Whether `part` is sent back in a request to `wire` / `model` (see `reasoning.py`)."""
+    return part.wire == str(wire.api) and part.model == model and wire.replayable(part)
 
 
 WINDOW_SOURCES = ("catalog", "discovered", "explicit", "fallback")

@@ -85,7 +85,7 @@ def _entry(listing: JSONValue, model: str) -> JSONObject | None:
     return entries[0] if len(entries) == 1 else None
 
 
-async def _anthropic(
+async def anthropic_window(
     client: httpx2.AsyncClient, cfg: ProviderConfig, headers: dict[str, str], timeout_s: float
 ) -> DiscoveredWindow | None:
     root = server_root(cfg.base_url)
@@ -100,6 +100,31 @@ async def _anthropic(
     return DiscoveredWindow(
         window, _positive(info.get("max_tokens")), "Anthropic /v1/models/{id} max_input_tokens"
     )
+
+
+class OpenAICompatibleWire:
+    """What the OpenAI-style wires (Chat Completions, Responses) share as a `Wire`: a bearer
+    token, models listed at `{base}/models`, a base URL ending in `/v1`, a served model taken
+    when none is configured, and the window asked of the server (never of OpenAI itself)."""
+
+    versioned_base = True
+    lists_served_model = True
+
+    def models_url(self, base_url: str) -> str:
+        """`{base_url}/models`."""
+        return f"{base_url.rstrip('/')}/models"
+
+    def listing_headers(self, api_key: str | None) -> dict[str, str]:
+        """A bearer token, when there is a key."""
+        return {"authorization": f"Bearer {api_key}"} if api_key else {}
+
+    async def discover_window(
+        self, cfg: ProviderConfig, client: httpx2.AsyncClient, api_key: str | None, timeout_s: float
+    ) -> DiscoveredWindow | None:
+        """The probes of vLLM, llama.cpp, Ollama and LM Studio (see the module docstring)."""
+        if is_openai_hosted(cfg.base_url):
+            return None
+        return await _openai_compatible(client, cfg, self.listing_headers(api_key), timeout_s)
 
 
 async def _ollama(
@@ -164,52 +189,6 @@ async def _openai_compatible(
     if trained:
         return DiscoveredWindow(trained, None, "llama.cpp /v1/models meta.n_ctx_train (trained)")
     return None
-
-
-async def discover_window(
-    cfg: ProviderConfig,
-    client: httpx2.AsyncClient,
-    api_key: str | None,
-    *,
-    timeout_s: float = 3.0,
-) -> DiscoveredWindow | None:
-    """Ask the configured server for its model's window; None when it does not say.
-
-    Never raises for an unreachable or unhelpful server: discovery is best effort.
-    """
-    if not cfg.model:
-        return None
-    if cfg.wire == "anthropic-messages":
-        headers = {"anthropic-version": "2023-06-01"}
-        if api_key:
-            headers["x-api-key"] = api_key
-        return await _anthropic(client, cfg, headers, timeout_s)
-    if is_openai_hosted(cfg.base_url):
-        return None
-    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
-    return await _openai_compatible(client, cfg, headers, timeout_s)
-
-
-async def list_models(
-    cfg: ProviderConfig, client: httpx2.AsyncClient, api_key: str | None, timeout_s: float = 5.0
-) -> tuple[str, ...] | None:
-    """The model ids the provider's server lists (`GET …/v1/models`, OpenAI's and Anthropic's
-    form: `data[].id`), in its order; None when it lists none or does not answer."""
-    if cfg.wire == "anthropic-messages":
-        headers = {"anthropic-version": "2023-06-01"}
-        if api_key:
-            headers["x-api-key"] = api_key
-        url = f"{server_root(cfg.base_url)}/v1/models"
-    else:
-        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
-        url = f"{cfg.base_url.rstrip('/')}/models"
-    listing = await fetch_json(client, "GET", url, headers, timeout_s)
-    data = listing.get("data") if isinstance(listing, dict) else None
-    if not isinstance(data, list):
-        return None
-    ids = [e.get("id") for e in data if isinstance(e, dict)]
-    found = tuple(i for i in ids if isinstance(i, str) and i)
-    return found or None
 
 
 def detect_prompt_truncation(

@@ -14,23 +14,15 @@ import httpx2
 
 from comal.config import DEFAULT_WINDOW_TOKENS, ProviderConfig
 from comal.errors import ConfigError
-from comal.providers.anthropic_messages import AnthropicMessagesProvider
-from comal.providers.base import Capabilities, Provider, WireApi
+from comal.providers.base import Capabilities, Provider
 from comal.providers.catalog import lookup
-from comal.providers.discovery import DiscoveredWindow, discover_window
+from comal.providers.discovery import DiscoveredWindow
 from comal.providers.http_stream import WireProvider
-from comal.providers.openai_chat import OpenAIChatProvider
-from comal.providers.openai_responses import OpenAIResponsesProvider
 from comal.providers.transport import RetryingProvider
+from comal.providers.wires import discover_window, wire_of
 
 DEFAULT_MAX_OUTPUT_TOKENS = 8_192
 """Output limit assumed when neither config, server nor catalog gives one."""
-
-_ADAPTERS: dict[str, type[WireProvider]] = {
-    WireApi.OPENAI_CHAT.value: OpenAIChatProvider,
-    WireApi.OPENAI_RESPONSES.value: OpenAIResponsesProvider,
-    WireApi.ANTHROPIC_MESSAGES.value: AnthropicMessagesProvider,
-}
 
 
 def combine_capabilities(
@@ -115,9 +107,7 @@ def make_adapter(
     Raises:
         ConfigError: the wire is unknown or no model is configured.
     """
-    adapter = _ADAPTERS.get(cfg.wire)
-    if adapter is None:
-        raise ConfigError(f"providers.{cfg.name}.wire {cfg.wire!r} is not a known wire")
+    adapter = wire_of(cfg).adapter
     if not cfg.model:
         raise ConfigError(f"providers.{cfg.name}.model is required")
     return adapter(cfg, client=client, api_key=api_key, capabilities=capabilities)

@@ -39,11 +39,11 @@ from comal.providers.base import (
     TextDelta,
     UsageReport,
     WireApi,
+    replays,
 )
-from comal.providers.discovery import is_openai_hosted, server_root
+from comal.providers.discovery import OpenAICompatibleWire, is_openai_hosted, server_root
 from comal.providers.error_mapping import classify_error_object
 from comal.providers.http_stream import WireProvider
-from comal.providers.reasoning import is_replayable
 from comal.providers.server_counts import llamacpp_count
 from comal.providers.sse import SseEvent, decoding, parse_json_object
 from comal.providers.tool_calls import decode_tool_call
@@ -97,7 +97,7 @@ def _assistant_message(message: Message, model: str) -> JSONObject:
     reasoning = [
         p.text
         for p in message.parts
-        if isinstance(p, ReasoningPart) and is_replayable(p, WIRE, model)
+        if isinstance(p, ReasoningPart) and replays(WIRE_API, p, model)
     ]
     calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
     text = message.text
@@ -352,3 +352,19 @@ class OpenAIChatProvider(WireProvider):
         )
         self._counts = count is not None
         return count
+
+
+class OpenAIChatWire(OpenAICompatibleWire):
+    """The Chat Completions wire as a `Wire` (listing, discovery: as any OpenAI-style server)."""
+
+    api = WIRE
+    adapter = OpenAIChatProvider
+    fallback = WireApi.OPENAI_RESPONSES
+
+    def replayable(self, part: ReasoningPart) -> bool:
+        """`reasoning_content` needs text."""
+        return bool(part.text)
+
+
+WIRE_API = OpenAIChatWire()
+"""The Chat Completions wire, registered in `providers/wires.py`."""

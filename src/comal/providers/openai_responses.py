@@ -38,10 +38,11 @@ from comal.providers.base import (
     TextDelta,
     UsageReport,
     WireApi,
+    replays,
 )
+from comal.providers.discovery import OpenAICompatibleWire
 from comal.providers.error_mapping import classify_error_object
 from comal.providers.http_stream import WireProvider
-from comal.providers.reasoning import is_replayable
 from comal.providers.sse import SseEvent, decoding, parse_json_object
 from comal.providers.tool_calls import decode_tool_call
 from comal.providers.usage_mapping import usage_from_openai_responses
@@ -84,7 +85,7 @@ def _assistant_items(message: Message, model: str) -> list[JSONValue]:
     items: list[JSONValue] = []
     for part in message.parts:
         if isinstance(part, ReasoningPart):
-            if is_replayable(part, WIRE, model):
+            if replays(WIRE_API, part, model):
                 summary: list[JSONValue] = (
                     [{"type": "summary_text", "text": part.text}] if part.text else []
                 )
@@ -302,3 +303,19 @@ class OpenAIResponsesProvider(WireProvider):
     def encode_json(self, request: ModelRequest) -> JSONObject:
         """See `encode_request`."""
         return encode_request(request)
+
+
+class OpenAIResponsesWire(OpenAICompatibleWire):
+    """The Responses wire as a `Wire` (listing and discovery as every OpenAI-style server)."""
+
+    api = WIRE
+    adapter = OpenAIResponsesProvider
+    fallback = WireApi.OPENAI_CHAT
+
+    def replayable(self, part: ReasoningPart) -> bool:
+        """A reasoning item needs its encrypted content (requests are sent with `store: false`)."""
+        return bool(part.encrypted_content)
+
+
+WIRE_API = OpenAIResponsesWire()
+"""The Responses wire, registered in `providers/wires.py`."""

@@ -6,26 +6,22 @@ also needs what its wire requires to accept it back: Anthropic `thinking` needs 
 (or `redacted_thinking` its data), a Responses reasoning item needs its encrypted content
 (requests are sent with `store: false`, so the server cannot look the item up by id), and Chat
 `reasoning_content` needs text. Everything else is dropped when encoding and counted here, so
-the caller can record how much reasoning a request left out.
+the caller can record how much reasoning a request left out. What each wire needs is its
+`Wire.replayable` (the adapters ask their own `Wire` through `base.replays`).
 """
 
 from __future__ import annotations
 
+from comal.config import WireApi
 from comal.messages import ReasoningPart
-from comal.providers.base import ModelRequest, WireApi
+from comal.providers.base import ModelRequest, replays
+from comal.providers.wires import WIRES
 
 
 def is_replayable(part: ReasoningPart, wire: WireApi | str, model: str) -> bool:
     """Whether this reasoning block is sent back in a request to `wire` / `model`."""
-    if part.wire != str(wire) or part.model != model:
-        return False
-    if part.wire == WireApi.ANTHROPIC_MESSAGES:
-        return bool(part.signature) or bool(part.redacted_data)
-    if part.wire == WireApi.OPENAI_RESPONSES:
-        return bool(part.encrypted_content)
-    if part.wire == WireApi.OPENAI_CHAT:
-        return bool(part.text)
-    return False
+    known = WIRES.get(WireApi(wire)) if wire in tuple(WireApi) else None
+    return known is not None and replays(known, part, model)
 
 
 def count_dropped_reasoning(request: ModelRequest, wire: WireApi | str) -> int:

@@ -8,8 +8,9 @@ import pytest
 from comal.config import DEFAULT_WINDOW_TOKENS, ProviderConfig
 from comal.errors import ConfigError
 from comal.providers.catalog import families, lookup, normalize_model_name
-from comal.providers.discovery import DiscoveredWindow, detect_prompt_truncation, discover_window
+from comal.providers.discovery import DiscoveredWindow, detect_prompt_truncation
 from comal.providers.factory import combine_capabilities, make_provider, resolve_capabilities
+from comal.providers.wires import discover_window
 from comal.testing.fake_server import FakeServer
 
 
