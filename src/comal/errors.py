@@ -74,12 +74,6 @@ class OutputLengthError(ProviderError):
     code = "OUTPUT_LENGTH"
 
 
-class ContextWindowExceededError(ProviderError):
-    """Anthropic `model_context_window_exceeded`: generation stopped because the window filled."""
-
-    code = "CONTEXT_WINDOW_EXCEEDED"
-
-
 class RateLimitError(ProviderError):
     """HTTP 429 or an equivalent; honours retry-after."""
 

@@ -34,8 +34,6 @@ from comal.ledger.store import Ledger
 from comal.messages import JSONObject, digest_bytes, message_from_json
 from comal.tools.edits import write_atomic
 
-FILE_TOOLS = frozenset({"Write", "Edit"})
-"""Tools whose changes the ledger can undo."""
 OK_STATUSES = frozenset({"ok", "postcondition_observed"})
 DIFF_LINES_SHOWN = 12
 TURN_TEXT_CHARS = 70

@@ -424,10 +424,6 @@ def kept_model(ledger: Ledger, session_id: str, provider_name: str) -> str | Non
     return None
 
 
-CONFIGURED_KIND = "session.configured"
-"""The entry a mid-session change of model or effort records (docs/ledger.md)."""
-
-
 def reconfigure(
     session: Session,
     config: Config,

@@ -16,7 +16,6 @@ import httpx2
 
 from comal.cli.cmd_doctor import register_doctor
 from comal.cli.configuring import run_config
-from comal.config import Config, ProviderConfig
 from comal.providers.factory import combine_capabilities, resolve_capabilities
 from comal.providers.identify import detect_loopback
 
@@ -34,12 +33,6 @@ def register(subparsers: Any) -> None:
     )
     models.set_defaults(func=run_models)
     register_doctor(subparsers)
-
-
-def _key_state(config: Config, provider: ProviderConfig) -> str:
-    if provider.api_key_env is None:
-        return "no key configured"
-    return "set" if config.api_key(provider) else "NOT SET"
 
 
 async def run_models(args: argparse.Namespace) -> int:

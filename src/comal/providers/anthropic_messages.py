@@ -191,7 +191,6 @@ class AnthropicDecoder:
     _usage: JSONObject = field(default_factory=dict)
     _stop: str | None = None
     _stop_details: JSONObject | None = None
-    _saw_delta: bool = False
 
     def feed(self, event: SseEvent) -> list[ProviderEvent]:
         """Decode one event."""
@@ -214,7 +213,6 @@ class AnthropicDecoder:
             block = self._blocks.pop(index, None) if isinstance(index, int) else None
             return self._close(block) if block is not None else []
         if kind == "message_delta":
-            self._saw_delta = True
             delta = obj.get("delta")
             stop = delta.get("stop_reason") if isinstance(delta, dict) else None
             if isinstance(stop, str):

@@ -86,10 +86,6 @@ def replays(wire: Wire, part: ReasoningPart, model: str) -> bool:
     return part.wire == str(wire.api) and part.model == model and wire.replayable(part)
 
 
-WINDOW_SOURCES = ("catalog", "discovered", "explicit", "fallback")
-"""Where a context window figure came from, from most to least specific provenance."""
-
-
 @dataclass(frozen=True, slots=True)
 class Capabilities:
     """What the configured model can take and produce."""
@@ -100,7 +96,6 @@ class Capabilities:
     """Largest output the model accepts as its output limit."""
     window_source: str
     """One of `catalog`, `discovered`, `explicit`, `fallback`."""
-    parallel_tool_calls: bool = True
     vision: bool = False
     window_note: str = ""
     """Where exactly the figure came from (catalog source, discovery endpoint), for people."""

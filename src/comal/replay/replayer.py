@@ -405,14 +405,6 @@ def replay_file(
     return rows
 
 
-def session_files(paths: Sequence[Path]) -> list[Path]:
-    """Recorded session files under `paths` (directories are searched recursively).
-
-    Sub-agent transcripts beside their parent's file are read with the parent, not apart.
-    """
-    return [path for path, _ in found_files(paths)]
-
-
 def found_files(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     """Recorded session files under `paths`, each with its path relative to the PATH it was
     found under (POSIX form; a file given itself is its own name): the key `split_of` hashes."""

@@ -108,18 +108,9 @@ def _invalidates(entry: Entry) -> bool:
     )
 
 
-def invalidating_seq(entries: Sequence[Entry]) -> int:
-    """Seq of the latest entry after which earlier measurements no longer describe the view."""
-    latest = 0
-    for entry in entries:
-        if _invalidates(entry):
-            latest = entry.seq
-    return latest
-
-
 @dataclass(slots=True)
 class AnchorIndex:
-    """What `find_anchor` needs from a session, kept up to date as entries are appended.
+    """What finding an anchor needs from a session, kept up to date as entries are appended.
 
     Only entries after the latest invalidating one count: the requests among them by id and
     the assistant messages that carry a measured input, in ledger order. An engine feeds it
@@ -157,16 +148,6 @@ class AnchorIndex:
                 return None
             return Anchor(request.id, request.seq, entry.id, value)
         return None
-
-
-def find_anchor(entries: Sequence[Entry], current: Fingerprint) -> Anchor | None:
-    """The newest valid anchor, or None.
-
-    Args:
-        entries: the session's entries in ledger order.
-        current: the fingerprint the next request will carry.
-    """
-    return AnchorIndex().extend(entries).find(current)
 
 
 def calibration_ratio(entries: Sequence[Entry], model: str) -> float:

@@ -37,11 +37,6 @@ class ProjectionPlan:
     """Feasible: it reaches the target (the engine still weighs it against a derivation)."""
     reason: str
 
-    @property
-    def freed_tokens(self) -> int:
-        """Estimated tokens the plan removes from the request."""
-        return self.before_tokens - self.after_tokens
-
 
 def min_projectable_tokens(usable: int) -> int:
     """Smallest result worth projecting: ~2,000 tokens, less at very small windows."""

@@ -114,8 +114,6 @@ class WorkingSet:
     """How many reuses the reach was measured from (0 when the reach was given)."""
     result_ids: frozenset[str]
     """Entry ids of the results in the working set."""
-    recent_from_seq: int | None
-    """Ledger position of the oldest block of the newest `reach` calls (None: no call yet)."""
     pinned_from_seq: int | None
     """Ledger position of the oldest block holding a working-set result (a file's last read
     may lie before the recent calls)."""
@@ -208,4 +206,4 @@ def working_set(
             pinned = block.seq
             if item.facts.size_bytes > LARGE_READ_BYTES:
                 paths.discard(path)
-    return WorkingSet(reach, measured, frozenset(keep), recent, pinned)
+    return WorkingSet(reach, measured, frozenset(keep), pinned)
