@@ -20,6 +20,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests perf
 	$(BIN)/ruff format --check src tests perf
 	$(BIN)/mypy src tests perf
+	$(BIN)/vulture
 
 test: lint
 	$(BIN)/pytest -q
