@@ -315,6 +315,20 @@ class ConfigError(ComalError):
     exit_code = 2
 
 
+class MissingExtraError(ConfigError):
+    """A feature needs an optional dependency the installation left out (`comal[bench]`,
+    `comal[chrome]`): said in one line naming the extra, never a traceback."""
+
+    code = "MISSING_EXTRA"
+
+
+def missing_extra(module: str, extra: str, feature: str) -> MissingExtraError:
+    """The error for `feature` when `module`, installed by the `extra`, cannot be imported."""
+    return MissingExtraError(
+        f"{feature} needs {module}, which is not installed: pip install 'comal[{extra}]'"
+    )
+
+
 class ImportFormatError(ComalError):
     """A recorded session cannot be imported; names the file and line."""
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from comal.errors import ConfigError
+from comal.errors import ConfigError, missing_extra
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
@@ -180,7 +180,11 @@ def label_rows(xs: Sequence[float], widths: Sequence[float]) -> list[int]:
 
 
 def _figure(timeline: Timeline, title: str) -> object:
-    import matplotlib
+    try:
+        import matplotlib
+    except ModuleNotFoundError:  # the `bench` extra: a core install says so in one line
+        feature = "the context timeline (--timeline; an HTML export goes without: --no-timeline)"
+        raise missing_extra("matplotlib", "bench", feature) from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

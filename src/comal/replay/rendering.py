@@ -21,9 +21,9 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import toktok
 
+from comal.errors import missing_extra
 from comal.importers.plan import is_text_action
 from comal.messages import (
     MediaPart,
@@ -36,6 +36,11 @@ from comal.messages import (
     canonical_json,
 )
 from comal.replay.images import image_tokens
+
+try:
+    import numpy as np
+except ModuleNotFoundError:  # numpy is the `bench` extra: a core install says so in one line
+    raise missing_extra("numpy", "bench", "comal bench replay") from None
 
 ENCODING = "o200k_base"
 _PIXEL = 0

@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from comal.errors import missing_extra
 from comal.messages import JSONObject, JSONValue
 from comal.replay.metrics import aggregate_by_source
 
@@ -301,7 +302,10 @@ def _float(item: JSONObject, key: str) -> float:
 
 def write_png(path: Path, aggregate: Sequence[JSONObject]) -> None:
     """Cost (ratio to raw) against facts in view, per policy and window."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ModuleNotFoundError:  # the `bench` extra: a core install says so in one line
+        raise missing_extra("matplotlib", "bench", "comal bench replay --png") from None
 
     matplotlib.use("Agg")
     from matplotlib import pyplot

@@ -28,11 +28,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from playwright.async_api import Browser, Page, async_playwright
-from playwright.async_api import Error as PlaywrightError
-
 from comal.errors import ToolError
 from comal.messages import JSONObject, JSONValue
+from comal.plugins.chrome._playwright import Browser, Page, PlaywrightError, async_playwright
 
 CHROMIUM_FLAGS: tuple[str, ...] = (
     "--headless",
