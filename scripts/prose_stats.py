@@ -2,9 +2,10 @@
 
 Only prose counts: fenced code blocks, table rows, headings and HTML comments are left out,
 and inline code counts as one word. A sentence ends at `.`, `!` or `?` followed by a space
-(or the end of its paragraph), and at the end of a paragraph or list item, whatever it ends
-with. Prints, per file, the sentences, their average and median length and the longest one's
-length, so a rewrite can be measured the same way before and after.
+(a closing bracket, quote or bold marker may come between), and at the end of a paragraph or
+list item, whatever it ends with. Prints, per file, the sentences, their average and median
+length and the longest one's length, so a rewrite can be measured the same way before and
+after.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 _INLINE_CODE = re.compile(r"`[^`]*`")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[)\"']?\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[)\"'*]*\s+")
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "No.")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s+")
 
