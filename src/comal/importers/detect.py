@@ -35,17 +35,6 @@ from comal.importers import (
 )
 from comal.importers.plan import ParsedSession, format_error, read_json
 
-FORMATS = (
-    claude_code.FORMAT,
-    codex.FORMAT,
-    mini_swe_agent.FORMAT,
-    swe_agent.FORMAT,
-    openhands.FORMAT,
-    aider.FORMAT,
-    gemini_cli.FORMAT,
-)
-"""Importer names, as used in `import:<format>` sources."""
-
 
 def _one(parse: Callable[[Path], ParsedSession]) -> Callable[[Path], Sequence[ParsedSession]]:
     return lambda path: (parse(path),)
@@ -60,6 +49,8 @@ _PARSERS: dict[str, Callable[[Path], Sequence[ParsedSession]]] = {
     aider.FORMAT: aider.parse,
     gemini_cli.FORMAT: _one(gemini_cli.parse),
 }
+FORMATS = tuple(_PARSERS)
+"""Importer names, as used in `import:<format>` sources (each registered once, above)."""
 _CODEX_TYPES = {"session_meta", "response_item", "turn_context", "event_msg", "compacted"}
 _CLAUDE_TYPES = {"file-history-snapshot", "progress", "queue-operation", "summary"}
 _SNIFF_LINES = 50
