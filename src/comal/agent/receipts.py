@@ -15,7 +15,7 @@ from comal.agent.session_facts import RECEIPT_KIND
 from comal.errors import UnknownSessionError
 from comal.ledger.entry import Entry
 from comal.ledger.records import ChildReceipt as ReceiptRecord
-from comal.ledger.records import SessionStarted
+from comal.ledger.records import Kind, SessionStarted
 from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
@@ -127,7 +127,7 @@ def child_session_id(parent_id: str, call_id: str, key: str = "", occurrence: in
 
 
 def _origin(ledger: Ledger, session_id: str) -> JSONObject:
-    started = ledger.entries(session_id, kinds=("session.started",))
+    started = ledger.entries(session_id, kinds=(Kind.SESSION_STARTED,))
     origin = SessionStarted.from_entry(started[0]).origin if started else None
     return origin or {}
 

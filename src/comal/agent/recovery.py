@@ -55,7 +55,7 @@ from comal.agent.tool_runner import call_summary, media_json
 from comal.agent.toolset import CALL_KINDS
 from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
-from comal.ledger.records import SessionFinished, ToolResult, UserMessage
+from comal.ledger.records import Kind, SessionFinished, ToolResult, UserMessage
 from comal.ledger.records import ToolStarted as StartedRecord
 from comal.ledger.records import fields as f
 from comal.messages import (
@@ -320,12 +320,12 @@ def _hold_uncertain(s: Session, entries: list[Entry]) -> int:
     """Hand every still-uncertain (tool, arguments) to the runner's insistence guard."""
     pairing = pair(entries)
     for entry in entries:
-        if entry.kind == "tool.started":
+        if entry.kind == Kind.TOOL_STARTED:
             started = StartedRecord.from_entry(entry)
             if started.permission.get("decision") == "allow":
                 # A later allowed identical call (confirmed by the user) settles the doubt.
                 s.runner.release_uncertain(started.name or "", started.arguments)
-        elif entry.kind == "tool.result":
+        elif entry.kind == Kind.TOOL_RESULT:
             result = ToolResult.from_entry(entry)
             if result.status == "uncertain":
                 args = pairing.ran_arguments(entry)
@@ -340,13 +340,14 @@ def _continuation(entries: list[Entry], ran_calls: bool) -> str:
         (
             e
             for e in reversed(entries)
-            if e.kind in ("message.user", "message.summary", "message.assistant", "tool.result")
+            if e.kind
+            in (Kind.MESSAGE_USER, Kind.MESSAGE_SUMMARY, Kind.MESSAGE_ASSISTANT, Kind.TOOL_RESULT)
         ),
         None,
     )
     if last is None:
         return "answered"
-    if last.kind != "message.assistant":
+    if last.kind != Kind.MESSAGE_ASSISTANT:
         return "awaiting_reply"
     return "open_plan" if board_is_open(board_of(entries)) else "answered"
 

@@ -24,6 +24,7 @@ from comal.ledger.entry import Entry
 from comal.ledger.history import REWOUND_KIND
 from comal.ledger.records import (
     CheckpointRecord,
+    Kind,
     SessionRewound,
     ToolResult,
     ToolStarted,
@@ -120,7 +121,7 @@ def _read(path: str) -> bytes | None:
 
 def _prepared(entry: Entry) -> tuple[str, str | None, str] | None:
     """(path, digest before, digest intended) of a Write/Edit's preparation, if it has one."""
-    if entry.kind != "tool.started":
+    if entry.kind != Kind.TOOL_STARTED:
         return None
     prep = ToolStarted.from_entry(entry).preparation
     if prep is None:
@@ -171,7 +172,7 @@ def _result_status(site: CallSite | None) -> str | None:
 
 def _unrestorable_call(entry: Entry) -> str | None:
     """A one-line description of a call whose effects Comal cannot undo, if it is one."""
-    if entry.kind != "tool.started":
+    if entry.kind != Kind.TOOL_STARTED:
         return None
     started = ToolStarted.from_entry(entry)
     name = started.name or ""
@@ -198,7 +199,7 @@ def turns(ledger: Ledger, session_id: str) -> list[Turn]:
             )
 
     for entry in entries:
-        if entry.kind == "message.user":
+        if entry.kind == Kind.MESSAGE_USER:
             close()
             head, files, other = entry, [], []
         elif (prepared := _prepared(entry)) is not None:
@@ -244,7 +245,7 @@ def resolve_point(ledger: Ledger, session_id: str, to: str | None) -> tuple[int,
             number = int(lowered[len(prefix) :])
             for entry in entries:
                 if (
-                    entry.kind == "checkpoint"
+                    entry.kind == Kind.CHECKPOINT
                     and CheckpointRecord.from_entry(entry).number == number
                 ):
                     return entry.seq, f"checkpoint {number}"

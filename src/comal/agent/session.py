@@ -32,6 +32,7 @@ from comal.context.measure.anchors import Fingerprint, tools_digest
 from comal.context.view.entry import DEFAULT_LARGE_OUTPUT_BYTES
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
+    Kind,
     SessionConfigured,
     SessionFinished,
     SessionResumed,
@@ -121,7 +122,7 @@ class Session:
         """The answer of a successful finish_call once the session is closed, else None."""
         if self.ledger.session(self.id).status != "finished":
             return None
-        for entry in reversed(self.ledger.entries(self.id, kinds=("session.finished",))):
+        for entry in reversed(self.ledger.entries(self.id, kinds=(Kind.SESSION_FINISHED,))):
             return SessionFinished.from_entry(entry).answer
         return ""
 
@@ -416,7 +417,7 @@ def open_session(
 def kept_model(ledger: Ledger, session_id: str, provider_name: str) -> str | None:
     """The model the session last ran on with this provider (a `/model` choice is kept when it
     is resumed), or None when it last ran on another provider or records none."""
-    entries = ledger.entries(session_id, kinds=("session.configured", "session.resumed"))
+    entries = ledger.entries(session_id, kinds=(Kind.SESSION_CONFIGURED, Kind.SESSION_RESUMED))
     for entry in reversed(entries):
         ran = record_of(entry)
         if isinstance(ran, SessionConfigured | SessionResumed):
@@ -424,7 +425,7 @@ def kept_model(ledger: Ledger, session_id: str, provider_name: str) -> str | Non
     return None
 
 
-CONFIGURED_KIND = "session.configured"
+CONFIGURED_KIND = Kind.SESSION_CONFIGURED
 """The entry a mid-session change of model or effort records (docs/ledger.md)."""
 
 

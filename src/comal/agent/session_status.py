@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 from comal.errors import ComalError, LedgerDamagedError
 from comal.ledger.entry import Entry, SessionInfo
-from comal.ledger.records import AssistantMessage, ChildReceipt, WarningRecord
+from comal.ledger.records import AssistantMessage, ChildReceipt, Kind, WarningRecord
 from comal.ledger.store import Ledger
 from comal.messages import message_from_json
 
-RECEIPT_KIND = "child.receipt"
+RECEIPT_KIND = Kind.CHILD_RECEIPT
 """The entry that closes a child session with its exact receipt (see `agent.children`)."""
 
 ACTIVE = "active"
@@ -47,13 +47,13 @@ INTERRUPTED = "interrupted"
 DAMAGED = "damaged"
 """What readers show for a session with an entry that does not decode (`comal verify`)."""
 
-HELD_KINDS = ("lock.acquired", "lock.reclaimed")
+HELD_KINDS = (Kind.LOCK_ACQUIRED, Kind.LOCK_RECLAIMED)
 """The entries a Comal process records when it takes a session (to run its turns)."""
 LIFECYCLE_KINDS = (
-    "message.user",
-    "message.assistant",
-    "session.finished",
-    "warning",
+    Kind.MESSAGE_USER,
+    Kind.MESSAGE_ASSISTANT,
+    Kind.SESSION_FINISHED,
+    Kind.WARNING,
     RECEIPT_KIND,
     *HELD_KINDS,
 )
@@ -96,14 +96,14 @@ def derive(entries: Iterable[Entry]) -> Lifecycle:
         kind = entry.kind
         if kind in HELD_KINDS:
             held = True
-        elif kind == "message.user":
+        elif kind == Kind.MESSAGE_USER:
             is_open = True
-        elif kind == "message.assistant" and not _asks_for_tools(entry):
+        elif kind == Kind.MESSAGE_ASSISTANT and not _asks_for_tools(entry):
             settled, is_open = ACTIVE, False
             answered = answered or AssistantMessage.from_entry(entry).finish != "refusal"
-        elif kind == "session.finished":
+        elif kind == Kind.SESSION_FINISHED:
             settled, is_open, answered = FINISHED, False, True
-        elif kind == "warning" and WarningRecord.from_entry(entry).turn == FAILED:
+        elif kind == Kind.WARNING and WarningRecord.from_entry(entry).turn == FAILED:
             is_open = False
             if not answered:
                 settled = FAILED

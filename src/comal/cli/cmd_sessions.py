@@ -26,7 +26,7 @@ from comal.errors import LedgerError
 from comal.ids import now_ms
 from comal.ledger import STATUSES, Entry, Ledger, SessionInfo, VerifyReport
 from comal.ledger.engine import is_pg_url, redact, sqlite_path
-from comal.ledger.records import UserMessage
+from comal.ledger.records import Kind, UserMessage
 from comal.ledger.salvage import resolve_in_file, verify_file
 from comal.messages import (
     JSONObject,
@@ -188,7 +188,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
         infos = _listed(every, here, limit)
         more = 0 if limit is None else len(_listed(every, here, None)) - len(infos)
         shorts = ledger.short_ids()
-        asks = ledger.first_entries("message.user")
+        asks = ledger.first_entries(Kind.MESSAGE_USER)
         path = ledger.location
         if args.json:
             infos = [with_status(ledger, info) for info in infos]
@@ -336,12 +336,12 @@ def _result_lines(
 
 _QUIET_KINDS = frozenset(
     {
-        "lock.acquired",
-        "lock.reclaimed",
-        "provider.request",
-        "provider.resent",
-        "session.tools",
-        "session.started",
+        Kind.LOCK_ACQUIRED,
+        Kind.LOCK_RECLAIMED,
+        Kind.PROVIDER_REQUEST,
+        Kind.PROVIDER_RESENT,
+        Kind.SESSION_TOOLS,
+        Kind.SESSION_STARTED,
     }
 )
 """Bookkeeping a transcript leaves out (`--json` and `--all` keep every entry)."""
@@ -361,23 +361,23 @@ def _entry_lines(entry: Entry, body: bytes | None, how: _Show) -> list[str]:
     p = entry.payload
     kind = entry.kind
     verbose = how.verbose
-    if kind == "message.user":
+    if kind == Kind.MESSAGE_USER:
         seq = f", seq {entry.seq}" if verbose else ""
         return ["", *_message_lines(p, f"▶ ask  ({_utc(entry.created_at)}{seq})", verbose=verbose)]
-    if kind == "message.assistant":
+    if kind == Kind.MESSAGE_ASSISTANT:
         extra = " · ".join(str(p[k]) for k in ("model", "finish") if p.get(k))
         who = "◀ answer" + (f"  ({extra})" if extra and verbose else "")
         return ["", *_message_lines(p, who, verbose=verbose)]
-    if kind == "tool.started":
+    if kind == Kind.TOOL_STARTED:
         if not verbose:
             return []  # the answer that asked for the call shows it
         name = p.get("name")
         line = _call_line(str(name), p.get("arguments"), str(p.get("call_id")), verbose=True)
         return [f"  {line} (started)"]
-    if kind == "tool.result":
+    if kind == Kind.TOOL_RESULT:
         how.results += 1
         return _result_lines(entry, body, ordinal=how.results, short=how.short, verbose=verbose)
-    if kind == "projection":
+    if kind == Kind.PROJECTION:
         calls = p.get("call_ids")
         count = len(calls) if isinstance(calls, list) else 0
         outputs = "output" if count == 1 else "outputs"
@@ -385,7 +385,7 @@ def _entry_lines(entry: Entry, body: bytes | None, how: _Show) -> list[str]:
             f"── context: {count} {outputs} replaced by references to make room"
             f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
         ]
-    if kind == "checkpoint":
+    if kind == Kind.CHECKPOINT:
         through = f"; covers through seq {p.get('covers_through_seq')}" if verbose else ""
         return [
             f"══ checkpoint {p.get('number')}: {p.get('title')}"
@@ -393,22 +393,22 @@ def _entry_lines(entry: Entry, body: bytes | None, how: _Show) -> list[str]:
             f" ~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)",
             _indent(_shorten(str(p.get("text", "")))),
         ]
-    if kind == "compact.requested":
+    if kind == Kind.COMPACT_REQUESTED:
         return [f"── context: compaction requested (by {p.get('by', '?')})"]
-    if kind == "compact.cancelled":
+    if kind == Kind.COMPACT_CANCELLED:
         if p.get("reason") == "not_smaller":
             return [
                 "── context: compaction refused: it would not make the view smaller"
                 f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
             ]
         return [f"── context: queued compaction cancelled (by {p.get('by', '?')})"]
-    if kind == "context.calibrated":
+    if kind == Kind.CONTEXT_CALIBRATED:
         if not verbose:
             return []
         return [f"── context: calibrated ratio {p.get('ratio')} ({p.get('source')})"]
-    if kind in ("warning", "provider.error"):
+    if kind in (Kind.WARNING, Kind.PROVIDER_ERROR):
         return [f"  ! {p.get('code')}: {p.get('message')}"]
-    if kind == "session.finished":
+    if kind == Kind.SESSION_FINISHED:
         return [f"✓ finished: {_compact(p.get('answer'), 2000)}"]
     if kind in _QUIET_KINDS and not how.every:
         return []
@@ -437,7 +437,7 @@ async def run_show(args: argparse.Namespace) -> int:
         children = ledger.children(session_id)
         entries = ledger.entries(session_id)
         bodies = [ledger.body(entry) for entry in entries]
-        asks = ledger.first_entries("message.user")
+        asks = ledger.first_entries(Kind.MESSAGE_USER)
     title = info.title or first_ask(asks.get(session_id))
     if args.json:
         _emit_json(

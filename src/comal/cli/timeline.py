@@ -25,6 +25,7 @@ from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
     CheckpointRecord,
+    Kind,
     ProjectionRecord,
     ProviderRequest,
     ResponseDiscarded,
@@ -75,16 +76,16 @@ def _freed(before: int | None, after: int | None) -> tuple[int | None, str]:
 
 
 def _mark(entry: Entry, index: int) -> ContextMark | None:
-    if entry.kind == "projection":
+    if entry.kind == Kind.PROJECTION:
         projection = ProjectionRecord.from_entry(entry)
         freed, text = _freed(projection.before_tokens, projection.after_tokens)
         count = len(projection.result_ids)
         return ContextMark(index, "projection", f"projection {count} refs{text}", freed)
-    if entry.kind == "checkpoint":
+    if entry.kind == Kind.CHECKPOINT:
         checkpoint = CheckpointRecord.from_entry(entry)
         freed, text = _freed(checkpoint.before_tokens, checkpoint.after_tokens)
         return ContextMark(index, "checkpoint", f"checkpoint #{checkpoint.number}{text}", freed)
-    if entry.kind == "message.summary":
+    if entry.kind == Kind.MESSAGE_SUMMARY:
         return ContextMark(index, "summary", "peer compaction", None)
     return None
 
@@ -101,17 +102,17 @@ def timeline_of(entries: Sequence[Entry], window: int, threshold: int) -> Timeli
     calls: list[CallTokens] = []
     marks: list[ContextMark] = []
     for entry in entries:
-        if entry.kind == "provider.request":
+        if entry.kind == Kind.PROVIDER_REQUEST:
             estimates[entry.id] = ProviderRequest.from_entry(entry).estimated_input_tokens or 0
             continue
         mark = _mark(entry, len(calls))
         if mark is not None:
             marks.append(mark)
             continue
-        if entry.kind not in ("message.assistant", "response.discarded"):
+        if entry.kind not in (Kind.MESSAGE_ASSISTANT, Kind.RESPONSE_DISCARDED):
             continue
         reply = (
-            AssistantMessage if entry.kind == "message.assistant" else ResponseDiscarded
+            AssistantMessage if entry.kind == Kind.MESSAGE_ASSISTANT else ResponseDiscarded
         ).from_entry(entry)
         usage = Usage() if reply.usage is None else Usage.from_json(reply.usage)
         estimated = usage.new_input is None

@@ -38,6 +38,7 @@ from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
     CheckpointRecord,
+    Kind,
     ResponseDiscarded,
     SummaryMessage,
     ToolResult,
@@ -126,9 +127,9 @@ _MESSAGES: dict[str, type[UserMessage | AssistantMessage | ResponseDiscarded]] =
 
 
 def _message_text(entry: Entry) -> str:
-    if entry.kind == "message.summary":
+    if entry.kind == Kind.MESSAGE_SUMMARY:
         return SummaryMessage.from_entry(entry).text
-    if entry.kind == "checkpoint":
+    if entry.kind == Kind.CHECKPOINT:
         return CheckpointRecord.from_entry(entry).text
     record = _MESSAGES.get(entry.kind)
     raw = None if record is None else record.from_entry(entry).message
@@ -138,9 +139,9 @@ def _message_text(entry: Entry) -> str:
 
 
 def _call_arguments(ledger: Ledger, entry: Entry) -> JSONValue:
-    if entry.kind == "tool.started":
+    if entry.kind == Kind.TOOL_STARTED:
         return ToolStarted.from_entry(entry).arguments
-    if entry.kind == "tool.result":
+    if entry.kind == Kind.TOOL_RESULT:
         site = pair(ledger.entries(entry.session_id, kinds=PAIRING_KINDS)).site_of(entry)
         if site is not None and site.started is not None:
             return ToolStarted.from_entry(site.started).arguments
@@ -148,7 +149,7 @@ def _call_arguments(ledger: Ledger, entry: Entry) -> JSONValue:
 
 
 def _media_text(entry: Entry) -> str:
-    media = ToolResult.from_entry(entry).media if entry.kind == "tool.result" else None
+    media = ToolResult.from_entry(entry).media if entry.kind == Kind.TOOL_RESULT else None
     if not media:
         raise EvidenceError(f"{entry.id} has no media")
     lines = []
@@ -168,7 +169,7 @@ def _media_text(entry: Entry) -> str:
 
 def _load(ledger: Ledger, entry: Entry, field: str) -> _Source:
     if field == "output":
-        if entry.kind != "tool.result":
+        if entry.kind != Kind.TOOL_RESULT:
             raise EvidenceError(f"{entry.id} is a {entry.kind}; field 'output' needs a tool result")
         digest = entry.body_hash
         if digest is not None and ledger.blob_size(digest) >= MIN_BYTES:
@@ -193,7 +194,7 @@ def _by_ordinal(ledger: Ledger, session_id: str, ordinal: int) -> Entry:
     """The session's `ordinal`-th tool result (`E17`: see `evidence_names`)."""
     count = 0
     for entry in ledger.entries(session_id):
-        if entry.kind == "tool.result":
+        if entry.kind == Kind.TOOL_RESULT:
             count += 1
             if count == ordinal:
                 return entry

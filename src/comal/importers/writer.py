@@ -20,7 +20,7 @@ from comal.importers.claude_code import parent_session_file
 from comal.importers.detect import parse_sessions
 from comal.importers.plan import ParsedSession, PlannedEntry
 from comal.ledger import Entry, Ledger
-from comal.ledger.records import SessionStarted, ToolResult
+from comal.ledger.records import Kind, SessionStarted, ToolResult
 from comal.messages import JSONObject
 
 
@@ -63,7 +63,7 @@ def write_session(
         parent_id=parent_id,
     )
     started: JSONObject = parsed.started_payload()
-    ledger.append(session_id, "session.started", started)
+    ledger.append(session_id, Kind.SESSION_STARTED, started)
     for planned in parsed.entries:
         append_planned(ledger, session_id, planned)
     written = [
@@ -77,7 +77,7 @@ def write_session(
 
 
 def _origin(ledger: Ledger, session_id: str) -> JSONObject:
-    started = ledger.entries(session_id, kinds=("session.started",))
+    started = ledger.entries(session_id, kinds=(Kind.SESSION_STARTED,))
     origin = SessionStarted.from_entry(started[0]).origin if started else None
     return origin or {}
 

@@ -78,6 +78,7 @@ from comal.ledger.pages import (
     write_page_index,
 )
 from comal.ledger.records.base import Record
+from comal.ledger.records.kinds import Kind
 from comal.ledger.records.session import SessionMoved
 from comal.ledger.salvage import SalvageReport, salvage
 from comal.ledger.schema import connect as connect_sqlite
@@ -355,6 +356,7 @@ class Ledger:
             LedgerError: bad kind, a payload that is not JSON, `body` given while the payload
                 already has one, or a payload `body` naming a blob the ledger does not hold.
         """
+        kind = str(kind)  # a `Kind` member is stored, and read back, as its plain string
         text, decoded, digest = entry_payload(kind, payload, body)
         entry_id = new_id("evt")
         for _ in range(_APPEND_TRIES - 1):
@@ -730,9 +732,9 @@ class Ledger:
             )
             write_lock(conn, lock)
             payload = lock_payload(lock)
-            kind = "lock.acquired"
+            kind = Kind.LOCK_ACQUIRED
             if current is not None:
-                kind = "lock.reclaimed"
+                kind = Kind.LOCK_RECLAIMED
                 previous = lock_payload(current)
                 if current.expires_at:
                     previous["expires_at"] = current.expires_at

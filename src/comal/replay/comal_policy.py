@@ -39,6 +39,7 @@ from comal.importers.plan import PlannedEntry
 from comal.ledger import Ledger
 from comal.ledger.records import (
     AssistantMessage,
+    Kind,
     ProviderRequest,
     ResponseDiscarded,
     SessionStarted,
@@ -108,15 +109,15 @@ class ComalPolicy:
         ledger = self._open()
         for index in range(self._appended, entries_end):
             planned = self.transcript.entries[index]
-            if planned.kind == "message.assistant" and self._sent is not None:
+            if planned.kind == Kind.MESSAGE_ASSISTANT and self._sent is not None:
                 planned = self._measured(ledger, index, planned, self._sent)
                 self._sent = None
             if planned.kind in REPLAYED_KINDS:
                 entry = append_planned(ledger, self._session, planned)
                 self._index_of[entry.id] = index
-                if entry.kind == "message.assistant":
+                if entry.kind == Kind.MESSAGE_ASSISTANT:
                     self._replied_at = entry.created_at
-                if entry.kind == "tool.result":
+                if entry.kind == Kind.TOOL_RESULT:
                     self._by_ordinal[len(self._by_ordinal) + 1] = index
         self._appended = max(self._appended, entries_end)
 

@@ -16,6 +16,7 @@ from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
     CheckpointRecord,
+    Kind,
     ProjectionRecord,
     ToolResult,
     ToolStarted,
@@ -39,7 +40,7 @@ class PastItem:
 
 
 def _message_text(entry: Entry) -> str:
-    record = UserMessage if entry.kind == "message.user" else AssistantMessage
+    record = UserMessage if entry.kind == Kind.MESSAGE_USER else AssistantMessage
     raw = record.from_entry(entry).message
     if raw is None:
         return ""
@@ -71,23 +72,23 @@ def past_items(entries: Sequence[Entry], limit: int = PAST_ITEMS_LIMIT) -> tuple
     pairing = pair(entries)
     items: list[PastItem] = []
     for entry in entries:
-        if entry.kind == "message.user":
+        if entry.kind == Kind.MESSAGE_USER:
             items.append(PastItem("user", _message_text(entry)))
-        elif entry.kind == "message.assistant":
+        elif entry.kind == Kind.MESSAGE_ASSISTANT:
             text = _message_text(entry)
             if AssistantMessage.from_entry(entry).finish == "refusal":
                 items.append(PastItem("refused", text))
             elif text.strip():
                 items.append(PastItem("assistant", text))
-        elif entry.kind == "tool.result":
+        elif entry.kind == Kind.TOOL_RESULT:
             result = ToolResult.from_entry(entry)
             summary = _started_summary(pairing.site_of(entry)) or str(result.name)
             line = tool_line(str(result.status), result.exit_code, result.size_bytes or 0)
             items.append(PastItem("tool", f"{summary} — {line}", result.status != "ok"))
-        elif entry.kind == "checkpoint":
+        elif entry.kind == Kind.CHECKPOINT:
             cp = CheckpointRecord.from_entry(entry)
             items.append(PastItem("context", f"checkpoint #{cp.number} · {cp.title}"))
-        elif entry.kind == "projection":
+        elif entry.kind == Kind.PROJECTION:
             count = len(ProjectionRecord.from_entry(entry).call_ids)
             items.append(PastItem("context", f"projection · {count} result(s) became references"))
     return tuple(items[-limit:])

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from comal.context.measure.anchors import measured_reply
 from comal.errors import ContextLengthError
 from comal.ledger.entry import Entry
-from comal.ledger.records import AssistantMessage, ContextCalibrated
+from comal.ledger.records import AssistantMessage, ContextCalibrated, Kind
 from comal.messages import JSONObject
 
 RECALIBRATE_SHIFT = 0.05
@@ -33,12 +33,12 @@ def measured_after(entries: Sequence[Entry], prepared_at: int) -> tuple[bool, in
         (whether its response is recorded yet, the measured input or None when unknown).
     """
     request = next(
-        (e for e in entries if e.kind == "provider.request" and e.seq > prepared_at), None
+        (e for e in entries if e.kind == Kind.PROVIDER_REQUEST and e.seq > prepared_at), None
     )
     if request is None:
         return False, None
     for entry in entries:
-        if entry.kind != "message.assistant":
+        if entry.kind != Kind.MESSAGE_ASSISTANT:
             continue
         reply = AssistantMessage.from_entry(entry)
         if reply.request_entry == request.id:
@@ -80,7 +80,7 @@ def provider_window(entries: Sequence[Entry], model: str, configured: int) -> tu
     """
     window, limited = configured, False
     for entry in entries:
-        if entry.kind != "context.calibrated":
+        if entry.kind != Kind.CONTEXT_CALIBRATED:
             continue
         calibrated = ContextCalibrated.from_entry(entry)
         limit = calibrated.limit_tokens

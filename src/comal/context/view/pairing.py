@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
+    Kind,
     ResponseDiscarded,
     ToolStarted,
     call_id_of,
@@ -47,7 +48,12 @@ from comal.ledger.records import (
 from comal.messages import JSONObject, Message, ToolCallPart, message_from_json
 from comal.values import value
 
-PAIRING_KINDS = ("message.assistant", "tool.started", "tool.result", "response.discarded")
+PAIRING_KINDS = (
+    Kind.MESSAGE_ASSISTANT,
+    Kind.TOOL_STARTED,
+    Kind.TOOL_RESULT,
+    Kind.RESPONSE_DISCARDED,
+)
 """The entry kinds pairing reads (others are ignored)."""
 
 
@@ -169,11 +175,11 @@ class Pairing:
         if entry.kind not in PAIRING_KINDS:
             return False
         self._taken.append(entry)
-        if entry.kind == "message.assistant":
+        if entry.kind == Kind.MESSAGE_ASSISTANT:
             self._message(entry)
-        elif entry.kind == "tool.started":
+        elif entry.kind == Kind.TOOL_STARTED:
             self._started(entry)
-        elif entry.kind == "tool.result":
+        elif entry.kind == Kind.TOOL_RESULT:
             self._result(entry)
         else:
             return self._discarded(entry)

@@ -38,6 +38,7 @@ from comal.ledger.records.conversation import (
     call_id_of,
     ran_call_of,
 )
+from comal.ledger.records.kinds import Kind
 from comal.ledger.records.process import (
     ChildReceipt,
     HookRun,
@@ -68,6 +69,7 @@ __all__ = [
     "CompactRequested",
     "ContextCalibrated",
     "HookRun",
+    "Kind",
     "LockAcquired",
     "LockReclaimed",
     "PressureDeferred",

@@ -31,7 +31,7 @@ class Record:
     __slots__ = ()
 
     KIND: ClassVar[str]
-    """The entry kind, e.g. `tool.result`."""
+    """The entry kind, a `Kind` member (e.g. `Kind.TOOL_RESULT`, stored as `tool.result`)."""
     WRITTEN_BY: ClassVar[str]
     """Who appends it (the docs table's last column)."""
 

@@ -10,6 +10,7 @@ from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
 from comal.ledger.records.base import Record
+from comal.ledger.records.kinds import Kind
 from comal.messages import JSONObject
 from comal.values import value
 
@@ -22,7 +23,7 @@ class ProjectionRecord(Record):
     `media_pressure` under pressure), `trigger` (`threshold`, `turn_boundary`,
     `cache_cold`), the estimated request `before_tokens` and `after_tokens`."""
 
-    KIND: ClassVar[str] = "projection"
+    KIND = Kind.PROJECTION
     WRITTEN_BY: ClassVar[str] = "context engine"
 
     call_ids: tuple[str, ...]
@@ -76,7 +77,7 @@ class CheckpointRecord(Record):
     `trigger` (what placed it: `threshold`, `turn_boundary`, `cache_cold`, or `by` again),
     the estimated request `before_tokens` and `after_tokens` and the budget's figures."""
 
-    KIND: ClassVar[str] = "checkpoint"
+    KIND = Kind.CHECKPOINT
     WRITTEN_BY: ClassVar[str] = "context engine"
 
     number: int | None
@@ -141,7 +142,7 @@ class PressureDeferred(Record):
     `need_tokens` (what those calls append), `options` (`defer` and the `checkpoint` it
     replaces)."""
 
-    KIND: ClassVar[str] = "pressure.deferred"
+    KIND = Kind.PRESSURE_DEFERRED
     WRITTEN_BY: ClassVar[str] = "context engine"
 
     trigger: str
@@ -186,7 +187,7 @@ class ContextCalibrated(Record):
     the window a provider's refusal stated, when below the configured one; the budget then
     uses it)."""
 
-    KIND: ClassVar[str] = "context.calibrated"
+    KIND = Kind.CONTEXT_CALIBRATED
     WRITTEN_BY: ClassVar[str] = "context engine"
 
     model: str
@@ -224,7 +225,7 @@ class BoardUpdated(Record):
     """The whole board after a change: `criteria` [{`id`, `text`, `status` (`pending`,
     `in_progress`, `done`, `blocked`), `check` (or null)}]."""
 
-    KIND: ClassVar[str] = "board.updated"
+    KIND = Kind.BOARD_UPDATED
     WRITTEN_BY: ClassVar[str] = "board tool"
 
     criteria: tuple[JSONObject, ...]
@@ -241,7 +242,7 @@ class BoardUpdated(Record):
 class CompactRequested(Record):
     """A person asked for a compaction (`by`); it is derived at the next turn boundary."""
 
-    KIND: ClassVar[str] = "compact.requested"
+    KIND = Kind.COMPACT_REQUESTED
     WRITTEN_BY: ClassVar[str] = "CLI `compact`, TUI `/compact`"
 
     by: str | None
@@ -262,7 +263,7 @@ class CompactCancelled(Record):
     checkpoint, `before_tokens` and `after_tokens`; also recorded for a refused immediate
     `/compact` or `comal compact`)."""
 
-    KIND: ClassVar[str] = "compact.cancelled"
+    KIND = Kind.COMPACT_CANCELLED
     WRITTEN_BY: ClassVar[str] = "TUI, context engine"
 
     by: str

@@ -11,6 +11,7 @@ from typing import ClassVar, Self
 from comal.ledger.entry import Entry
 from comal.ledger.records import fields as f
 from comal.ledger.records.base import Record
+from comal.ledger.records.kinds import Kind
 from comal.messages import JSONObject, JSONValue, digest_bytes
 from comal.values import value
 
@@ -19,7 +20,7 @@ from comal.values import value
 class UserMessage(Record):
     """A user message (the first of a child session is its task)."""
 
-    KIND: ClassVar[str] = "message.user"
+    KIND = Kind.MESSAGE_USER
     WRITTEN_BY: ClassVar[str] = "agent, importers"
 
     message: JSONObject | None
@@ -43,7 +44,7 @@ class AssistantMessage(Record):
     calls: {`from`: "text", `form` (`json`, `fenced` or `tag`), `text` (the reply's text as
     written; `message` holds the calls in its place)}."""
 
-    KIND: ClassVar[str] = "message.assistant"
+    KIND = Kind.MESSAGE_ASSISTANT
     WRITTEN_BY: ClassVar[str] = "agent, importers"
 
     message: JSONObject | None
@@ -89,7 +90,7 @@ class AssistantMessage(Record):
 class SummaryMessage(Record):
     """A peer's own compaction summary, kept as a marked entry (`origin` names it)."""
 
-    KIND: ClassVar[str] = "message.summary"
+    KIND = Kind.MESSAGE_SUMMARY
     WRITTEN_BY: ClassVar[str] = "importers"
 
     text: str
@@ -110,7 +111,7 @@ class ProviderRequest(Record):
     the anchor a measurement is matched by), `estimated_input_tokens` and `output_reserve`.
     The replay benchmark records only `model`, `wire` and `fingerprint`."""
 
-    KIND: ClassVar[str] = "provider.request"
+    KIND = Kind.PROVIDER_REQUEST
     WRITTEN_BY: ClassVar[str] = "agent, replay"
 
     model: str
@@ -150,7 +151,7 @@ class ProviderResent(Record):
     learn why a stream came back empty) or `unstreamed` (sent again without streaming to a
     server that answers only so; the reply that follows is that POST's)."""
 
-    KIND: ClassVar[str] = "provider.resent"
+    KIND = Kind.PROVIDER_RESENT
     WRITTEN_BY: ClassVar[str] = "agent"
 
     request_entry: str
@@ -181,7 +182,7 @@ class ProviderErrorRecord(Record):
     """A provider call that failed: the typed error's `code`, `message` and HTTP `status`
     (null when none)."""
 
-    KIND: ClassVar[str] = "provider.error"
+    KIND = Kind.PROVIDER_ERROR
     WRITTEN_BY: ClassVar[str] = "agent"
 
     code: str
@@ -205,7 +206,7 @@ class ResponseDiscarded(Record):
     calls run; optional `entry` (id of a `message.assistant` it supersedes, left out of the
     view) and, in the replay benchmark, `request_entry`."""
 
-    KIND: ClassVar[str] = "response.discarded"
+    KIND = Kind.RESPONSE_DISCARDED
     WRITTEN_BY: ClassVar[str] = "context engine, replay"
 
     reason: str
@@ -248,7 +249,7 @@ class ToolStarted(Record):
     tool's declared intent)} and then `body`: the exact bytes the file held before (what a
     rewind restores)."""
 
-    KIND: ClassVar[str] = "tool.started"
+    KIND = Kind.TOOL_STARTED
     WRITTEN_BY: ClassVar[str] = "agent, importers"
 
     call_id: str | None
@@ -294,7 +295,7 @@ class ToolResult(Record):
     `exit_code_in_output` (true: the output's own text states the exit code, as an imported
     observation such as mini-swe-agent's `<returncode>` does, so the view adds no line for it)."""
 
-    KIND: ClassVar[str] = "tool.result"
+    KIND = Kind.TOOL_RESULT
     WRITTEN_BY: ClassVar[str] = "agent, recovery, importers"
 
     call_id: str | None

@@ -7,6 +7,7 @@ from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
 from comal.ledger.records.base import Record
+from comal.ledger.records.kinds import Kind
 from comal.messages import JSONObject
 from comal.values import value
 
@@ -18,7 +19,7 @@ class LockAcquired(Record):
     machine's identity its lease is judged by: `COMAL_HOST_ID`, else the machine id; absent
     in older ledgers)."""
 
-    KIND: ClassVar[str] = "lock.acquired"
+    KIND = Kind.LOCK_ACQUIRED
     WRITTEN_BY: ClassVar[str] = "ledger locks"
 
     pid: int
@@ -55,7 +56,7 @@ class LockReclaimed(Record):
     (`holder_dead`: a process of this host that no longer runs; `lease_expired`: a holder on
     another host whose lease ran out without a heartbeat; absent in older ledgers)."""
 
-    KIND: ClassVar[str] = "lock.reclaimed"
+    KIND = Kind.LOCK_RECLAIMED
     WRITTEN_BY: ClassVar[str] = "ledger locks"
 
     pid: int
@@ -98,7 +99,7 @@ class HookRun(Record):
     null), `exit_code` (null: did not start or timed out), `stdout` and `stderr` (each cut
     to 4,000 characters, saying so)."""
 
-    KIND: ClassVar[str] = "hook.run"
+    KIND = Kind.HOOK_RUN
     WRITTEN_BY: ClassVar[str] = "agent (hooks)"
 
     event: str
@@ -148,7 +149,7 @@ class WarningRecord(Record):
     `PROMPT_TRUNCATED`); `turn: "failed"` when a turn stopped on it (a failed follow-up
     leaves the session's earlier answer and status standing)."""
 
-    KIND: ClassVar[str] = "warning"
+    KIND = Kind.WARNING
     WRITTEN_BY: ClassVar[str] = "anyone"
 
     code: str
@@ -174,7 +175,7 @@ class UserShell(Record):
     output (kept as the entry's body). Its output goes with the user's next message, which
     records it again as part of that message."""
 
-    KIND: ClassVar[str] = "user.shell"
+    KIND = Kind.USER_SHELL
     WRITTEN_BY: ClassVar[str] = "tui"
 
     command: str
@@ -208,7 +209,7 @@ class ChildReceipt(Record):
     (measured, summed over the child's responses), `requests`, `evidence` [{`ref` (a
     `tool.result` id of the child), `tool`}]."""
 
-    KIND: ClassVar[str] = "child.receipt"
+    KIND = Kind.CHILD_RECEIPT
     WRITTEN_BY: ClassVar[str] = "agent (children)"
 
     call_id: str

@@ -8,6 +8,7 @@ from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
 from comal.ledger.records.base import Record
+from comal.ledger.records.kinds import Kind
 from comal.messages import JSONObject
 from comal.values import value
 
@@ -22,7 +23,7 @@ class SessionStarted(Record):
     {`parent_session`, `parent_call`, `kind` (`task`, `step`, `draft`), `key`} and `task`
     {`description`, `tools` (null: the read-only default), `max_turns`, `max_tokens`}."""
 
-    KIND: ClassVar[str] = "session.started"
+    KIND = Kind.SESSION_STARTED
     WRITTEN_BY: ClassVar[str] = "agent, importers, replay"
 
     cwd: str
@@ -76,7 +77,7 @@ class SessionTools(Record):
     `MCP_SERVER_UNAVAILABLE`), `mcp_digest`, `body` (the offered MCP tool specs as canonical
     JSON `[{name, description, parameters}]`); reports count MCP schemas from the latest."""
 
-    KIND: ClassVar[str] = "session.tools"
+    KIND = Kind.SESSION_TOOLS
     WRITTEN_BY: ClassVar[str] = "agent"
 
     native: tuple[str, ...]
@@ -113,7 +114,7 @@ class SessionPlugins(Record):
     checks), `schema_bytes`}], `failed` [{`name`, `message`}], `body` (the offered plugin
     tool specs as canonical JSON); `comal context` counts plugin schemas from the latest."""
 
-    KIND: ClassVar[str] = "session.plugins"
+    KIND = Kind.SESSION_PLUGINS
     WRITTEN_BY: ClassVar[str] = "agent"
 
     loaded: tuple[JSONObject, ...]
@@ -142,7 +143,7 @@ class SessionConfigured(Record):
     """The model or reasoning effort changed mid-session (TUI `/model`, `/effort`); later
     requests carry the new fingerprint, so earlier anchors no longer apply."""
 
-    KIND: ClassVar[str] = "session.configured"
+    KIND = Kind.SESSION_CONFIGURED
     WRITTEN_BY: ClassVar[str] = "agent (`reconfigure`)"
 
     provider: str
@@ -176,7 +177,7 @@ class SessionResumed(Record):
     """What a resumed session runs on from now on (reports use the latest of this and
     `session.started`)."""
 
-    KIND: ClassVar[str] = "session.resumed"
+    KIND = Kind.SESSION_RESUMED
     WRITTEN_BY: ClassVar[str] = "agent"
 
     provider: str
@@ -207,7 +208,7 @@ class SessionForked(Record):
     """The first own entry of a fork (`comal fork`): its history is `parent`'s through
     `through_seq` (entry `through_entry`); its row links to the parent."""
 
-    KIND: ClassVar[str] = "session.forked"
+    KIND = Kind.SESSION_FORKED
     WRITTEN_BY: ClassVar[str] = "ledger (`fork_session`)"
 
     parent: str
@@ -239,7 +240,7 @@ class SessionRewound(Record):
     file held is kept as a blob, so a later rewind can come back to it); `not_restorable`
     (Bash and MCP calls after the point, and files whose bytes were not kept)."""
 
-    KIND: ClassVar[str] = "session.rewound"
+    KIND = Kind.SESSION_REWOUND
     WRITTEN_BY: ClassVar[str] = "`comal rewind`, TUI `/rewind`"
 
     to_seq: int
@@ -275,7 +276,7 @@ class SessionRewound(Record):
 class SessionMoved(Record):
     """The workspace a resumed session runs its tools in from now on (`--cwd` on resume)."""
 
-    KIND: ClassVar[str] = "session.moved"
+    KIND = Kind.SESSION_MOVED
     WRITTEN_BY: ClassVar[str] = "CLI resume"
 
     from_: str
@@ -294,7 +295,7 @@ class SessionFinished(Record):
     """A successful finish: the `answer` and the finish checks run [{`command`,
     `exit_code`, `passed`}] (a recorded submission of an import: `checks` empty)."""
 
-    KIND: ClassVar[str] = "session.finished"
+    KIND = Kind.SESSION_FINISHED
     WRITTEN_BY: ClassVar[str] = "finish_call, importers"
 
     answer: str
