@@ -33,6 +33,7 @@ from comal.context.view.entry import DEFAULT_LARGE_OUTPUT_BYTES
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
     Kind,
+    Record,
     SessionConfigured,
     SessionFinished,
     SessionResumed,
@@ -40,7 +41,6 @@ from comal.ledger.records import (
     WarningRecord,
     record_of,
 )
-from comal.ledger.records.base import Record
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart, canonical_json
 from comal.providers.base import Provider

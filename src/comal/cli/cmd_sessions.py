@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from comal.agent.session_status import shown_status, with_status
 from comal.cli.configuring import read_only_config
@@ -26,7 +26,7 @@ from comal.errors import LedgerError
 from comal.ids import now_ms
 from comal.ledger import STATUSES, Entry, Ledger, SessionInfo, VerifyReport
 from comal.ledger.engine import is_pg_url, redact, sqlite_path
-from comal.ledger.records import Kind, UserMessage
+from comal.ledger.records import Kind, UserMessage, kind_of
 from comal.ledger.salvage import resolve_in_file, verify_file
 from comal.messages import (
     JSONObject,
@@ -334,19 +334,6 @@ def _result_lines(
     return lines
 
 
-_QUIET_KINDS = frozenset(
-    {
-        Kind.LOCK_ACQUIRED,
-        Kind.LOCK_RECLAIMED,
-        Kind.PROVIDER_REQUEST,
-        Kind.PROVIDER_RESENT,
-        Kind.SESSION_TOOLS,
-        Kind.SESSION_STARTED,
-    }
-)
-"""Bookkeeping a transcript leaves out (`--json` and `--all` keep every entry)."""
-
-
 @dataclass(slots=True)
 class _Show:
     """How `show` prints: the session's short id, the flags, and the results seen so far."""
@@ -358,61 +345,93 @@ class _Show:
 
 
 def _entry_lines(entry: Entry, body: bytes | None, how: _Show) -> list[str]:
+    """The lines `show` prints for one entry; every kind is decided here (`assert_never`).
+
+    The payload is shown as recorded (a damaged field prints as it is stored)."""
     p = entry.payload
-    kind = entry.kind
     verbose = how.verbose
-    if kind == Kind.MESSAGE_USER:
-        seq = f", seq {entry.seq}" if verbose else ""
-        return ["", *_message_lines(p, f"▶ ask  ({_utc(entry.created_at)}{seq})", verbose=verbose)]
-    if kind == Kind.MESSAGE_ASSISTANT:
-        extra = " · ".join(str(p[k]) for k in ("model", "finish") if p.get(k))
-        who = "◀ answer" + (f"  ({extra})" if extra and verbose else "")
-        return ["", *_message_lines(p, who, verbose=verbose)]
-    if kind == Kind.TOOL_STARTED:
-        if not verbose:
-            return []  # the answer that asked for the call shows it
-        name = p.get("name")
-        line = _call_line(str(name), p.get("arguments"), str(p.get("call_id")), verbose=True)
-        return [f"  {line} (started)"]
-    if kind == Kind.TOOL_RESULT:
-        how.results += 1
-        return _result_lines(entry, body, ordinal=how.results, short=how.short, verbose=verbose)
-    if kind == Kind.PROJECTION:
-        calls = p.get("call_ids")
-        count = len(calls) if isinstance(calls, list) else 0
-        outputs = "output" if count == 1 else "outputs"
-        return [
-            f"── context: {count} {outputs} replaced by references to make room"
-            f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
-        ]
-    if kind == Kind.CHECKPOINT:
-        through = f"; covers through seq {p.get('covers_through_seq')}" if verbose else ""
-        return [
-            f"══ checkpoint {p.get('number')}: {p.get('title')}"
-            f" (by {p.get('by', '?')}{through};"
-            f" ~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)",
-            _indent(_shorten(str(p.get("text", "")))),
-        ]
-    if kind == Kind.COMPACT_REQUESTED:
-        return [f"── context: compaction requested (by {p.get('by', '?')})"]
-    if kind == Kind.COMPACT_CANCELLED:
-        if p.get("reason") == "not_smaller":
+    match kind_of(entry):
+        case Kind.MESSAGE_USER:
+            seq = f", seq {entry.seq}" if verbose else ""
+            ask = f"▶ ask  ({_utc(entry.created_at)}{seq})"
+            return ["", *_message_lines(p, ask, verbose=verbose)]
+        case Kind.MESSAGE_ASSISTANT:
+            extra = " · ".join(str(p[k]) for k in ("model", "finish") if p.get(k))
+            who = "◀ answer" + (f"  ({extra})" if extra and verbose else "")
+            return ["", *_message_lines(p, who, verbose=verbose)]
+        case Kind.TOOL_STARTED:
+            if not verbose:
+                return []  # the answer that asked for the call shows it
+            name = p.get("name")
+            line = _call_line(str(name), p.get("arguments"), str(p.get("call_id")), verbose=True)
+            return [f"  {line} (started)"]
+        case Kind.TOOL_RESULT:
+            how.results += 1
+            return _result_lines(entry, body, ordinal=how.results, short=how.short, verbose=verbose)
+        case Kind.PROJECTION:
+            calls = p.get("call_ids")
+            count = len(calls) if isinstance(calls, list) else 0
+            outputs = "output" if count == 1 else "outputs"
             return [
-                "── context: compaction refused: it would not make the view smaller"
+                f"── context: {count} {outputs} replaced by references to make room"
                 f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
             ]
-        return [f"── context: queued compaction cancelled (by {p.get('by', '?')})"]
-    if kind == Kind.CONTEXT_CALIBRATED:
-        if not verbose:
-            return []
-        return [f"── context: calibrated ratio {p.get('ratio')} ({p.get('source')})"]
-    if kind in (Kind.WARNING, Kind.PROVIDER_ERROR):
-        return [f"  ! {p.get('code')}: {p.get('message')}"]
-    if kind == Kind.SESSION_FINISHED:
-        return [f"✓ finished: {_compact(p.get('answer'), 2000)}"]
-    if kind in _QUIET_KINDS and not how.every:
-        return []
-    return [f"  · {kind} {_compact(p)}"]
+        case Kind.CHECKPOINT:
+            through = f"; covers through seq {p.get('covers_through_seq')}" if verbose else ""
+            return [
+                f"══ checkpoint {p.get('number')}: {p.get('title')}"
+                f" (by {p.get('by', '?')}{through};"
+                f" ~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)",
+                _indent(_shorten(str(p.get("text", "")))),
+            ]
+        case Kind.COMPACT_REQUESTED:
+            return [f"── context: compaction requested (by {p.get('by', '?')})"]
+        case Kind.COMPACT_CANCELLED:
+            if p.get("reason") == "not_smaller":
+                return [
+                    "── context: compaction refused: it would not make the view smaller"
+                    f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
+                ]
+            return [f"── context: queued compaction cancelled (by {p.get('by', '?')})"]
+        case Kind.CONTEXT_CALIBRATED:
+            if not verbose:
+                return []
+            return [f"── context: calibrated ratio {p.get('ratio')} ({p.get('source')})"]
+        case Kind.WARNING | Kind.PROVIDER_ERROR:
+            return [f"  ! {p.get('code')}: {p.get('message')}"]
+        case Kind.SESSION_FINISHED:
+            return [f"✓ finished: {_compact(p.get('answer'), 2000)}"]
+        case (
+            Kind.LOCK_ACQUIRED
+            | Kind.LOCK_RECLAIMED
+            | Kind.PROVIDER_REQUEST
+            | Kind.PROVIDER_RESENT
+            | Kind.SESSION_TOOLS
+            | Kind.SESSION_STARTED
+        ):
+            # Bookkeeping a transcript leaves out (`--json` and `--all` keep every entry).
+            if not how.every:
+                return []
+        case (
+            Kind.SESSION_PLUGINS
+            | Kind.MESSAGE_SUMMARY
+            | Kind.RESPONSE_DISCARDED
+            | Kind.PRESSURE_DEFERRED
+            | Kind.BOARD_UPDATED
+            | Kind.SESSION_CONFIGURED
+            | Kind.SESSION_FORKED
+            | Kind.SESSION_REWOUND
+            | Kind.HOOK_RUN
+            | Kind.USER_SHELL
+            | Kind.SESSION_RESUMED
+            | Kind.SESSION_MOVED
+            | Kind.CHILD_RECEIPT
+            | None  # a kind a newer Comal wrote
+        ):
+            pass
+        case unknown:
+            assert_never(unknown)
+    return [f"  · {entry.kind} {_compact(p)}"]
 
 
 def _entry_json(entry: Entry, body: bytes | None) -> JSONObject:

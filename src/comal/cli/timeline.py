@@ -29,6 +29,8 @@ from comal.ledger.records import (
     ProjectionRecord,
     ProviderRequest,
     ResponseDiscarded,
+    SummaryMessage,
+    record_of,
 )
 from comal.usage import Usage
 
@@ -76,18 +78,17 @@ def _freed(before: int | None, after: int | None) -> tuple[int | None, str]:
 
 
 def _mark(entry: Entry, index: int) -> ContextMark | None:
-    if entry.kind == Kind.PROJECTION:
-        projection = ProjectionRecord.from_entry(entry)
-        freed, text = _freed(projection.before_tokens, projection.after_tokens)
-        count = len(projection.result_ids)
-        return ContextMark(index, "projection", f"projection {count} refs{text}", freed)
-    if entry.kind == Kind.CHECKPOINT:
-        checkpoint = CheckpointRecord.from_entry(entry)
-        freed, text = _freed(checkpoint.before_tokens, checkpoint.after_tokens)
-        return ContextMark(index, "checkpoint", f"checkpoint #{checkpoint.number}{text}", freed)
-    if entry.kind == Kind.MESSAGE_SUMMARY:
-        return ContextMark(index, "summary", "peer compaction", None)
-    return None
+    match record_of(entry):
+        case ProjectionRecord(result_ids=ids, before_tokens=before, after_tokens=after):
+            freed, text = _freed(before, after)
+            return ContextMark(index, "projection", f"projection {len(ids)} refs{text}", freed)
+        case CheckpointRecord(number=number, before_tokens=before, after_tokens=after):
+            freed, text = _freed(before, after)
+            return ContextMark(index, "checkpoint", f"checkpoint #{number}{text}", freed)
+        case SummaryMessage():
+            return ContextMark(index, "summary", "peer compaction", None)
+        case _:
+            return None
 
 
 def timeline_of(entries: Sequence[Entry], window: int, threshold: int) -> Timeline:

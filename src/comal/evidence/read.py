@@ -44,6 +44,7 @@ from comal.ledger.records import (
     ToolResult,
     ToolStarted,
     UserMessage,
+    record_of,
 )
 from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
@@ -118,24 +119,18 @@ class _Source:
         return cls(entry.id, entry.session_id, entry.kind, field, text, digest)
 
 
-_MESSAGES: dict[str, type[UserMessage | AssistantMessage | ResponseDiscarded]] = {
-    UserMessage.KIND: UserMessage,
-    AssistantMessage.KIND: AssistantMessage,
-    ResponseDiscarded.KIND: ResponseDiscarded,
-}
-"""The kinds whose payload holds a message."""
-
-
 def _message_text(entry: Entry) -> str:
-    if entry.kind == Kind.MESSAGE_SUMMARY:
-        return SummaryMessage.from_entry(entry).text
-    if entry.kind == Kind.CHECKPOINT:
-        return CheckpointRecord.from_entry(entry).text
-    record = _MESSAGES.get(entry.kind)
-    raw = None if record is None else record.from_entry(entry).message
-    if raw is None:
-        raise EvidenceError(f"{entry.id} ({entry.kind}) has no text")
-    return message_from_json(raw).text
+    match record_of(entry):
+        case SummaryMessage(text=text) | CheckpointRecord(text=text):
+            return text
+        case (
+            UserMessage(message=raw)
+            | AssistantMessage(message=raw)
+            | ResponseDiscarded(message=raw)
+        ) if raw is not None:
+            return message_from_json(raw).text
+        case _:
+            raise EvidenceError(f"{entry.id} ({entry.kind}) has no text")
 
 
 def _call_arguments(ledger: Ledger, entry: Entry) -> JSONValue:

@@ -77,7 +77,7 @@ from comal.ledger.pages import (
     stored_page_index,
     write_page_index,
 )
-from comal.ledger.records.base import Record
+from comal.ledger.records import Record
 from comal.ledger.records.kinds import Kind
 from comal.ledger.records.session import SessionMoved
 from comal.ledger.salvage import SalvageReport, salvage

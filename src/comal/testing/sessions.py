@@ -22,12 +22,12 @@ from comal.ledger.records import (
     AssistantMessage,
     BoardUpdated,
     ProviderRequest,
+    Record,
     SessionStarted,
     ToolResult,
     ToolStarted,
     UserMessage,
 )
-from comal.ledger.records.base import Record
 from comal.ledger.store import Ledger
 from comal.messages import (
     JSONObject,

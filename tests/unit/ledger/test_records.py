@@ -24,6 +24,7 @@ from comal.ledger.records import (
     LockReclaimed,
     PressureDeferred,
     ProviderResent,
+    Record,
     SessionConfigured,
     SessionPlugins,
     ToolResult,
@@ -31,7 +32,6 @@ from comal.ledger.records import (
     UserShell,
     with_table,
 )
-from comal.ledger.records.base import Record
 from comal.messages import JSONObject, JSONValue
 from tests.unit.ledger.fixture_readers import FIXTURE, ROOT
 

@@ -1,8 +1,13 @@
 """Typed ledger records: one `@value` class (`comal.values`) per entry kind.
 
-Every writer builds its payload with a record's `to_payload()`, and every reader outside
-`comal.ledger` reads a payload through `Record.from_entry(entry)` (see `base.py` for the
-rules). The entry-kind table of docs/ledger.md is rendered from these classes:
+`Record` is the closed union of those classes and `Kind` the enum of their kinds. Every
+writer appends a record (`Ledger.append_record`), and every reader outside `comal.ledger`
+reads a payload through a record: `record_of(entry)` for any entry (a reader that branches on
+the kind matches the record, or `kind_of(entry)`, exhaustively: `assert_never` makes a new kind
+a type error until every such reader handles it), or `SomeRecord.from_entry(entry)` for an
+entry already selected by kind. An entry of a kind this version does not know (a ledger a
+newer Comal wrote) reads as None and is skipped, never refused (see `base.py` for the rules).
+The entry-kind table of docs/ledger.md is rendered from these classes:
 
     python -m comal.ledger.records --write-doc
 """
@@ -15,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from comal.ledger.entry import Entry
-from comal.ledger.records.base import Record
+from comal.ledger.records.base import RecordBase
 from comal.ledger.records.context import (
     BoardUpdated,
     CheckpointRecord,
@@ -78,6 +83,7 @@ __all__ = [
     "ProviderRequest",
     "ProviderResent",
     "Record",
+    "RecordBase",
     "ResponseDiscarded",
     "SessionConfigured",
     "SessionFinished",
@@ -95,10 +101,46 @@ __all__ = [
     "UserShell",
     "WarningRecord",
     "call_id_of",
+    "kind_of",
     "kind_table",
     "ran_call_of",
     "record_of",
 ]
+
+Record = (
+    SessionStarted
+    | SessionTools
+    | SessionPlugins
+    | UserMessage
+    | AssistantMessage
+    | SummaryMessage
+    | ProviderRequest
+    | ProviderResent
+    | ProviderErrorRecord
+    | ResponseDiscarded
+    | ToolStarted
+    | ToolResult
+    | ProjectionRecord
+    | CheckpointRecord
+    | PressureDeferred
+    | ContextCalibrated
+    | BoardUpdated
+    | CompactRequested
+    | CompactCancelled
+    | LockAcquired
+    | LockReclaimed
+    | SessionConfigured
+    | SessionForked
+    | SessionRewound
+    | HookRun
+    | UserShell
+    | SessionFinished
+    | SessionResumed
+    | SessionMoved
+    | WarningRecord
+    | ChildReceipt
+)
+"""Any record: the closed union of the record classes (one per `Kind`), for `match`."""
 
 _ORDER: tuple[type[Record], ...] = (
     SessionStarted,
@@ -137,11 +179,19 @@ _ORDER: tuple[type[Record], ...] = (
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ORDER}
 """Every entry kind Comal writes, with its record class (in the docs table's order)."""
 
+_KINDS: dict[str, Kind] = {kind.value: kind for kind in Kind}
+
 
 def record_of(entry: Entry) -> Record | None:
-    """The record of any entry, or None for a kind no record knows."""
+    """The record of any entry, or None for a kind this version does not know (a ledger a
+    newer Comal wrote keeps reading: its unknown entries are skipped)."""
     cls = RECORDS.get(entry.kind)
     return None if cls is None else cls.from_entry(entry)
+
+
+def kind_of(entry: Entry) -> Kind | None:
+    """The entry's kind as a `Kind`, or None for a kind this version does not know."""
+    return _KINDS.get(entry.kind)
 
 
 DOC_BEGIN = "<!-- entry kinds: begin (python -m comal.ledger.records --write-doc) -->"
@@ -174,7 +224,7 @@ def _json_type(annotation: str) -> str:
     return shown + ("?" if optional else "")
 
 
-def _fields(cls: type[Record]) -> str:
+def _fields(cls: type[RecordBase]) -> str:
     shown = []
     for field in dataclasses.fields(cls):  # type: ignore[arg-type]
         key = field.name.rstrip("_")
@@ -182,7 +232,7 @@ def _fields(cls: type[Record]) -> str:
     return ", ".join(shown)
 
 
-def kind_table(records: Sequence[type[Record]] = _ORDER) -> str:
+def kind_table(records: Sequence[type[RecordBase]] = _ORDER) -> str:
     """The markdown table of entry kinds: kind, fields with types, what it records, writer."""
     lines = [
         "| kind | fields (`?`: optional or null) | what it records | written by |",

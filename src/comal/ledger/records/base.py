@@ -25,7 +25,7 @@ _READ_MAX = 100_000
 """Records kept per class; full tables are emptied (a record is then simply read again)."""
 
 
-class Record:
+class RecordBase:
     """The base of every record class (a frozen, slotted dataclass)."""
 
     __slots__ = ()

@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
-from comal.ledger.records.base import Record
+from comal.ledger.records.base import RecordBase
 from comal.ledger.records.kinds import Kind
 from comal.messages import JSONObject
 from comal.values import value
 
 
 @value
-class ProjectionRecord(Record):
+class ProjectionRecord(RecordBase):
     """Results shown as references from now on: `result_ids` (the `tool.result` entries the
     view references; `call_ids` their calls), optional `media_result_ids` (results whose
     images are shown by reference: reason `media_reserve` past the media reserve,
@@ -70,7 +70,7 @@ class ProjectionRecord(Record):
 
 
 @value
-class CheckpointRecord(Record):
+class CheckpointRecord(RecordBase):
     """A derived checkpoint: `text` (as the model sees it) replaces the history through
     `covers_through_seq`; the verbatim tail starts at `tail_from_seq`, its
     `projected_result_ids` shown as references; `by` (`user`, `pressure`, or another reason),
@@ -135,7 +135,7 @@ class CheckpointRecord(Record):
 
 
 @value
-class PressureDeferred(Record):
+class PressureDeferred(RecordBase):
     """A request past the threshold mid tool loop waits for the turn boundary (once per
     turn; the view never reads it): `trigger` (`threshold`), `until` (`turn_boundary`),
     `remaining_calls` (the rest of the turn as the session's finished turns measured it),
@@ -181,7 +181,7 @@ class PressureDeferred(Record):
 
 
 @value
-class ContextCalibrated(Record):
+class ContextCalibrated(RecordBase):
     """The measured/estimated token ratio of one model: `source` (`usage`, `server_count`,
     or `context_length`, which also invalidates earlier anchors); `limit_tokens` (optional:
     the window a provider's refusal stated, when below the configured one; the budget then
@@ -221,7 +221,7 @@ class ContextCalibrated(Record):
 
 
 @value
-class BoardUpdated(Record):
+class BoardUpdated(RecordBase):
     """The whole board after a change: `criteria` [{`id`, `text`, `status` (`pending`,
     `in_progress`, `done`, `blocked`), `check` (or null)}]."""
 
@@ -239,7 +239,7 @@ class BoardUpdated(Record):
 
 
 @value
-class CompactRequested(Record):
+class CompactRequested(RecordBase):
     """A person asked for a compaction (`by`); it is derived at the next turn boundary."""
 
     KIND = Kind.COMPACT_REQUESTED
@@ -256,7 +256,7 @@ class CompactRequested(Record):
 
 
 @value
-class CompactCancelled(Record):
+class CompactCancelled(RecordBase):
     """Drops a `compact.requested` not yet derived: Esc in the TUI (`by: user`), or a
     person's compaction refused because it would not make the view smaller (`by: engine`,
     `reason: not_smaller`, `requested_by`, and the estimated request now and with the

@@ -10,14 +10,14 @@ from typing import ClassVar, Self
 
 from comal.ledger.entry import Entry
 from comal.ledger.records import fields as f
-from comal.ledger.records.base import Record
+from comal.ledger.records.base import RecordBase
 from comal.ledger.records.kinds import Kind
 from comal.messages import JSONObject, JSONValue, digest_bytes
 from comal.values import value
 
 
 @value
-class UserMessage(Record):
+class UserMessage(RecordBase):
     """A user message (the first of a child session is its task)."""
 
     KIND = Kind.MESSAGE_USER
@@ -34,7 +34,7 @@ class UserMessage(Record):
 
 
 @value
-class AssistantMessage(Record):
+class AssistantMessage(RecordBase):
     """A finished model reply. `finish` is the normalized finish status; `request_entry` the
     id of its `provider.request` (null in imports). When `finish` is `refusal`, `refusal`
     holds {`text` (what the model said in refusing), `reason` (the wire's `category:
@@ -87,7 +87,7 @@ class AssistantMessage(Record):
 
 
 @value
-class SummaryMessage(Record):
+class SummaryMessage(RecordBase):
     """A peer's own compaction summary, kept as a marked entry (`origin` names it)."""
 
     KIND = Kind.MESSAGE_SUMMARY
@@ -105,7 +105,7 @@ class SummaryMessage(Record):
 
 
 @value
-class ProviderRequest(Record):
+class ProviderRequest(RecordBase):
     """A request about to be sent: `sha256` and `size_bytes` of the exact body, what it was
     built from (`fingerprint` {`model`,`effort`,`tools_digest`,`config_digest`,`checkpoint`},
     the anchor a measurement is matched by), `estimated_input_tokens` and `output_reserve`.
@@ -145,7 +145,7 @@ class ProviderRequest(Record):
 
 
 @value
-class ProviderResent(Record):
+class ProviderResent(RecordBase):
     """The request of `request_entry` went out again with other bytes (`sha256`, `size_bytes`
     of the exact body POSTed): `reason` `probe` (asked once unstreamed, one output token, to
     learn why a stream came back empty) or `unstreamed` (sent again without streaming to a
@@ -178,7 +178,7 @@ class ProviderResent(Record):
 
 
 @value
-class ProviderErrorRecord(Record):
+class ProviderErrorRecord(RecordBase):
     """A provider call that failed: the typed error's `code`, `message` and HTTP `status`
     (null when none)."""
 
@@ -200,7 +200,7 @@ class ProviderErrorRecord(Record):
 
 
 @value
-class ResponseDiscarded(Record):
+class ResponseDiscarded(RecordBase):
     """An unfinished reply: `reason` (`OUTPUT_LENGTH`), `message` (the partial reply),
     `usage`, `output_reserve` (the output the cut request asked for) — none of its tool
     calls run; optional `entry` (id of a `message.assistant` it supersedes, left out of the
@@ -240,7 +240,7 @@ class ResponseDiscarded(Record):
 
 
 @value
-class ToolStarted(Record):
+class ToolStarted(RecordBase):
     """A call about to run (written **before** the tool runs): `permission` {`decision`,
     `mode` (`uncertain-repeat` for the insistence guard's verdict on re-issuing an uncertain
     call; `imported` for a call an imported session's peer started and left running — resume
@@ -283,7 +283,7 @@ class ToolStarted(Record):
 
 
 @value
-class ToolResult(Record):
+class ToolResult(RecordBase):
     """A call's result: `status` (`ok`, `error`, `denied`, `uncertain`, `cancelled`,
     `postcondition_observed`, `repeated` (a plugin's known reads made again by recovery)),
     `exit_code` (null when none), `body` (the exact output bytes as a blob), its

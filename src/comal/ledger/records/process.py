@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
-from comal.ledger.records.base import Record
+from comal.ledger.records.base import RecordBase
 from comal.ledger.records.kinds import Kind
 from comal.messages import JSONObject
 from comal.values import value
 
 
 @value
-class LockAcquired(Record):
+class LockAcquired(RecordBase):
     """A process took the session: its `pid`, `host`, `process_started_at` and
     `process_start_id` (`<boot id>:<start ticks>`, tells a recycled pid apart); `host_id` (the
     machine's identity its lease is judged by: `COMAL_HOST_ID`, else the machine id; absent
@@ -50,7 +50,7 @@ class LockAcquired(Record):
 
 
 @value
-class LockReclaimed(Record):
+class LockReclaimed(RecordBase):
     """A process took the session from a dead holder: as `lock.acquired`, plus `previous`
     (the dead holder's same fields, and its lease's `expires_at`) and `reason`
     (`holder_dead`: a process of this host that no longer runs; `lease_expired`: a holder on
@@ -93,7 +93,7 @@ class LockReclaimed(Record):
 
 
 @value
-class HookRun(Record):
+class HookRun(RecordBase):
     """A hook ran (written before its effect applies): `event` (`PreToolUse`, `PostToolUse`,
     `UserPromptSubmit`, `Stop`), `source` (`config.toml` or the settings file), `tool` (or
     null), `exit_code` (null: did not start or timed out), `stdout` and `stderr` (each cut
@@ -144,7 +144,7 @@ class HookRun(Record):
 
 
 @value
-class WarningRecord(Record):
+class WarningRecord(RecordBase):
     """A notice: `code` and `message` (e.g. `PLUGIN_UNAVAILABLE`, `MCP_SERVER_UNAVAILABLE`,
     `PROMPT_TRUNCATED`); `turn: "failed"` when a turn stopped on it (a failed follow-up
     leaves the session's earlier answer and status standing)."""
@@ -169,7 +169,7 @@ class WarningRecord(Record):
 
 
 @value
-class UserShell(Record):
+class UserShell(RecordBase):
     """A command the user ran in the workspace (`!cmd` in the TUI), not the model: `command`,
     `exit_code` (null when it was killed or did not start), `is_error`, `size_bytes` of its
     output (kept as the entry's body). Its output goes with the user's next message, which
@@ -202,7 +202,7 @@ class UserShell(Record):
 
 
 @value
-class ChildReceipt(Record):
+class ChildReceipt(RecordBase):
     """The last entry of a child session (one with it is never run again): `call_id` (the
     coordinator's call), `status` (`finished`, `budget_exhausted`, `failed`), `answer` (the
     child's last answer, verbatim), `reason` (why it stopped early, "" otherwise), `usage`

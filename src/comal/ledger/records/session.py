@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
-from comal.ledger.records.base import Record
+from comal.ledger.records.base import RecordBase
 from comal.ledger.records.kinds import Kind
 from comal.messages import JSONObject
 from comal.values import value
 
 
 @value
-class SessionStarted(Record):
+class SessionStarted(RecordBase):
     """The first entry of a session: `vision` (whether the model takes images; absent in
     older sessions and imports), `source` (`comal`, `comal:child`, `bench:replay` or
     `import:<format>`). Imports add `system` (the recorded system prompt, "" if none) and
@@ -69,7 +69,7 @@ class SessionStarted(Record):
 
 
 @value
-class SessionTools(Record):
+class SessionTools(RecordBase):
     """The tools offered, written at every session open while MCP servers are configured:
     `native` (names of the native and session-bound tools), `mcp` [{`server`, `name` (as
     offered: `mcp__<server>__<tool>`), `tool` (the server's own name), `schema_bytes`}],
@@ -108,7 +108,7 @@ class SessionTools(Record):
 
 
 @value
-class SessionPlugins(Record):
+class SessionPlugins(RecordBase):
     """The plugins, written at every session open while plugins are enabled: `loaded`
     [{`name`, `tools`, `recovery` (tools with a recovery adapter), `checks` (finish_call
     checks), `schema_bytes`}], `failed` [{`name`, `message`}], `body` (the offered plugin
@@ -139,7 +139,7 @@ class SessionPlugins(Record):
 
 
 @value
-class SessionConfigured(Record):
+class SessionConfigured(RecordBase):
     """The model or reasoning effort changed mid-session (TUI `/model`, `/effort`); later
     requests carry the new fingerprint, so earlier anchors no longer apply."""
 
@@ -173,7 +173,7 @@ class SessionConfigured(Record):
 
 
 @value
-class SessionResumed(Record):
+class SessionResumed(RecordBase):
     """What a resumed session runs on from now on (reports use the latest of this and
     `session.started`)."""
 
@@ -204,7 +204,7 @@ class SessionResumed(Record):
 
 
 @value
-class SessionForked(Record):
+class SessionForked(RecordBase):
     """The first own entry of a fork (`comal fork`): its history is `parent`'s through
     `through_seq` (entry `through_entry`); its row links to the parent."""
 
@@ -232,7 +232,7 @@ class SessionForked(Record):
 
 
 @value
-class SessionRewound(Record):
+class SessionRewound(RecordBase):
     """A rewind: the history through `to_seq` is kept; `to` is its label (`before turn N`,
     `checkpoint N`, `after entry evt_…`); `conversation` true: the entries after `to_seq` and
     before this one leave the history; `files` [{`path`, `restored_digest` (null: removed),
@@ -273,7 +273,7 @@ class SessionRewound(Record):
 
 
 @value
-class SessionMoved(Record):
+class SessionMoved(RecordBase):
     """The workspace a resumed session runs its tools in from now on (`--cwd` on resume)."""
 
     KIND = Kind.SESSION_MOVED
@@ -291,7 +291,7 @@ class SessionMoved(Record):
 
 
 @value
-class SessionFinished(Record):
+class SessionFinished(RecordBase):
     """A successful finish: the `answer` and the finish checks run [{`command`,
     `exit_code`, `passed`}] (a recorded submission of an import: `checks` empty)."""
 
