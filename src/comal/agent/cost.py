@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from comal.ledger.entry import Entry
-from comal.ledger.records import AssistantMessage, Kind, ProviderRequest, ResponseDiscarded
+from comal.ledger.records import AssistantMessage, Kind, ProviderRequest, ResponseDiscardedRecord
 from comal.messages import JSONObject
 from comal.providers.pricing import price_for
 from comal.usage import Price, Usage
@@ -67,12 +67,12 @@ def session_cost(entries: Sequence[Entry], configured: Mapping[str, Price]) -> S
             estimates[entry.id] = request.estimated_input_tokens or 0
             last_model = request.model
             continue
-        reply: AssistantMessage | ResponseDiscarded
+        reply: AssistantMessage | ResponseDiscardedRecord
         if entry.kind == Kind.MESSAGE_ASSISTANT:
             answered = AssistantMessage.from_entry(entry)
             reply, model = answered, answered.model or last_model
         elif entry.kind == Kind.RESPONSE_DISCARDED:
-            reply = ResponseDiscarded.from_entry(entry)
+            reply = ResponseDiscardedRecord.from_entry(entry)
             model = last_model
         else:
             continue

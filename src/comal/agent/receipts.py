@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from comal.agent.session_facts import RECEIPT_KIND
 from comal.errors import UnknownSessionError
 from comal.ledger.entry import Entry
-from comal.ledger.records import ChildReceipt as ReceiptRecord
-from comal.ledger.records import Kind, SessionStarted
+from comal.ledger.records import ChildReceiptRecord, Kind, SessionStarted
 from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
@@ -59,7 +58,7 @@ class ChildReceipt:
 
     def to_json(self) -> JSONObject:
         """The `child.receipt` payload."""
-        return ReceiptRecord(
+        return ChildReceiptRecord(
             self.call_id,
             self.status,
             self.answer,
@@ -72,7 +71,7 @@ class ChildReceipt:
     @classmethod
     def from_entry(cls, entry: Entry) -> ChildReceipt:
         """The receipt a `child.receipt` entry holds (marked rebuilt)."""
-        p = ReceiptRecord.from_entry(entry)
+        p = ChildReceiptRecord.from_entry(entry)
         return cls(
             entry.session_id,
             p.call_id,

@@ -55,8 +55,7 @@ from comal.agent.tool_runner import call_summary, media_json
 from comal.agent.toolset import CALL_KINDS
 from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
-from comal.ledger.records import Kind, SessionFinished, ToolResult, UserMessage
-from comal.ledger.records import ToolStarted as StartedRecord
+from comal.ledger.records import Kind, SessionFinished, ToolResult, ToolStartedRecord, UserMessage
 from comal.ledger.records import fields as f
 from comal.messages import (
     JSONObject,
@@ -121,7 +120,7 @@ def preparation_of(started: Entry) -> Preparation | None:
 
 
 def _preparation(started: Entry) -> Preparation | None:
-    raw = StartedRecord.from_entry(started).preparation
+    raw = ToolStartedRecord.from_entry(started).preparation
     if raw is None:
         return None
     intended = f.text_or_none(raw, "digest_intended")
@@ -189,7 +188,7 @@ def _observed_json(prep: Preparation, seen: Observation) -> JSONObject:
 async def _settle_started(s: Session, call: OpenCall, started: Entry) -> RecoveredCall:
     """Record the result of a call that started and left no result."""
     name, call_id = call.call.name, call.call.call_id
-    permission = StartedRecord.from_entry(started).permission
+    permission = ToolStartedRecord.from_entry(started).permission
     decision = f.text(permission, "decision")
     if decision and decision != "allow":
         reason = f.text(permission, "reason")
@@ -273,7 +272,7 @@ async def _rebuild(s: Session, call: OpenCall, started: Entry) -> RecoveredCall 
     """Finish an allowed call of a rebuildable tool from the ledger; None for other calls."""
     # Typed as object: a Tool is not declared to be Rebuildable, only some are.
     tool: object = s.runner.registry.get(call.call.name)
-    allowed = StartedRecord.from_entry(started).permission.get("decision") == "allow"
+    allowed = ToolStartedRecord.from_entry(started).permission.get("decision") == "allow"
     if not allowed or not isinstance(tool, Rebuildable):
         return None
     part = call.call
@@ -321,7 +320,7 @@ def _hold_uncertain(s: Session, entries: list[Entry]) -> int:
     pairing = pair(entries)
     for entry in entries:
         if entry.kind == Kind.TOOL_STARTED:
-            started = StartedRecord.from_entry(entry)
+            started = ToolStartedRecord.from_entry(entry)
             if started.permission.get("decision") == "allow":
                 # A later allowed identical call (confirmed by the user) settles the doubt.
                 s.runner.release_uncertain(started.name or "", started.arguments)

@@ -27,7 +27,7 @@ from comal.ledger.records import (
     Kind,
     SessionRewound,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserMessage,
 )
 from comal.ledger.records import fields as pf
@@ -123,7 +123,7 @@ def _prepared(entry: Entry) -> tuple[str, str | None, str] | None:
     """(path, digest before, digest intended) of a Write/Edit's preparation, if it has one."""
     if entry.kind != Kind.TOOL_STARTED:
         return None
-    prep = ToolStarted.from_entry(entry).preparation
+    prep = ToolStartedRecord.from_entry(entry).preparation
     if prep is None:
         return None
     path, intended = pf.text_or_none(prep, "abs_path"), pf.text_or_none(prep, "digest_intended")
@@ -174,7 +174,7 @@ def _unrestorable_call(entry: Entry) -> str | None:
     """A one-line description of a call whose effects Comal cannot undo, if it is one."""
     if entry.kind != Kind.TOOL_STARTED:
         return None
-    started = ToolStarted.from_entry(entry)
+    started = ToolStartedRecord.from_entry(entry)
     name = started.name or ""
     if not (name == "Bash" or name.startswith("mcp__")):
         return None

@@ -24,10 +24,10 @@ from comal.ledger.locks import LockInfo
 from comal.ledger.records import (
     AssistantMessage,
     BoardUpdated,
-    ChildReceipt,
+    ChildReceiptRecord,
     Kind,
     ProviderRequest,
-    ResponseDiscarded,
+    ResponseDiscardedRecord,
     SessionFinished,
     SessionStarted,
     ToolResult,
@@ -151,7 +151,7 @@ def _assistant_text(entry: Entry) -> str | None:
 
 def _superseded(entries: Sequence[Entry]) -> set[str]:
     discarded = (
-        ResponseDiscarded.from_entry(e) for e in entries if e.kind == Kind.RESPONSE_DISCARDED
+        ResponseDiscardedRecord.from_entry(e) for e in entries if e.kind == Kind.RESPONSE_DISCARDED
     )
     return {d.entry for d in discarded if d.entry}
 
@@ -225,7 +225,9 @@ def usage_totals(entries: Sequence[Entry]) -> UsageTotals:
             estimates[entry.id] = value or 0
         elif entry.kind in (Kind.MESSAGE_ASSISTANT, Kind.RESPONSE_DISCARDED):
             reply = (
-                AssistantMessage if entry.kind == Kind.MESSAGE_ASSISTANT else ResponseDiscarded
+                AssistantMessage
+                if entry.kind == Kind.MESSAGE_ASSISTANT
+                else ResponseDiscardedRecord
             ).from_entry(entry)
             usage = Usage() if reply.usage is None else Usage.from_json(reply.usage)
             measured = measured + usage
@@ -245,7 +247,7 @@ def _child_summary(ledger: Ledger, child_id: str) -> ChildSummary:
     return ChildSummary(
         child_id,
         session_status(ledger, child_id),
-        ChildReceipt.from_entry(receipts[-1]).status if receipts else None,
+        ChildReceiptRecord.from_entry(receipts[-1]).status if receipts else None,
         None if origin is None else f.text_or_none(origin, "parent_call"),
         info.title,
         usage_totals(entries),

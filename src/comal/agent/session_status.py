@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from comal.errors import ComalError, LedgerDamagedError
 from comal.ledger.entry import Entry, SessionInfo
-from comal.ledger.records import AssistantMessage, ChildReceipt, Kind, WarningRecord
+from comal.ledger.records import AssistantMessage, ChildReceiptRecord, Kind, WarningRecord
 from comal.ledger.store import Ledger
 from comal.messages import message_from_json
 
@@ -108,7 +108,7 @@ def derive(entries: Iterable[Entry]) -> Lifecycle:
             if not answered:
                 settled = FAILED
         elif kind == RECEIPT_KIND:
-            finished = ChildReceipt.from_entry(entry).status == FINISHED
+            finished = ChildReceiptRecord.from_entry(entry).status == FINISHED
             settled, is_open = (FINISHED if finished else FAILED), False
     return Lifecycle(settled, is_open, held)
 

@@ -24,7 +24,7 @@ from dataclasses import replace
 from comal.agent.events import ToolFinished
 from comal.agent.hooks import Hooks, claude_tool_input, tool_response
 from comal.errors import ComalError, ToolError
-from comal.ledger.records import ToolResult, ToolStarted
+from comal.ledger.records import ToolResult, ToolStartedRecord
 from comal.messages import (
     JSONObject,
     MediaPart,
@@ -188,7 +188,7 @@ class ToolRunner:
         decision: PermissionDecision,
         preparation: Preparation | None = None,
     ) -> None:
-        started = ToolStarted(
+        started = ToolStartedRecord(
             call.call_id,
             call.name,
             call.arguments,

@@ -28,7 +28,7 @@ from comal.ledger.records import (
     Kind,
     ProjectionRecord,
     ProviderRequest,
-    ResponseDiscarded,
+    ResponseDiscardedRecord,
     SummaryMessage,
     record_of,
 )
@@ -113,7 +113,7 @@ def timeline_of(entries: Sequence[Entry], window: int, threshold: int) -> Timeli
         if entry.kind not in (Kind.MESSAGE_ASSISTANT, Kind.RESPONSE_DISCARDED):
             continue
         reply = (
-            AssistantMessage if entry.kind == Kind.MESSAGE_ASSISTANT else ResponseDiscarded
+            AssistantMessage if entry.kind == Kind.MESSAGE_ASSISTANT else ResponseDiscardedRecord
         ).from_entry(entry)
         usage = Usage() if reply.usage is None else Usage.from_json(reply.usage)
         estimated = usage.new_input is None

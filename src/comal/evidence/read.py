@@ -39,10 +39,10 @@ from comal.ledger.records import (
     AssistantMessage,
     CheckpointRecord,
     Kind,
-    ResponseDiscarded,
+    ResponseDiscardedRecord,
     SummaryMessage,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserMessage,
     record_of,
 )
@@ -126,7 +126,7 @@ def _message_text(entry: Entry) -> str:
         case (
             UserMessage(message=raw)
             | AssistantMessage(message=raw)
-            | ResponseDiscarded(message=raw)
+            | ResponseDiscardedRecord(message=raw)
         ) if raw is not None:
             return message_from_json(raw).text
         case _:
@@ -135,11 +135,11 @@ def _message_text(entry: Entry) -> str:
 
 def _call_arguments(ledger: Ledger, entry: Entry) -> JSONValue:
     if entry.kind == Kind.TOOL_STARTED:
-        return ToolStarted.from_entry(entry).arguments
+        return ToolStartedRecord.from_entry(entry).arguments
     if entry.kind == Kind.TOOL_RESULT:
         site = pair(ledger.entries(entry.session_id, kinds=PAIRING_KINDS)).site_of(entry)
         if site is not None and site.started is not None:
-            return ToolStarted.from_entry(site.started).arguments
+            return ToolStartedRecord.from_entry(site.started).arguments
     raise EvidenceError(f"{entry.id} ({entry.kind}) has no recorded call arguments")
 
 

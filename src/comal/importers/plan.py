@@ -35,7 +35,7 @@ from comal.ledger.records import (
     SessionStarted,
     SummaryMessage,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserMessage,
     WarningRecord,
 )
@@ -480,7 +480,7 @@ class SessionPlan:
                 "mode": IMPORTED_MODE,
                 "reason": f"started in the recorded session; its work is recorded in {where}",
             }
-            started = ToolStarted(call.call_id, call.name, call.arguments, permission)
+            started = ToolStartedRecord(call.call_id, call.name, call.arguments, permission)
             self._add(PlannedEntry(started.KIND, started.to_payload()))
         self._close_pending()
         return tuple(self.entries)

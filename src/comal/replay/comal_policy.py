@@ -41,7 +41,7 @@ from comal.ledger.records import (
     AssistantMessage,
     Kind,
     ProviderRequest,
-    ResponseDiscarded,
+    ResponseDiscardedRecord,
     SessionStarted,
 )
 from comal.messages import JSONObject, Message, TextPart, ToolResultPart
@@ -160,7 +160,7 @@ class ComalPolicy:
         )
         usage: JSONObject = {"new_input": size, "cache_read": 0, "cache_write": 0}
         usage["output"] = allowed
-        discarded = ResponseDiscarded(
+        discarded = ResponseDiscardedRecord(
             reason="OUTPUT_LENGTH",
             message={"role": "assistant", "parts": []},
             usage=usage,

@@ -25,7 +25,7 @@ from comal.ledger.records import (
     Record,
     SessionStarted,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserMessage,
 )
 from comal.ledger.store import Ledger
@@ -157,7 +157,7 @@ class SessionBuilder:
         results = []
         for call_id, (name, arguments, output, exit_code) in zip(ids, steps, strict=True):
             allowed: JSONObject = {"decision": "allow", "mode": "test", "reason": "test"}
-            self.write(ToolStarted(call_id, name, arguments, allowed))
+            self.write(ToolStartedRecord(call_id, name, arguments, allowed))
             failed = exit_code not in (None, 0)
             results.append(self.result(call_id, name, output, exit_code=exit_code, is_error=failed))
         return results

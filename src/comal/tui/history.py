@@ -18,7 +18,7 @@ from comal.ledger.records import (
     AssistantMessage,
     BoardUpdated,
     CheckpointRecord,
-    ChildReceipt,
+    ChildReceiptRecord,
     CompactCancelled,
     CompactRequested,
     ContextCalibrated,
@@ -30,7 +30,7 @@ from comal.ledger.records import (
     ProviderErrorRecord,
     ProviderRequest,
     ProviderResent,
-    ResponseDiscarded,
+    ResponseDiscardedRecord,
     SessionConfigured,
     SessionFinished,
     SessionForked,
@@ -42,7 +42,7 @@ from comal.ledger.records import (
     SessionTools,
     SummaryMessage,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserMessage,
     UserShell,
     WarningRecord,
@@ -85,7 +85,7 @@ def _started_summary(site: CallSite | None) -> str | None:
     started = site.started if site is not None else None
     if started is None:
         return None
-    receipt = ToolStarted.from_entry(started)
+    receipt = ToolStartedRecord.from_entry(started)
     if receipt.call_id is None or receipt.name is None:
         return None
     return call_summary(ToolCallPart(receipt.call_id, receipt.name, receipt.arguments))
@@ -124,8 +124,8 @@ def past_items(entries: Sequence[Entry], limit: int = PAST_ITEMS_LIMIT) -> tuple
                 | ProviderRequest()
                 | ProviderResent()
                 | ProviderErrorRecord()
-                | ResponseDiscarded()
-                | ToolStarted()
+                | ResponseDiscardedRecord()
+                | ToolStartedRecord()
                 | PressureDeferred()
                 | ContextCalibrated()
                 | BoardUpdated()
@@ -142,7 +142,7 @@ def past_items(entries: Sequence[Entry], limit: int = PAST_ITEMS_LIMIT) -> tuple
                 | SessionResumed()
                 | SessionMoved()
                 | WarningRecord()
-                | ChildReceipt()
+                | ChildReceiptRecord()
                 | None  # a kind a newer Comal wrote
             ):
                 pass

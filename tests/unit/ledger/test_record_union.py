@@ -13,7 +13,7 @@ from pathlib import Path
 from comal.ledger import Ledger
 from comal.ledger.records import (
     RECORDS,
-    ChildReceipt,
+    ChildReceiptRecord,
     Kind,
     Record,
     UserMessage,
@@ -51,12 +51,12 @@ def test_record_of_parses_every_kind_and_a_newer_kind_as_none(tmp_path: Path) ->
         sid = ledger.create_session(cwd="/w", model="m")
         ledger.append_record(sid, UserMessage(message_to_json(user_text("hi"))))
         ledger.append(sid, "future.kind", {"what": "a newer Comal's entry"})
-        ledger.append_record(sid, ChildReceipt("call_1", "finished", "done", "", None, 1, ()))
+        ledger.append_record(sid, ChildReceiptRecord("call_1", "finished", "done", "", None, 1, ()))
         entries = ledger.entries(sid)
     assert [kind_of(e) for e in entries] == [Kind.MESSAGE_USER, None, Kind.CHILD_RECEIPT]
     assert [record_of(e) for e in entries] == [
         UserMessage(message_to_json(user_text("hi"))),
         None,
-        ChildReceipt("call_1", "finished", "done", "", None, 1, ()),
+        ChildReceiptRecord("call_1", "finished", "done", "", None, 1, ()),
     ]
     assert entries[1].payload == {"what": "a newer Comal's entry"}

@@ -28,7 +28,7 @@ from comal.ledger.records import (
     SessionConfigured,
     SessionPlugins,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserShell,
     with_table,
 )
@@ -119,7 +119,7 @@ def _check_typed(record: Record) -> None:
     hints = typing.get_type_hints(
         type(record), globalns={**vars(typing), "JSONObject": dict, "JSONValue": object}
     )
-    for field in dataclasses.fields(record):  # type: ignore[arg-type]
+    for field in dataclasses.fields(record):
         value = getattr(record, field.name)
         assert _matches(value, hints[field.name]), (type(record).KIND, field.name, value)
 
@@ -195,5 +195,5 @@ def test_a_record_is_read_once_per_payload_object_and_per_class() -> None:
     assert ToolResult.from_entry(other).call_id == "c2"
     assert ToolResult.from_entry(first).call_id == "c1"
     # Another class reading the same entry gets a record of its own class.
-    assert ToolStarted.from_entry(first).call_id == "c1"
-    assert isinstance(ToolStarted.from_entry(first), ToolStarted)
+    assert ToolStartedRecord.from_entry(first).call_id == "c1"
+    assert isinstance(ToolStartedRecord.from_entry(first), ToolStartedRecord)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from comal.errors import ContextOverheadError, OutputLengthError
 from comal.ledger.entry import Entry
-from comal.ledger.records import AssistantMessage, Kind, ResponseDiscarded
+from comal.ledger.records import AssistantMessage, Kind, ResponseDiscardedRecord
 from comal.ledger.records import fields as f
 from comal.usage import PROMPT_CACHE_TTL_S
 
@@ -143,7 +143,7 @@ def truncated_reserves(entries: Sequence[Entry]) -> list[int]:
     for entry in entries:
         if entry.kind != Kind.RESPONSE_DISCARDED:
             continue
-        discarded = ResponseDiscarded.from_entry(entry)
+        discarded = ResponseDiscardedRecord.from_entry(entry)
         if discarded.reason == "OUTPUT_LENGTH" and discarded.output_reserve is not None:
             out.append(discarded.output_reserve)
     return out
@@ -160,7 +160,7 @@ def discarded_preview(entries: Sequence[Entry], chars: int = 300) -> str:
     for entry in reversed(entries):
         if entry.kind != Kind.RESPONSE_DISCARDED:
             continue
-        message = ResponseDiscarded.from_entry(entry).message
+        message = ResponseDiscardedRecord.from_entry(entry).message
         parts = message.get("parts") if message is not None else None
         texts = [
             str(p.get("text"))

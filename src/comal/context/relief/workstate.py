@@ -18,7 +18,7 @@ from comal.context.view.conversation import ConversationIndex, ResultEntry, resu
 from comal.context.view.pairing import CallSite, Pairing
 from comal.context.view.rendering import evidence_text, salient_lines
 from comal.ledger.entry import Entry
-from comal.ledger.records import BoardUpdated, Kind, ToolStarted
+from comal.ledger.records import BoardUpdated, Kind, ToolStartedRecord
 from comal.ledger.records import fields as f
 from comal.messages import JSONObject, canonical_json
 from comal.values import value
@@ -261,7 +261,9 @@ def _file_op(name: str) -> str | None:
 
 def _file_line(path: str, call: Call, item: ResultEntry, op: str, ordinal: int) -> StateLine:
     digest = item.facts.digest
-    prep = ToolStarted.from_entry(call.started).preparation if call.started is not None else None
+    prep = (
+        ToolStartedRecord.from_entry(call.started).preparation if call.started is not None else None
+    )
     if op != "read" and prep is not None:
         digest = f.text(prep, "digest_intended") or digest
     state = (

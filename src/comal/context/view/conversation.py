@@ -32,7 +32,7 @@ from comal.context.view.rendering import ResultFacts
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
     Kind,
-    ResponseDiscarded,
+    ResponseDiscardedRecord,
     SummaryMessage,
     ToolResult,
     UserMessage,
@@ -223,7 +223,7 @@ class ConversationIndex:
             self._results[entry.id] = result_entry(entry)
             self._dirty.add(self._assistant[site.message.id])
         elif entry.kind == Kind.RESPONSE_DISCARDED:
-            target = ResponseDiscarded.from_entry(entry).entry
+            target = ResponseDiscardedRecord.from_entry(entry).entry
             if target is not None:
                 self._superseded.add(target)
 

@@ -40,8 +40,8 @@ from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
     Kind,
-    ResponseDiscarded,
-    ToolStarted,
+    ResponseDiscardedRecord,
+    ToolStartedRecord,
     call_id_of,
     ran_call_of,
 )
@@ -232,7 +232,7 @@ class Pairing:
             self.sites[index] = CallSite(site.call, site.message, site.position, entry, site.result)
             self._by_entry[entry.id] = index
             return
-        started = ToolStarted.from_entry(entry)
+        started = ToolStartedRecord.from_entry(entry)
         call = ToolCallPart(
             call_id, "tool" if started.name is None else started.name, started.arguments
         )
@@ -259,7 +259,7 @@ class Pairing:
         self._by_entry[entry.id] = index
 
     def _discarded(self, entry: Entry) -> bool:
-        target = ResponseDiscarded.from_entry(entry).entry
+        target = ResponseDiscardedRecord.from_entry(entry).entry
         if target is None or target in self._superseded:
             return False
         self._superseded.add(target)

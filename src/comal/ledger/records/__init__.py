@@ -35,17 +35,17 @@ from comal.ledger.records.conversation import (
     ProviderErrorRecord,
     ProviderRequest,
     ProviderResent,
-    ResponseDiscarded,
+    ResponseDiscardedRecord,
     SummaryMessage,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserMessage,
     call_id_of,
     ran_call_of,
 )
 from comal.ledger.records.kinds import Kind
 from comal.ledger.records.process import (
-    ChildReceipt,
+    ChildReceiptRecord,
     HookRun,
     LockAcquired,
     LockReclaimed,
@@ -69,7 +69,7 @@ __all__ = [
     "AssistantMessage",
     "BoardUpdated",
     "CheckpointRecord",
-    "ChildReceipt",
+    "ChildReceiptRecord",
     "CompactCancelled",
     "CompactRequested",
     "ContextCalibrated",
@@ -84,7 +84,7 @@ __all__ = [
     "ProviderResent",
     "Record",
     "RecordBase",
-    "ResponseDiscarded",
+    "ResponseDiscardedRecord",
     "SessionConfigured",
     "SessionFinished",
     "SessionForked",
@@ -96,7 +96,7 @@ __all__ = [
     "SessionTools",
     "SummaryMessage",
     "ToolResult",
-    "ToolStarted",
+    "ToolStartedRecord",
     "UserMessage",
     "UserShell",
     "WarningRecord",
@@ -117,8 +117,8 @@ Record = (
     | ProviderRequest
     | ProviderResent
     | ProviderErrorRecord
-    | ResponseDiscarded
-    | ToolStarted
+    | ResponseDiscardedRecord
+    | ToolStartedRecord
     | ToolResult
     | ProjectionRecord
     | CheckpointRecord
@@ -138,7 +138,7 @@ Record = (
     | SessionResumed
     | SessionMoved
     | WarningRecord
-    | ChildReceipt
+    | ChildReceiptRecord
 )
 """Any record: the closed union of the record classes (one per `Kind`), for `match`."""
 
@@ -152,8 +152,8 @@ _ORDER: tuple[type[Record], ...] = (
     ProviderRequest,
     ProviderResent,
     ProviderErrorRecord,
-    ResponseDiscarded,
-    ToolStarted,
+    ResponseDiscardedRecord,
+    ToolStartedRecord,
     ToolResult,
     ProjectionRecord,
     CheckpointRecord,
@@ -173,7 +173,7 @@ _ORDER: tuple[type[Record], ...] = (
     SessionResumed,
     SessionMoved,
     WarningRecord,
-    ChildReceipt,
+    ChildReceiptRecord,
 )
 
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ORDER}

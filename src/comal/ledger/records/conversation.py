@@ -200,7 +200,7 @@ class ProviderErrorRecord(RecordBase):
 
 
 @value
-class ResponseDiscarded(RecordBase):
+class ResponseDiscardedRecord(RecordBase):
     """An unfinished reply: `reason` (`OUTPUT_LENGTH`), `message` (the partial reply),
     `usage`, `output_reserve` (the output the cut request asked for) — none of its tool
     calls run; optional `entry` (id of a `message.assistant` it supersedes, left out of the
@@ -240,7 +240,7 @@ class ResponseDiscarded(RecordBase):
 
 
 @value
-class ToolStarted(RecordBase):
+class ToolStartedRecord(RecordBase):
     """A call about to run (written **before** the tool runs): `permission` {`decision`,
     `mode` (`uncertain-repeat` for the insistence guard's verdict on re-issuing an uncertain
     call; `imported` for a call an imported session's peer started and left running — resume
@@ -379,13 +379,13 @@ class ToolResult(RecordBase):
 
 def ran_call_of(entry: Entry) -> tuple[str | None, JSONObject]:
     """The `name` and `arguments` of a `tool.started` entry, read alone: a derivation reads
-    them for every call of the session (`ToolStarted` reads them the same way)."""
+    them for every call of the session (`ToolStartedRecord` reads them the same way)."""
     payload = entry.payload
     return f.text_or_none(payload, "name"), f.obj(payload, "arguments")
 
 
 def call_id_of(entry: Entry) -> str | None:
     """The `call_id` of a `tool.started` or `tool.result` entry, read alone: the pairing reads
-    every such entry's id first, most of them never read whole (`ToolStarted` and `ToolResult`
+    every such entry's id first, most of them never read whole (`ToolStartedRecord` and `ToolResult`
     read it the same way)."""
     return f.text_or_none(entry.payload, "call_id")

@@ -202,7 +202,7 @@ class UserShell(RecordBase):
 
 
 @value
-class ChildReceipt(RecordBase):
+class ChildReceiptRecord(RecordBase):
     """The last entry of a child session (one with it is never run again): `call_id` (the
     coordinator's call), `status` (`finished`, `budget_exhausted`, `failed`), `answer` (the
     child's last answer, verbatim), `reason` (why it stopped early, "" otherwise), `usage`
