@@ -43,7 +43,15 @@ from comal.agent.session_status import index_status
 from comal.config import Config
 from comal.context.view.pairing import PAIRING_KINDS, call_occurrence
 from comal.errors import BudgetError, ComalError, StepLimitError, ToolError
-from comal.ledger.records import Kind, SessionStarted, ToolResult, UserMessage, WarningRecord
+from comal.ledger.records import (
+    ChildOrigin,
+    Kind,
+    RecordedWindow,
+    SessionStarted,
+    ToolResult,
+    UserMessage,
+    WarningRecord,
+)
 from comal.ledger.store import Ledger
 from comal.messages import message_to_json, user_text
 from comal.providers.base import Provider
@@ -212,14 +220,9 @@ class Delegation:
             provider=self.provider.name,
             wire=str(self.provider.wire),
             model=self.provider.model,
-            window={"tokens": caps.context_window, "source": caps.window_source},
+            window=RecordedWindow(caps.context_window, caps.window_source),
             source=CHILD_SOURCE,
-            origin={
-                "parent_session": self.session.id,
-                "parent_call": call_id,
-                "kind": task.kind,
-                "key": task.key,
-            },
+            origin=ChildOrigin(self.session.id, call_id, task.kind, task.key),
             task={
                 "description": task.description,
                 "tools": None if task.tools is None else list(task.tools),
@@ -303,7 +306,7 @@ class Delegation:
             ),
         )
         # The receipt first, then the status row: the row follows the data, never the reverse.
-        self.ledger.append(child_id, RECEIPT_KIND, receipt.to_json())
+        self.ledger.append_record(child_id, receipt.to_record())
         self._settle_status(receipt)
         self._finished(receipt)
         return receipt

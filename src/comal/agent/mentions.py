@@ -60,7 +60,7 @@ async def mention_message(session: Session, text: str) -> Message:
             continue
         if media:
             for item in media:
-                kind, data = str(item.get("media_type")), str(item.get("data_b64", ""))
+                kind, data = str(item.media_type), item.data_b64 or ""
                 note = f"[@{given}: image {kind}, evidence {result.id}"
                 if vision:
                     parts += [TextPart(note + "]"), MediaPart(kind, data, result.id)]

@@ -56,7 +56,6 @@ from comal.agent.toolset import CALL_KINDS
 from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
 from comal.ledger.records import Kind, SessionFinished, ToolResult, ToolStartedRecord, UserMessage
-from comal.ledger.records import fields as f
 from comal.messages import (
     JSONObject,
     MediaPart,
@@ -123,13 +122,10 @@ def _preparation(started: Entry) -> Preparation | None:
     raw = ToolStartedRecord.from_entry(started).preparation
     if raw is None:
         return None
-    intended = f.text_or_none(raw, "digest_intended")
+    intended = raw.digest_intended
     if intended is None:
         return None
-    path = f.text(raw, "path")
-    return Preparation(
-        path, f.text(raw, "abs_path") or path, f.text_or_none(raw, "digest_before"), intended
-    )
+    return Preparation(raw.path, raw.abs_path or raw.path, raw.digest_before, intended)
 
 
 def _record(
@@ -189,10 +185,10 @@ async def _settle_started(s: Session, call: OpenCall, started: Entry) -> Recover
     """Record the result of a call that started and left no result."""
     name, call_id = call.call.name, call.call.call_id
     permission = ToolStartedRecord.from_entry(started).permission
-    decision = f.text(permission, "decision")
+    decision = permission.decision
     if decision and decision != "allow":
-        reason = f.text(permission, "reason")
-        status = "error" if permission.get("mode") == "validation" else "denied"
+        reason = permission.reason
+        status = "error" if permission.mode == "validation" else "denied"
         text = f"{reason or 'not allowed'} (the call never ran)"
         _record(s, call, status, text, {"postcondition_observed": False, "detail": text})
         return RecoveredCall(call_id, name, status, text)
@@ -272,7 +268,7 @@ async def _rebuild(s: Session, call: OpenCall, started: Entry) -> RecoveredCall 
     """Finish an allowed call of a rebuildable tool from the ledger; None for other calls."""
     # Typed as object: a Tool is not declared to be Rebuildable, only some are.
     tool: object = s.runner.registry.get(call.call.name)
-    allowed = ToolStartedRecord.from_entry(started).permission.get("decision") == "allow"
+    allowed = ToolStartedRecord.from_entry(started).permission.decision == "allow"
     if not allowed or not isinstance(tool, Rebuildable):
         return None
     part = call.call
@@ -321,7 +317,7 @@ def _hold_uncertain(s: Session, entries: list[Entry]) -> int:
     for entry in entries:
         if entry.kind == Kind.TOOL_STARTED:
             started = ToolStartedRecord.from_entry(entry)
-            if started.permission.get("decision") == "allow":
+            if started.permission.decision == "allow":
                 # A later allowed identical call (confirmed by the user) settles the doubt.
                 s.runner.release_uncertain(started.name or "", started.arguments)
         elif entry.kind == Kind.TOOL_RESULT:

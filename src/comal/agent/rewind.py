@@ -126,10 +126,10 @@ def _prepared(entry: Entry) -> tuple[str, str | None, str] | None:
     prep = ToolStartedRecord.from_entry(entry).preparation
     if prep is None:
         return None
-    path, intended = pf.text_or_none(prep, "abs_path"), pf.text_or_none(prep, "digest_intended")
+    path, intended = prep.abs_path, prep.digest_intended
     if path is None or intended is None:
         return None
-    return path, pf.text_or_none(prep, "digest_before"), intended
+    return path, prep.digest_before, intended
 
 
 def file_events(entries: list[Entry]) -> list[FileEvent]:

@@ -34,6 +34,7 @@ from comal.ledger.entry import Entry
 from comal.ledger.records import (
     Kind,
     Record,
+    RecordedWindow,
     SessionConfigured,
     SessionFinished,
     SessionResumed,
@@ -109,10 +110,6 @@ class Session:
     options: SessionOptions
     tools_digest: str
     config_digest: str
-
-    def record(self, kind: str, payload: JSONObject, body: bytes | None = None) -> Entry:
-        """Append one entry to this session's ledger."""
-        return self.ledger.append(self.id, kind, payload, body=body)
 
     def write(self, record: Record, body: bytes | None = None) -> Entry:
         """Append one record to this session's ledger."""
@@ -217,10 +214,10 @@ def effort_note(model: str, effort: str) -> str:
     return f"{model} is known not to reason: effort {effort!r} is not sent"
 
 
-def _window(provider: Provider) -> JSONObject:
+def _window(provider: Provider) -> RecordedWindow:
     """The `window` field of the entries that say what a session runs on."""
     caps = provider.capabilities
-    return {"tokens": caps.context_window, "source": caps.window_source}
+    return RecordedWindow(caps.context_window, caps.window_source)
 
 
 def _told_output(emit: EmitFn, call_id: str, chunk: bytes) -> None:
@@ -306,13 +303,13 @@ def open_session(
     native_specs = tuple(tool.spec for tool in (*native, *own))
     sid = session_id
 
-    def record(kind: str, payload: JSONObject, body: bytes | None) -> None:
-        ledger.append(sid, kind, payload, body=body)
+    def record(record: Record, body: bytes | None) -> None:
+        ledger.append_record(sid, record, body=body)
 
     observed = frozenset(t.spec.name for t in extra if plugins.reconciler(t.spec.name) is not None)
 
-    def record_entry(kind: str, payload: JSONObject) -> Entry:
-        return ledger.append(sid, kind, payload)
+    def record_entry(record: Record) -> Entry:
+        return ledger.append_record(sid, record)
 
     hooks = None
     if config.hooks:

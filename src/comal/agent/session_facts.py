@@ -248,7 +248,7 @@ def _child_summary(ledger: Ledger, child_id: str) -> ChildSummary:
         child_id,
         session_status(ledger, child_id),
         ChildReceiptRecord.from_entry(receipts[-1]).status if receipts else None,
-        None if origin is None else f.text_or_none(origin, "parent_call"),
+        None if origin is None else origin.parent_call,
         info.title,
         usage_totals(entries),
     )

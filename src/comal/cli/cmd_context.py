@@ -27,10 +27,14 @@ from comal.cli.configuring import read_only_config
 from comal.cli.timeline import timeline_of, write_timeline
 from comal.config import DEFAULT_WINDOW_TOKENS, Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
-from comal.ledger.records import Kind, ProviderRequest, SessionResumed, SessionStarted
-from comal.ledger.records import fields as f
+from comal.ledger.records import (
+    Kind,
+    ProviderRequest,
+    RecordedWindow,
+    SessionResumed,
+    SessionStarted,
+)
 from comal.ledger.store import Ledger
-from comal.messages import JSONObject
 from comal.providers import catalog
 
 
@@ -46,11 +50,11 @@ def emit_json(value: Any) -> None:
     emit(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
-def _window(window: JSONObject, model: str) -> tuple[int, str]:
+def _window(window: RecordedWindow | None, model: str) -> tuple[int, str]:
     """The window a session ran with; an imported one (none recorded) gets its model's."""
-    tokens = f.int_or_none(window, "tokens")
-    if tokens is not None and tokens > 0:
-        return tokens, f.text(window, "source", "recorded")
+    tokens = None if window is None else window.tokens
+    if window is not None and tokens is not None and tokens > 0:
+        return tokens, "recorded" if window.source is None else window.source
     entry = catalog.lookup(model) if model else None
     if entry is not None:
         return entry.window, "catalog"
@@ -91,7 +95,7 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
             SessionStarted if latest.kind == Kind.SESSION_STARTED else SessionResumed
         ).from_entry(latest)
     model_name = (ran.model if ran is not None else "") or info.model
-    window, source = _window({} if ran is None else ran.window, model_name)
+    window, source = _window(None if ran is None else ran.window, model_name)
     vision = ran.vision if isinstance(ran, SessionStarted) else None
     explicit = config.context.context_window
     if explicit is not None and explicit < window:

@@ -49,9 +49,9 @@ from comal.context.measure.budget import (
 )
 from comal.context.measure.calibration import (
     PROVIDER_WINDOW_SOURCE,
-    context_length_payload,
+    context_length_record,
     provider_window,
-    server_count_payload,
+    server_count_record,
     usage_calibration,
 )
 from comal.context.measure.tokens import (
@@ -601,12 +601,12 @@ class ContextEngine:
         """Learn measured/counted from the response to the last view this engine prepared."""
         if self._last_counted is None or self.counter.exact:
             return
-        payload = usage_calibration(self.entries(), self._last_counted, self.model, self.ratio())
-        if payload is None:
+        record = usage_calibration(self.entries(), self._last_counted, self.model, self.ratio())
+        if record is None:
             return
         self._last_counted = None
-        if payload:
-            self.ledger.append(self.session_id, Kind.CONTEXT_CALIBRATED, payload)
+        if record is not False:
+            self.ledger.append_record(self.session_id, record)
 
     def on_server_count(self, measured: int, counted: int) -> bool:
         """Calibrate from the server's exact count of a request this engine assembled.
@@ -617,10 +617,10 @@ class ContextEngine:
         Returns:
             Whether a `context.calibrated` entry (source `server_count`) was appended.
         """
-        payload = server_count_payload(self.model, measured, counted, self.ratio())
-        if payload is None:
+        record = server_count_record(self.model, measured, counted, self.ratio())
+        if record is None:
             return False
-        self.ledger.append(self.session_id, Kind.CONTEXT_CALIBRATED, payload)
+        self.ledger.append_record(self.session_id, record)
         return True
 
     def on_context_length(self, error: ContextLengthError) -> None:
@@ -634,7 +634,7 @@ class ContextEngine:
         """
         counted = self._last_counted[1] if self._last_counted else self.assemble().total_tokens
         window = self.window()[0]
-        payload = context_length_payload(self.model, error, counted, window, self.ratio())
-        self.ledger.append(self.session_id, Kind.CONTEXT_CALIBRATED, payload)
+        record = context_length_record(self.model, error, counted, window, self.ratio())
+        self.ledger.append_record(self.session_id, record)
         if error.fixable_by_output_reserve:
             self._send_cap = self.output_reserve()

@@ -46,7 +46,6 @@ from comal.ledger.records import (
     UserMessage,
     record_of,
 )
-from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, digest_bytes, message_from_json
 
@@ -149,11 +148,11 @@ def _media_text(entry: Entry) -> str:
         raise EvidenceError(f"{entry.id} has no media")
     lines = []
     for index, item in enumerate(media):
-        kind = f.text(item, "media_type") or "media"
-        data = f.text(item, "data_b64")
-        size = f.int_or_none(item, "size_bytes")
+        kind = item.media_type or "media"
+        data = item.data_b64 or ""
+        size = item.size_bytes
         size_text = f"{size:,} bytes" if size is not None else f"{len(data) * 3 // 4:,} bytes"
-        digest = f.text(item, "blob") or (digest_bytes(data.encode()) if data else "unknown")
+        digest = item.blob or (digest_bytes(data.encode()) if data else "unknown")
         lines.append(f"media {index}: {kind} · {size_text} · {digest}")
     lines.append(
         "Media are kept by reference; their pixels are not text and are not in this answer. A"

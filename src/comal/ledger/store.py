@@ -344,6 +344,10 @@ class Ledger:
     ) -> Entry:
         """Append one entry in its own transaction and return it as stored.
 
+        The ledger's own primitive, for any kind (one a newer Comal writes too): outside the
+        ledger, Comal appends typed records only, through `append_record`
+        (`tests/unit/ledger/test_record_union.py` holds it to that).
+
         Args:
             session_id: the session it belongs to.
             kind: dotted lowercase kind, e.g. `tool.result` (see docs/ledger.md).
@@ -412,7 +416,8 @@ class Ledger:
             self._conn.notify = notice
 
     def append_record(self, session_id: str, record: Record, *, body: bytes | None = None) -> Entry:
-        """Append `record` (its kind and payload) as `append` does."""
+        """Append `record` (its kind and payload) as `append` does: the one way Comal
+        writes an entry."""
         return self.append(session_id, record.KIND, record.to_payload(), body=body)
 
     def put_blob(self, data: bytes) -> str:

@@ -41,6 +41,7 @@ from comal.ledger.records import (
     AssistantMessage,
     Kind,
     ProviderRequest,
+    RecordedWindow,
     ResponseDiscardedRecord,
     SessionStarted,
 )
@@ -98,7 +99,7 @@ class ComalPolicy:
                 provider="",
                 wire="",
                 model=self.transcript.model,
-                window={"tokens": self.budget.window, "source": "bench"},
+                window=RecordedWindow(self.budget.window, "bench"),
                 source="bench:replay",
             )
             self._ledger.append_record(self._session, started)
@@ -199,7 +200,7 @@ class ComalPolicy:
             # snapshot can hold a fraction of it, a Codex rollout nothing).
             measured["output"] = self.transcript.reply_tokens(call, self.counter.count)
         answered = replace(reply, usage=measured, request_entry=request.id)
-        return replace(planned, payload=answered.to_payload())
+        return replace(planned, record=answered)
 
     def _engine_for(self, ledger: Ledger) -> ContextEngine:
         # One engine for the whole session, as the agent loop keeps one: it reads the ledger

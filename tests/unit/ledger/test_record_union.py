@@ -6,10 +6,12 @@ read back as they are, and parse as None (skipped by every reader), never refuse
 
 from __future__ import annotations
 
+import ast
 import json
 import typing
 from pathlib import Path
 
+import comal
 from comal.ledger import Ledger
 from comal.ledger.records import (
     RECORDS,
@@ -60,3 +62,33 @@ def test_record_of_parses_every_kind_and_a_newer_kind_as_none(tmp_path: Path) ->
         ChildReceiptRecord("call_1", "finished", "done", "", None, 1, ()),
     ]
     assert entries[1].payload == {"what": "a newer Comal's entry"}
+
+
+def _raw_appends(path: Path) -> list[str]:
+    """The functions of a module that call an `append` with a kind and a payload."""
+    found = []
+    for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "append"
+                and len(node.args) >= 2  # a list's append takes one
+            ):
+                found.append(fn.name)
+    return found
+
+
+def test_outside_the_ledger_comal_appends_records_only() -> None:
+    src = Path(comal.__file__).parent
+    ledger = src / "ledger"
+    raw = {
+        str(path.relative_to(src)): names
+        for path in sorted(src.rglob("*.py"))
+        if ledger not in path.parents and (names := _raw_appends(path))
+    }
+    # The session builder writes what Comal never writes (damaged, older or newer entries),
+    # for the tests of the readers that tolerate them.
+    assert raw == {"testing/sessions.py": ["append"]}

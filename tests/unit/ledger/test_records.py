@@ -25,11 +25,13 @@ from comal.ledger.records import (
     PressureDeferred,
     ProviderResent,
     Record,
+    RecordedWindow,
     SessionConfigured,
     SessionPlugins,
     ToolResult,
     ToolStartedRecord,
     UserShell,
+    nested,
     with_table,
 )
 from comal.messages import JSONObject, JSONValue
@@ -68,7 +70,7 @@ def test_every_payload_of_the_fixture_is_its_records_round_trip(tmp_path: Path) 
 
 
 def test_kinds_the_fixture_lacks_round_trip_too() -> None:
-    window: JSONObject = {"tokens": 8192, "source": "config"}
+    window = RecordedWindow(8192, "config")
     made: list[Record] = [
         CompactRequested("user"),
         SessionConfigured("fake", "openai-chat", "m", None, window),
@@ -117,7 +119,8 @@ def _matches(value: object, annotation: object) -> bool:
 
 def _check_typed(record: Record) -> None:
     hints = typing.get_type_hints(
-        type(record), globalns={**vars(typing), "JSONObject": dict, "JSONValue": object}
+        type(record),
+        globalns={**vars(typing), **vars(nested), "JSONObject": dict, "JSONValue": object},
     )
     for field in dataclasses.fields(record):
         value = getattr(record, field.name)

@@ -265,7 +265,7 @@ def _file_line(path: str, call: Call, item: ResultEntry, op: str, ordinal: int) 
         ToolStartedRecord.from_entry(call.started).preparation if call.started is not None else None
     )
     if op != "read" and prep is not None:
-        digest = f.text(prep, "digest_intended") or digest
+        digest = prep.digest_intended or digest
     state = (
         op
         if item.facts.status in ("ok", "postcondition_observed")

@@ -32,6 +32,7 @@ from comal.context.view.rendering import ResultFacts
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
     Kind,
+    RecordedMedia,
     ResponseDiscardedRecord,
     SummaryMessage,
     ToolResult,
@@ -98,19 +99,20 @@ class Block:
         return max([self.entry.seq, *(r.seq for r in self.results)])
 
 
-def _media(items: tuple[JSONObject, ...]) -> tuple[MediaRef, ...]:
+def _media(items: tuple[RecordedMedia, ...]) -> tuple[MediaRef, ...]:
     out = []
     for item in items:
-        data = f.text_or_none(item, "data_b64")
-        size = f.int_or_none(item, "size_bytes")
+        data = item.data_b64
+        size = item.size_bytes
         if size is None:
             size = len(data) * 3 // 4 if data is not None else 0
+        media_type = item.media_type
         out.append(
             MediaRef(
-                f.text(item, "media_type", "application/octet-stream"),
+                "application/octet-stream" if media_type is None else media_type,
                 size,
                 data,
-                f.text_or_none(item, "blob"),
+                item.blob,
             )
         )
     return tuple(out)

@@ -44,6 +44,14 @@ from comal.ledger.records.conversation import (
     ran_call_of,
 )
 from comal.ledger.records.kinds import Kind
+from comal.ledger.records.nested import (
+    ChildOrigin,
+    ImportOrigin,
+    RecordedMedia,
+    RecordedPermission,
+    RecordedPreparation,
+    RecordedWindow,
+)
 from comal.ledger.records.process import (
     ChildReceiptRecord,
     HookRun,
@@ -69,11 +77,13 @@ __all__ = [
     "AssistantMessage",
     "BoardUpdated",
     "CheckpointRecord",
+    "ChildOrigin",
     "ChildReceiptRecord",
     "CompactCancelled",
     "CompactRequested",
     "ContextCalibrated",
     "HookRun",
+    "ImportOrigin",
     "Kind",
     "LockAcquired",
     "LockReclaimed",
@@ -84,6 +94,10 @@ __all__ = [
     "ProviderResent",
     "Record",
     "RecordBase",
+    "RecordedMedia",
+    "RecordedPermission",
+    "RecordedPreparation",
+    "RecordedWindow",
     "ResponseDiscardedRecord",
     "SessionConfigured",
     "SessionFinished",
@@ -209,6 +223,11 @@ _JSON_TYPES = {
     "float": "number",
     "bool": "boolean",
     "JSONObject": "object",
+    "RecordedWindow": "object",
+    "RecordedPermission": "object",
+    "RecordedPreparation": "object",
+    "RecordedMedia": "object",
+    "ImportOrigin | ChildOrigin": "object",
     "JSONValue": "any",
 }
 

@@ -12,6 +12,7 @@ from comal.ledger.entry import Entry
 from comal.ledger.records import fields as f
 from comal.ledger.records.base import RecordBase
 from comal.ledger.records.kinds import Kind
+from comal.ledger.records.nested import RecordedMedia, RecordedPermission, RecordedPreparation
 from comal.messages import JSONObject, JSONValue, digest_bytes
 from comal.values import value
 
@@ -255,8 +256,8 @@ class ToolStartedRecord(RecordBase):
     call_id: str | None
     name: str | None
     arguments: JSONObject
-    permission: JSONObject
-    preparation: JSONObject | None = None
+    permission: RecordedPermission
+    preparation: RecordedPreparation | None = None
     body: JSONObject | None = None
 
     def to_payload(self) -> JSONObject:
@@ -264,9 +265,10 @@ class ToolStartedRecord(RecordBase):
             "call_id": self.call_id,
             "name": self.name,
             "arguments": self.arguments,
-            "permission": self.permission,
+            "permission": self.permission.to_json(),
         }
-        f.put(payload, "preparation", self.preparation)
+        prep = self.preparation
+        f.put(payload, "preparation", None if prep is None else prep.to_json())
         f.put(payload, "body", self.body)
         return payload
 
@@ -276,8 +278,8 @@ class ToolStartedRecord(RecordBase):
             f.text_or_none(payload, "call_id"),
             f.text_or_none(payload, "name"),
             f.obj(payload, "arguments"),
-            f.obj(payload, "permission"),
-            f.obj_or_none(payload, "preparation"),
+            RecordedPermission.from_json(f.obj(payload, "permission")),
+            _preparation(f.obj_or_none(payload, "preparation")),
             f.obj_or_none(payload, "body"),
         )
 
@@ -305,7 +307,7 @@ class ToolResult(RecordBase):
     exit_code: int | None
     size_bytes: int | None
     digest: str | None
-    media: tuple[JSONObject, ...] | None = None
+    media: tuple[RecordedMedia, ...] | None = None
     observed: JSONObject | None = None
     cut: JSONObject | None = None
     body: JSONObject | None = None
@@ -321,7 +323,7 @@ class ToolResult(RecordBase):
         status: str,
         is_error: bool,
         exit_code: int | None = None,
-        media: tuple[JSONObject, ...] | None = None,
+        media: tuple[RecordedMedia, ...] | None = None,
         observed: JSONObject | None = None,
         cut: JSONObject | None = None,
         exit_code_in_output: bool = False,
@@ -351,7 +353,8 @@ class ToolResult(RecordBase):
             "size_bytes": self.size_bytes,
             "digest": self.digest,
         }
-        f.put(payload, "media", None if self.media is None else f.json_list(self.media))
+        media = self.media
+        f.put(payload, "media", None if media is None else [m.to_json() for m in media])
         f.put(payload, "observed", self.observed)
         f.put(payload, "cut", self.cut)
         f.put(payload, "body", self.body)
@@ -369,12 +372,20 @@ class ToolResult(RecordBase):
             f.int_or_none(payload, "exit_code"),
             f.int_or_none(payload, "size_bytes"),
             f.text_or_none(payload, "digest"),
-            f.objects_or_none(payload, "media"),
+            _media(f.objects_or_none(payload, "media")),
             f.obj_or_none(payload, "observed"),
             f.obj_or_none(payload, "cut"),
             f.obj_or_none(payload, "body"),
             f.flag_or_none(payload, "exit_code_in_output"),
         )
+
+
+def _preparation(obj: JSONObject | None) -> RecordedPreparation | None:
+    return None if obj is None else RecordedPreparation.from_json(obj)
+
+
+def _media(objs: tuple[JSONObject, ...] | None) -> tuple[RecordedMedia, ...] | None:
+    return None if objs is None else tuple(RecordedMedia.from_json(obj) for obj in objs)
 
 
 def ran_call_of(entry: Entry) -> tuple[str | None, JSONObject]:

@@ -9,6 +9,12 @@ from typing import ClassVar, Self
 from comal.ledger.records import fields as f
 from comal.ledger.records.base import RecordBase
 from comal.ledger.records.kinds import Kind
+from comal.ledger.records.nested import (
+    ChildOrigin,
+    ImportOrigin,
+    RecordedWindow,
+    origin_from_json,
+)
 from comal.messages import JSONObject
 from comal.values import value
 
@@ -30,11 +36,11 @@ class SessionStarted(RecordBase):
     provider: str
     wire: str
     model: str
-    window: JSONObject
+    window: RecordedWindow
     source: str
     vision: bool | None = None
     system: str | None = None
-    origin: JSONObject | None = None
+    origin: ImportOrigin | ChildOrigin | None = None
     task: JSONObject | None = None
 
     def to_payload(self) -> JSONObject:
@@ -43,12 +49,12 @@ class SessionStarted(RecordBase):
             "provider": self.provider,
             "wire": self.wire,
             "model": self.model,
-            "window": self.window,
+            "window": self.window.to_json(),
             "source": self.source,
         }
         f.put(payload, "vision", self.vision)
         f.put(payload, "system", self.system)
-        f.put(payload, "origin", self.origin)
+        f.put(payload, "origin", None if self.origin is None else self.origin.to_json())
         f.put(payload, "task", self.task)
         return payload
 
@@ -59,11 +65,11 @@ class SessionStarted(RecordBase):
             f.text(payload, "provider"),
             f.text(payload, "wire"),
             f.text(payload, "model"),
-            f.obj(payload, "window"),
+            RecordedWindow.from_json(f.obj(payload, "window")),
             f.text(payload, "source"),
             f.flag_or_none(payload, "vision"),
             f.text_or_none(payload, "system"),
-            f.obj_or_none(payload, "origin"),
+            _origin(f.obj_or_none(payload, "origin")),
             f.obj_or_none(payload, "task"),
         )
 
@@ -150,7 +156,7 @@ class SessionConfigured(RecordBase):
     wire: str
     model: str
     effort: str | None
-    window: JSONObject
+    window: RecordedWindow
 
     def to_payload(self) -> JSONObject:
         return {
@@ -158,7 +164,7 @@ class SessionConfigured(RecordBase):
             "wire": self.wire,
             "model": self.model,
             "effort": self.effort,
-            "window": self.window,
+            "window": self.window.to_json(),
         }
 
     @classmethod
@@ -168,7 +174,7 @@ class SessionConfigured(RecordBase):
             f.text(payload, "wire"),
             f.text(payload, "model"),
             f.text_or_none(payload, "effort"),
-            f.obj(payload, "window"),
+            RecordedWindow.from_json(f.obj(payload, "window")),
         )
 
 
@@ -183,14 +189,14 @@ class SessionResumed(RecordBase):
     provider: str
     wire: str
     model: str
-    window: JSONObject
+    window: RecordedWindow
 
     def to_payload(self) -> JSONObject:
         return {
             "provider": self.provider,
             "wire": self.wire,
             "model": self.model,
-            "window": self.window,
+            "window": self.window.to_json(),
         }
 
     @classmethod
@@ -199,7 +205,7 @@ class SessionResumed(RecordBase):
             f.text(payload, "provider"),
             f.text(payload, "wire"),
             f.text(payload, "model"),
-            f.obj(payload, "window"),
+            RecordedWindow.from_json(f.obj(payload, "window")),
         )
 
 
@@ -307,3 +313,7 @@ class SessionFinished(RecordBase):
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
         return cls(f.text(payload, "answer"), f.objects(payload, "checks"))
+
+
+def _origin(obj: JSONObject | None) -> ImportOrigin | ChildOrigin | None:
+    return None if obj is None else origin_from_json(obj)
