@@ -30,10 +30,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import assert_never
 
 from comal.errors import ComalError, LedgerDamagedError
 from comal.ledger.entry import Entry, SessionInfo
-from comal.ledger.records import AssistantMessage, ChildReceiptRecord, Kind, WarningRecord
+from comal.ledger.records import (
+    AssistantMessage,
+    ChildReceiptRecord,
+    Kind,
+    WarningRecord,
+    kind_of,
+)
 from comal.ledger.store import Ledger
 from comal.messages import message_from_json
 
@@ -90,26 +97,59 @@ def _asks_for_tools(entry: Entry) -> bool:
 
 def derive(entries: Iterable[Entry]) -> Lifecycle:
     """The lifecycle the entries record (any entries: kinds other than `LIFECYCLE_KINDS` are
-    skipped)."""
+    skipped). Every kind is decided here (`assert_never`): a new one says whether it moves
+    the lifecycle."""
     settled, is_open, answered, held = ACTIVE, False, False, False
     for entry in entries:
-        kind = entry.kind
-        if kind in HELD_KINDS:
-            held = True
-        elif kind == Kind.MESSAGE_USER:
-            is_open = True
-        elif kind == Kind.MESSAGE_ASSISTANT and not _asks_for_tools(entry):
-            settled, is_open = ACTIVE, False
-            answered = answered or AssistantMessage.from_entry(entry).finish != "refusal"
-        elif kind == Kind.SESSION_FINISHED:
-            settled, is_open, answered = FINISHED, False, True
-        elif kind == Kind.WARNING and WarningRecord.from_entry(entry).turn == FAILED:
-            is_open = False
-            if not answered:
-                settled = FAILED
-        elif kind == RECEIPT_KIND:
-            finished = ChildReceiptRecord.from_entry(entry).status == FINISHED
-            settled, is_open = (FINISHED if finished else FAILED), False
+        match kind_of(entry):
+            case Kind.LOCK_ACQUIRED | Kind.LOCK_RECLAIMED:
+                held = True
+            case Kind.MESSAGE_USER:
+                is_open = True
+            case Kind.MESSAGE_ASSISTANT:
+                if not _asks_for_tools(entry):
+                    settled, is_open = ACTIVE, False
+                    answered = answered or AssistantMessage.from_entry(entry).finish != "refusal"
+            case Kind.SESSION_FINISHED:
+                settled, is_open, answered = FINISHED, False, True
+            case Kind.WARNING:
+                if WarningRecord.from_entry(entry).turn == FAILED:
+                    is_open = False
+                    if not answered:
+                        settled = FAILED
+            case Kind.CHILD_RECEIPT:
+                finished = ChildReceiptRecord.from_entry(entry).status == FINISHED
+                settled, is_open = (FINISHED if finished else FAILED), False
+            case (
+                Kind.SESSION_STARTED
+                | Kind.SESSION_TOOLS
+                | Kind.SESSION_PLUGINS
+                | Kind.MESSAGE_SUMMARY
+                | Kind.PROVIDER_REQUEST
+                | Kind.PROVIDER_RESENT
+                | Kind.PROVIDER_ERROR
+                | Kind.RESPONSE_DISCARDED
+                | Kind.TOOL_STARTED
+                | Kind.TOOL_RESULT
+                | Kind.PROJECTION
+                | Kind.CHECKPOINT
+                | Kind.PRESSURE_DEFERRED
+                | Kind.CONTEXT_CALIBRATED
+                | Kind.BOARD_UPDATED
+                | Kind.COMPACT_REQUESTED
+                | Kind.COMPACT_CANCELLED
+                | Kind.SESSION_CONFIGURED
+                | Kind.SESSION_FORKED
+                | Kind.SESSION_REWOUND
+                | Kind.HOOK_RUN
+                | Kind.USER_SHELL
+                | Kind.SESSION_RESUMED
+                | Kind.SESSION_MOVED
+                | None  # a kind a newer Comal wrote
+            ):
+                pass
+            case unknown:
+                assert_never(unknown)
     return Lifecycle(settled, is_open, held)
 
 

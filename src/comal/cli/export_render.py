@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
-from comal.ledger.records import Kind
-
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
@@ -31,6 +29,7 @@ from comal.ledger.records import (
     AssistantMessage,
     CheckpointRecord,
     HookRun,
+    Kind,
     ProjectionRecord,
     SessionForked,
     SessionRewound,
@@ -38,6 +37,7 @@ from comal.ledger.records import (
     ToolResult,
     UserMessage,
     UserShell,
+    record_of,
 )
 from comal.messages import (
     JSONValue,
@@ -87,34 +87,30 @@ def _n(tokens: int | None) -> str:
 
 
 def _event(entry: Entry) -> str:
-    if entry.kind == Kind.PROJECTION:
-        projection = ProjectionRecord.from_entry(entry)
-        return (
-            f"projection: {len(projection.result_ids)} old results become exact references"
-            f" (~{_n(projection.before_tokens)} → ~{_n(projection.after_tokens)} tokens)"
-        )
-    if entry.kind == Kind.CHECKPOINT:
-        cp = CheckpointRecord.from_entry(entry)
-        return (
-            f"checkpoint #{cp.number} {cp.title}"
-            f" (~{_n(cp.before_tokens)} → ~{_n(cp.after_tokens)} tokens)"
-        )
-    if entry.kind == Kind.SESSION_REWOUND:
-        rewound = SessionRewound.from_entry(entry)
-        what = [
-            name
-            for name, done in (
-                ("the conversation", rewound.conversation),
-                ("files", rewound.files_restored),
+    """The line of one of `EVENT_KINDS` (anything else reads as a peer's summary)."""
+    match record_of(entry):
+        case ProjectionRecord(result_ids=ids, before_tokens=before, after_tokens=after):
+            return (
+                f"projection: {len(ids)} old results become exact references"
+                f" (~{_n(before)} → ~{_n(after)} tokens)"
             )
-            if done
-        ]
-        return f"rewound to {rewound.to}" + (f" ({' and '.join(what)})" if what else "")
-    if entry.kind == Kind.SESSION_FORKED:
-        forked = SessionForked.from_entry(entry)
-        return f"forked from {forked.parent} after entry {forked.through_entry}"
-    summary = SummaryMessage.from_entry(entry)
-    return f"peer compaction summary ({len(summary.text):,} characters)"
+        case CheckpointRecord(number=number, title=title, before_tokens=before, after_tokens=after):
+            return f"checkpoint #{number} {title} (~{_n(before)} → ~{_n(after)} tokens)"
+        case SessionRewound() as rewound:
+            what = [
+                name
+                for name, done in (
+                    ("the conversation", rewound.conversation),
+                    ("files", rewound.files_restored),
+                )
+                if done
+            ]
+            return f"rewound to {rewound.to}" + (f" ({' and '.join(what)})" if what else "")
+        case SessionForked(parent=parent, through_entry=through):
+            return f"forked from {parent} after entry {through}"
+        case _:
+            summary = SummaryMessage.from_entry(entry)
+            return f"peer compaction summary ({len(summary.text):,} characters)"
 
 
 def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) -> list[Item]:
