@@ -9,8 +9,7 @@ import httpx2
 import pytest
 
 from comal.config import ProviderConfig
-from comal.ledger.records import SessionConfigured
-from comal.messages import JSONObject
+from comal.ledger.records import RecordedWindow, SessionConfigured
 from comal.providers.wires import list_models
 from comal.testing.fake_server import FakeServer
 from tests.e2e.headless_support import comal, configure, ledger_at
@@ -24,7 +23,7 @@ def test_a_model_chosen_in_the_session_is_kept_on_resume(workspace: Path, home: 
         assert comal("-p", "a", cwd=workspace, env_home=home).code == 0
         with ledger_at(home) as ledger:
             (info,) = ledger.sessions()
-            window: JSONObject = {"tokens": 45_000, "source": "discovered"}
+            window = RecordedWindow(45_000, "discovered")
             # What `/model other-model` in the TUI records.
             ledger.append_record(
                 info.id, SessionConfigured("fake", "openai-chat", "other-model", None, window)

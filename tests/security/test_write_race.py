@@ -17,6 +17,7 @@ import pytest
 from comal.agent.tool_runner import ToolRunner
 from comal.agent.toolset import standard_tools
 from comal.config import PermissionsConfig
+from comal.ledger.records import Record
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart
 from comal.tools.base import ToolContext, ToolRegistry
@@ -37,8 +38,8 @@ def runner(workspace: Path, ledger: Ledger) -> ToolRunner:
     permissions = PermissionPolicy(PermissionsConfig(mode="workspace-write"), workspace)
     context = ToolContext(workspace, permissions, dict(os.environ))
 
-    def record(kind: str, payload: JSONObject, body: bytes | None) -> None:
-        ledger.append(session_id, kind, payload, body=body)
+    def record(record: Record, body: bytes | None) -> None:
+        ledger.append_record(session_id, record, body=body)
 
     return ToolRunner(ToolRegistry(standard_tools()), permissions, context, record)
 

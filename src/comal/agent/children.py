@@ -43,7 +43,15 @@ from comal.agent.session_status import index_status
 from comal.config import Config
 from comal.context.view.pairing import PAIRING_KINDS, call_occurrence
 from comal.errors import BudgetError, ComalError, StepLimitError, ToolError
-from comal.ledger.records import SessionStarted, ToolResult, UserMessage, WarningRecord
+from comal.ledger.records import (
+    ChildOrigin,
+    Kind,
+    RecordedWindow,
+    SessionStarted,
+    ToolResult,
+    UserMessage,
+    WarningRecord,
+)
 from comal.ledger.store import Ledger
 from comal.messages import message_to_json, user_text
 from comal.providers.base import Provider
@@ -204,7 +212,7 @@ class Delegation:
 
     def _start(self, child_id: str, call_id: str, task: ChildTask) -> None:
         """Append `session.started` (with the link to the call) unless it is recorded."""
-        if self.ledger.entries(child_id, kinds=("session.started",)):
+        if self.ledger.entries(child_id, kinds=(Kind.SESSION_STARTED,)):
             return
         caps = self.provider.capabilities
         started = SessionStarted(
@@ -212,14 +220,9 @@ class Delegation:
             provider=self.provider.name,
             wire=str(self.provider.wire),
             model=self.provider.model,
-            window={"tokens": caps.context_window, "source": caps.window_source},
+            window=RecordedWindow(caps.context_window, caps.window_source),
             source=CHILD_SOURCE,
-            origin={
-                "parent_session": self.session.id,
-                "parent_call": call_id,
-                "kind": task.kind,
-                "key": task.key,
-            },
+            origin=ChildOrigin(self.session.id, call_id, task.kind, task.key),
             task={
                 "description": task.description,
                 "tools": None if task.tools is None else list(task.tools),
@@ -299,11 +302,11 @@ class Delegation:
             tuple(
                 (e.id, ToolResult.from_entry(e).name or "")
                 for e in entries
-                if e.kind == "tool.result"
+                if e.kind == Kind.TOOL_RESULT
             ),
         )
         # The receipt first, then the status row: the row follows the data, never the reverse.
-        self.ledger.append(child_id, RECEIPT_KIND, receipt.to_json())
+        self.ledger.append_record(child_id, receipt.to_record())
         self._settle_status(receipt)
         self._finished(receipt)
         return receipt
@@ -329,7 +332,7 @@ class Delegation:
 
 async def _drive(child: Session, task: ChildTask) -> tuple[str, str, str]:
     """Run a child to its answer: (status, reason, answer)."""
-    entries = child.ledger.entries(child.id, kinds=("message.user",))
+    entries = child.ledger.entries(child.id, kinds=(Kind.MESSAGE_USER,))
     try:
         if not entries:
             text = TASK_MESSAGE.format(

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from comal.ledger.entry import Entry
-from comal.ledger.records import AssistantMessage, ProviderRequest, ResponseDiscarded
+from comal.ledger.records import AssistantMessage, Kind, ProviderRequest, ResponseDiscardedRecord
 from comal.messages import JSONObject
 from comal.providers.pricing import price_for
 from comal.usage import Price, Usage
@@ -62,17 +62,17 @@ def session_cost(entries: Sequence[Entry], configured: Mapping[str, Price]) -> S
     prices: dict[str, Price] = {}
     last_model = ""
     for entry in entries:
-        if entry.kind == "provider.request":
+        if entry.kind == Kind.PROVIDER_REQUEST:
             request = ProviderRequest.from_entry(entry)
             estimates[entry.id] = request.estimated_input_tokens or 0
             last_model = request.model
             continue
-        reply: AssistantMessage | ResponseDiscarded
-        if entry.kind == "message.assistant":
+        reply: AssistantMessage | ResponseDiscardedRecord
+        if entry.kind == Kind.MESSAGE_ASSISTANT:
             answered = AssistantMessage.from_entry(entry)
             reply, model = answered, answered.model or last_model
-        elif entry.kind == "response.discarded":
-            reply = ResponseDiscarded.from_entry(entry)
+        elif entry.kind == Kind.RESPONSE_DISCARDED:
+            reply = ResponseDiscardedRecord.from_entry(entry)
             model = last_model
         else:
             continue

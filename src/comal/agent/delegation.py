@@ -29,7 +29,7 @@ from comal.agent.session import Session
 from comal.agent.toolset import LedgerBook
 from comal.errors import ComalError, ToolError
 from comal.ledger.entry import Entry
-from comal.ledger.records import ToolResult, ToolStarted
+from comal.ledger.records import Kind, ToolResult, ToolStartedRecord
 from comal.messages import JSONObject, JSONValue, ToolCallPart, ToolSpec, digest_bytes
 from comal.tools.base import (
     NoPreparation,
@@ -335,8 +335,12 @@ class WorkDraftTool(_DelegationTool):
         call = ToolCallPart(write_id, "Write", {"path": path, "content": content})
         size = f"{len(content.encode('utf-8', 'surrogatepass')):,} bytes"
         started = None
-        for entry in session.ledger.entries(session.id, kinds=("tool.started", "tool.result")):
-            record = (ToolResult if entry.kind == "tool.result" else ToolStarted).from_entry(entry)
+        for entry in session.ledger.entries(
+            session.id, kinds=(Kind.TOOL_STARTED, Kind.TOOL_RESULT)
+        ):
+            record = (
+                ToolResult if entry.kind == Kind.TOOL_RESULT else ToolStartedRecord
+            ).from_entry(entry)
             if record.call_id != call.call_id:
                 continue
             if isinstance(record, ToolResult):

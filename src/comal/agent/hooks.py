@@ -26,10 +26,10 @@ from pathlib import Path
 
 from comal.config import HookConfig
 from comal.ledger.entry import Entry
-from comal.ledger.records import HookRun
+from comal.ledger.records import HookRun, Record
 from comal.messages import JSONObject, JSONValue
 
-RecordFn = Callable[[str, JSONObject], Entry]
+RecordFn = Callable[[Record], Entry]
 BLOCK_EXIT = 2
 SHOWN_CHARS = 4_000
 """Stdout and stderr kept in a `hook.run` entry (the rest is cut, and said so)."""
@@ -154,7 +154,7 @@ class Hooks:
                 stdout=_shown(stdout),
                 stderr=_shown(stderr),
             )
-            self._record(record.KIND, record.to_payload())
+            self._record(record)
             if reason is not None:
                 return HookVerdict(True, reason or f"blocked by the {event} hook {hook.command}")
             if code == 0 and event == "UserPromptSubmit" and stdout.strip():

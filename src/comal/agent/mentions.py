@@ -17,7 +17,7 @@ from pathlib import Path
 
 from comal.agent.session import Session
 from comal.ids import new_id
-from comal.ledger.records import ToolResult
+from comal.ledger.records import Kind, ToolResult
 from comal.messages import MediaPart, Message, Part, TextPart, ToolCallPart, render_output_text
 
 MENTION = re.compile(r"(?<![\w@/])@((?:[\w.~/+-]|\\ )+)")
@@ -48,7 +48,7 @@ async def mention_message(session: Session, text: str) -> Message:
     for given in paths:
         call = ToolCallPart(new_id("mention"), "Read", {"path": given})
         await session.run_call(call)
-        results = session.ledger.entries(session.id, kinds=("tool.result",))
+        results = session.ledger.entries(session.id, kinds=(Kind.TOOL_RESULT,))
         result = next(
             e for e in reversed(results) if ToolResult.from_entry(e).call_id == call.call_id
         )
@@ -60,7 +60,7 @@ async def mention_message(session: Session, text: str) -> Message:
             continue
         if media:
             for item in media:
-                kind, data = str(item.get("media_type")), str(item.get("data_b64", ""))
+                kind, data = str(item.media_type), item.data_b64 or ""
                 note = f"[@{given}: image {kind}, evidence {result.id}"
                 if vision:
                     parts += [TextPart(note + "]"), MediaPart(kind, data, result.id)]

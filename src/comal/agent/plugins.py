@@ -18,7 +18,7 @@ from importlib.metadata import EntryPoint, entry_points
 
 from comal.config import Config
 from comal.errors import LedgerError
-from comal.ledger.records import SessionPlugins, WarningRecord
+from comal.ledger.records import Kind, SessionPlugins, WarningRecord
 from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, ToolSpec, canonical_json
@@ -31,7 +31,7 @@ from comal.tools.plugin import (
     Reconciler,
 )
 
-PLUGINS_KIND = "session.plugins"
+PLUGINS_KIND = Kind.SESSION_PLUGINS
 PLUGIN_WARNING = "PLUGIN_UNAVAILABLE"
 
 

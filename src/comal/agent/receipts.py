@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from comal.agent.session_facts import RECEIPT_KIND
 from comal.errors import UnknownSessionError
 from comal.ledger.entry import Entry
-from comal.ledger.records import ChildReceipt as ReceiptRecord
-from comal.ledger.records import SessionStarted
+from comal.ledger.records import ChildOrigin, ChildReceiptRecord, ImportOrigin, Kind, SessionStarted
 from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
-from comal.messages import JSONObject
 from comal.usage import Usage
 
 _NAMESPACE = uuid.UUID("6f1c1f43-5b0e-4a57-9c6b-8d4f3f0e2a11")
@@ -57,9 +55,9 @@ class ChildReceipt:
     rebuilt: bool = False
     """True when read back from the ledger instead of produced by this run."""
 
-    def to_json(self) -> JSONObject:
-        """The `child.receipt` payload."""
-        return ReceiptRecord(
+    def to_record(self) -> ChildReceiptRecord:
+        """The `child.receipt` record."""
+        return ChildReceiptRecord(
             self.call_id,
             self.status,
             self.answer,
@@ -67,12 +65,12 @@ class ChildReceipt:
             self.usage.to_json(),
             self.requests,
             tuple({"ref": ref, "tool": tool} for ref, tool in self.evidence),
-        ).to_payload()
+        )
 
     @classmethod
     def from_entry(cls, entry: Entry) -> ChildReceipt:
         """The receipt a `child.receipt` entry holds (marked rebuilt)."""
-        p = ReceiptRecord.from_entry(entry)
+        p = ChildReceiptRecord.from_entry(entry)
         return cls(
             entry.session_id,
             p.call_id,
@@ -126,10 +124,9 @@ def child_session_id(parent_id: str, call_id: str, key: str = "", occurrence: in
     return str(uuid.uuid5(_NAMESPACE, name))
 
 
-def _origin(ledger: Ledger, session_id: str) -> JSONObject:
-    started = ledger.entries(session_id, kinds=("session.started",))
-    origin = SessionStarted.from_entry(started[0]).origin if started else None
-    return origin or {}
+def _origin(ledger: Ledger, session_id: str) -> ImportOrigin | ChildOrigin | None:
+    started = ledger.entries(session_id, kinds=(Kind.SESSION_STARTED,))
+    return SessionStarted.from_entry(started[0]).origin if started else None
 
 
 def find_child(
@@ -146,7 +143,8 @@ def find_child(
     if key or occurrence:
         return None
     for child in ledger.children(parent_id):
-        if _origin(ledger, child).get("parent_call") == call_id:
+        origin = _origin(ledger, child)
+        if origin is not None and origin.parent_call == call_id:
             return child
     return None
 

@@ -55,9 +55,7 @@ from comal.agent.tool_runner import call_summary, media_json
 from comal.agent.toolset import CALL_KINDS
 from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
-from comal.ledger.records import SessionFinished, ToolResult, UserMessage
-from comal.ledger.records import ToolStarted as StartedRecord
-from comal.ledger.records import fields as f
+from comal.ledger.records import Kind, SessionFinished, ToolResult, ToolStartedRecord, UserMessage
 from comal.messages import (
     JSONObject,
     MediaPart,
@@ -121,16 +119,13 @@ def preparation_of(started: Entry) -> Preparation | None:
 
 
 def _preparation(started: Entry) -> Preparation | None:
-    raw = StartedRecord.from_entry(started).preparation
+    raw = ToolStartedRecord.from_entry(started).preparation
     if raw is None:
         return None
-    intended = f.text_or_none(raw, "digest_intended")
+    intended = raw.digest_intended
     if intended is None:
         return None
-    path = f.text(raw, "path")
-    return Preparation(
-        path, f.text(raw, "abs_path") or path, f.text_or_none(raw, "digest_before"), intended
-    )
+    return Preparation(raw.path, raw.abs_path or raw.path, raw.digest_before, intended)
 
 
 def _record(
@@ -189,11 +184,11 @@ def _observed_json(prep: Preparation, seen: Observation) -> JSONObject:
 async def _settle_started(s: Session, call: OpenCall, started: Entry) -> RecoveredCall:
     """Record the result of a call that started and left no result."""
     name, call_id = call.call.name, call.call.call_id
-    permission = StartedRecord.from_entry(started).permission
-    decision = f.text(permission, "decision")
+    permission = ToolStartedRecord.from_entry(started).permission
+    decision = permission.decision
     if decision and decision != "allow":
-        reason = f.text(permission, "reason")
-        status = "error" if permission.get("mode") == "validation" else "denied"
+        reason = permission.reason
+        status = "error" if permission.mode == "validation" else "denied"
         text = f"{reason or 'not allowed'} (the call never ran)"
         _record(s, call, status, text, {"postcondition_observed": False, "detail": text})
         return RecoveredCall(call_id, name, status, text)
@@ -273,7 +268,7 @@ async def _rebuild(s: Session, call: OpenCall, started: Entry) -> RecoveredCall 
     """Finish an allowed call of a rebuildable tool from the ledger; None for other calls."""
     # Typed as object: a Tool is not declared to be Rebuildable, only some are.
     tool: object = s.runner.registry.get(call.call.name)
-    allowed = StartedRecord.from_entry(started).permission.get("decision") == "allow"
+    allowed = ToolStartedRecord.from_entry(started).permission.decision == "allow"
     if not allowed or not isinstance(tool, Rebuildable):
         return None
     part = call.call
@@ -320,12 +315,12 @@ def _hold_uncertain(s: Session, entries: list[Entry]) -> int:
     """Hand every still-uncertain (tool, arguments) to the runner's insistence guard."""
     pairing = pair(entries)
     for entry in entries:
-        if entry.kind == "tool.started":
-            started = StartedRecord.from_entry(entry)
-            if started.permission.get("decision") == "allow":
+        if entry.kind == Kind.TOOL_STARTED:
+            started = ToolStartedRecord.from_entry(entry)
+            if started.permission.decision == "allow":
                 # A later allowed identical call (confirmed by the user) settles the doubt.
                 s.runner.release_uncertain(started.name or "", started.arguments)
-        elif entry.kind == "tool.result":
+        elif entry.kind == Kind.TOOL_RESULT:
             result = ToolResult.from_entry(entry)
             if result.status == "uncertain":
                 args = pairing.ran_arguments(entry)
@@ -340,13 +335,14 @@ def _continuation(entries: list[Entry], ran_calls: bool) -> str:
         (
             e
             for e in reversed(entries)
-            if e.kind in ("message.user", "message.summary", "message.assistant", "tool.result")
+            if e.kind
+            in (Kind.MESSAGE_USER, Kind.MESSAGE_SUMMARY, Kind.MESSAGE_ASSISTANT, Kind.TOOL_RESULT)
         ),
         None,
     )
     if last is None:
         return "answered"
-    if last.kind != "message.assistant":
+    if last.kind != Kind.MESSAGE_ASSISTANT:
         return "awaiting_reply"
     return "open_plan" if board_is_open(board_of(entries)) else "answered"
 

@@ -24,9 +24,10 @@ from comal.ledger.entry import Entry
 from comal.ledger.history import REWOUND_KIND
 from comal.ledger.records import (
     CheckpointRecord,
+    Kind,
     SessionRewound,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserMessage,
 )
 from comal.ledger.records import fields as pf
@@ -118,15 +119,15 @@ def _read(path: str) -> bytes | None:
 
 def _prepared(entry: Entry) -> tuple[str, str | None, str] | None:
     """(path, digest before, digest intended) of a Write/Edit's preparation, if it has one."""
-    if entry.kind != "tool.started":
+    if entry.kind != Kind.TOOL_STARTED:
         return None
-    prep = ToolStarted.from_entry(entry).preparation
+    prep = ToolStartedRecord.from_entry(entry).preparation
     if prep is None:
         return None
-    path, intended = pf.text_or_none(prep, "abs_path"), pf.text_or_none(prep, "digest_intended")
+    path, intended = prep.abs_path, prep.digest_intended
     if path is None or intended is None:
         return None
-    return path, pf.text_or_none(prep, "digest_before"), intended
+    return path, prep.digest_before, intended
 
 
 def file_events(entries: list[Entry]) -> list[FileEvent]:
@@ -169,9 +170,9 @@ def _result_status(site: CallSite | None) -> str | None:
 
 def _unrestorable_call(entry: Entry) -> str | None:
     """A one-line description of a call whose effects Comal cannot undo, if it is one."""
-    if entry.kind != "tool.started":
+    if entry.kind != Kind.TOOL_STARTED:
         return None
-    started = ToolStarted.from_entry(entry)
+    started = ToolStartedRecord.from_entry(entry)
     name = started.name or ""
     if not (name == "Bash" or name.startswith("mcp__")):
         return None
@@ -196,7 +197,7 @@ def turns(ledger: Ledger, session_id: str) -> list[Turn]:
             )
 
     for entry in entries:
-        if entry.kind == "message.user":
+        if entry.kind == Kind.MESSAGE_USER:
             close()
             head, files, other = entry, [], []
         elif (prepared := _prepared(entry)) is not None:
@@ -242,7 +243,7 @@ def resolve_point(ledger: Ledger, session_id: str, to: str | None) -> tuple[int,
             number = int(lowered[len(prefix) :])
             for entry in entries:
                 if (
-                    entry.kind == "checkpoint"
+                    entry.kind == Kind.CHECKPOINT
                     and CheckpointRecord.from_entry(entry).number == number
                 ):
                     return entry.seq, f"checkpoint {number}"

@@ -32,6 +32,9 @@ from comal.context.measure.anchors import Fingerprint, tools_digest
 from comal.context.view.entry import DEFAULT_LARGE_OUTPUT_BYTES
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
+    Kind,
+    Record,
+    RecordedWindow,
     SessionConfigured,
     SessionFinished,
     SessionResumed,
@@ -39,7 +42,6 @@ from comal.ledger.records import (
     WarningRecord,
     record_of,
 )
-from comal.ledger.records.base import Record
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart, canonical_json
 from comal.providers.base import Provider
@@ -109,10 +111,6 @@ class Session:
     tools_digest: str
     config_digest: str
 
-    def record(self, kind: str, payload: JSONObject, body: bytes | None = None) -> Entry:
-        """Append one entry to this session's ledger."""
-        return self.ledger.append(self.id, kind, payload, body=body)
-
     def write(self, record: Record, body: bytes | None = None) -> Entry:
         """Append one record to this session's ledger."""
         return self.ledger.append_record(self.id, record, body=body)
@@ -121,7 +119,7 @@ class Session:
         """The answer of a successful finish_call once the session is closed, else None."""
         if self.ledger.session(self.id).status != "finished":
             return None
-        for entry in reversed(self.ledger.entries(self.id, kinds=("session.finished",))):
+        for entry in reversed(self.ledger.entries(self.id, kinds=(Kind.SESSION_FINISHED,))):
             return SessionFinished.from_entry(entry).answer
         return ""
 
@@ -216,10 +214,10 @@ def effort_note(model: str, effort: str) -> str:
     return f"{model} is known not to reason: effort {effort!r} is not sent"
 
 
-def _window(provider: Provider) -> JSONObject:
+def _window(provider: Provider) -> RecordedWindow:
     """The `window` field of the entries that say what a session runs on."""
     caps = provider.capabilities
-    return {"tokens": caps.context_window, "source": caps.window_source}
+    return RecordedWindow(caps.context_window, caps.window_source)
 
 
 def _told_output(emit: EmitFn, call_id: str, chunk: bytes) -> None:
@@ -305,13 +303,13 @@ def open_session(
     native_specs = tuple(tool.spec for tool in (*native, *own))
     sid = session_id
 
-    def record(kind: str, payload: JSONObject, body: bytes | None) -> None:
-        ledger.append(sid, kind, payload, body=body)
+    def record(record: Record, body: bytes | None) -> None:
+        ledger.append_record(sid, record, body=body)
 
     observed = frozenset(t.spec.name for t in extra if plugins.reconciler(t.spec.name) is not None)
 
-    def record_entry(kind: str, payload: JSONObject) -> Entry:
-        return ledger.append(sid, kind, payload)
+    def record_entry(record: Record) -> Entry:
+        return ledger.append_record(sid, record)
 
     hooks = None
     if config.hooks:
@@ -416,7 +414,7 @@ def open_session(
 def kept_model(ledger: Ledger, session_id: str, provider_name: str) -> str | None:
     """The model the session last ran on with this provider (a `/model` choice is kept when it
     is resumed), or None when it last ran on another provider or records none."""
-    entries = ledger.entries(session_id, kinds=("session.configured", "session.resumed"))
+    entries = ledger.entries(session_id, kinds=(Kind.SESSION_CONFIGURED, Kind.SESSION_RESUMED))
     for entry in reversed(entries):
         ran = record_of(entry)
         if isinstance(ran, SessionConfigured | SessionResumed):

@@ -24,9 +24,10 @@ from comal.ledger.locks import LockInfo
 from comal.ledger.records import (
     AssistantMessage,
     BoardUpdated,
-    ChildReceipt,
+    ChildReceiptRecord,
+    Kind,
     ProviderRequest,
-    ResponseDiscarded,
+    ResponseDiscardedRecord,
     SessionFinished,
     SessionStarted,
     ToolResult,
@@ -44,7 +45,7 @@ def recorded_calls(entries: Sequence[Entry]) -> tuple[RecordedCall, ...]:
     pairing = pair(entries)
     out: list[RecordedCall] = []
     for entry in entries:
-        if entry.kind != "tool.result":
+        if entry.kind != Kind.TOOL_RESULT:
             continue
         result = ToolResult.from_entry(entry)
         if result.call_id is None:
@@ -149,7 +150,9 @@ def _assistant_text(entry: Entry) -> str | None:
 
 
 def _superseded(entries: Sequence[Entry]) -> set[str]:
-    discarded = (ResponseDiscarded.from_entry(e) for e in entries if e.kind == "response.discarded")
+    discarded = (
+        ResponseDiscardedRecord.from_entry(e) for e in entries if e.kind == Kind.RESPONSE_DISCARDED
+    )
     return {d.entry for d in discarded if d.entry}
 
 
@@ -165,7 +168,7 @@ def open_calls(entries: Sequence[Entry]) -> tuple[OpenCall, ...]:
 def board_of(entries: Sequence[Entry]) -> tuple[Criterion, ...]:
     """The board as of the latest `board.updated` entry."""
     for entry in reversed(entries):
-        if entry.kind == "board.updated":
+        if entry.kind == Kind.BOARD_UPDATED:
             return criteria_from_json(list(BoardUpdated.from_entry(entry).criteria))
     return ()
 
@@ -175,7 +178,7 @@ def uncertain_calls(entries: Sequence[Entry]) -> tuple[UncertainCall, ...]:
     pairing = pair(entries)
     out: list[UncertainCall] = []
     for entry in entries:
-        if entry.kind != "tool.result":
+        if entry.kind != Kind.TOOL_RESULT:
             continue
         result = ToolResult.from_entry(entry)
         if result.status == "uncertain":
@@ -195,7 +198,7 @@ def uncertain_calls(entries: Sequence[Entry]) -> tuple[UncertainCall, ...]:
 def final_answer(entries: Sequence[Entry]) -> str | None:
     """The answer of the latest `session.finished` entry."""
     for entry in reversed(entries):
-        if entry.kind == "session.finished":
+        if entry.kind == Kind.SESSION_FINISHED:
             return SessionFinished.from_entry(entry).answer
     return None
 
@@ -204,7 +207,7 @@ def last_answer(entries: Sequence[Entry]) -> str | None:
     """The text of the latest recorded assistant message (None when it was a refusal)."""
     superseded = _superseded(entries)
     for entry in reversed(entries):
-        if entry.kind == "message.assistant" and entry.id not in superseded:
+        if entry.kind == Kind.MESSAGE_ASSISTANT and entry.id not in superseded:
             refused = AssistantMessage.from_entry(entry).finish == "refusal"
             return None if refused else _assistant_text(entry)
     return None
@@ -217,12 +220,14 @@ def usage_totals(entries: Sequence[Entry]) -> UsageTotals:
     measured_requests: set[str] = set()
     count = 0
     for entry in entries:
-        if entry.kind == "provider.request":
+        if entry.kind == Kind.PROVIDER_REQUEST:
             value = ProviderRequest.from_entry(entry).estimated_input_tokens
             estimates[entry.id] = value or 0
-        elif entry.kind in ("message.assistant", "response.discarded"):
+        elif entry.kind in (Kind.MESSAGE_ASSISTANT, Kind.RESPONSE_DISCARDED):
             reply = (
-                AssistantMessage if entry.kind == "message.assistant" else ResponseDiscarded
+                AssistantMessage
+                if entry.kind == Kind.MESSAGE_ASSISTANT
+                else ResponseDiscardedRecord
             ).from_entry(entry)
             usage = Usage() if reply.usage is None else Usage.from_json(reply.usage)
             measured = measured + usage
@@ -237,13 +242,13 @@ def _child_summary(ledger: Ledger, child_id: str) -> ChildSummary:
     info = ledger.session(child_id)
     entries = ledger.entries(child_id)
     receipts = [e for e in entries if e.kind == RECEIPT_KIND]
-    started = next((e for e in entries if e.kind == "session.started"), None)
+    started = next((e for e in entries if e.kind == Kind.SESSION_STARTED), None)
     origin = SessionStarted.from_entry(started).origin if started is not None else None
     return ChildSummary(
         child_id,
         session_status(ledger, child_id),
-        ChildReceipt.from_entry(receipts[-1]).status if receipts else None,
-        None if origin is None else f.text_or_none(origin, "parent_call"),
+        ChildReceiptRecord.from_entry(receipts[-1]).status if receipts else None,
+        None if origin is None else origin.parent_call,
         info.title,
         usage_totals(entries),
     )
@@ -273,7 +278,7 @@ def session_state(
         pending=open_calls(entries),
         uncertain=uncertain_calls(entries),
         last_checkpoint=None if cp is None else (cp.number, cp.title, cp.entry_id),
-        evidence_count=sum(1 for e in entries if e.kind == "tool.result"),
+        evidence_count=sum(1 for e in entries if e.kind == Kind.TOOL_RESULT),
         usage=usage_totals(entries),
         cost=session_cost(entries, prices or {}),
         final_answer=final_answer(entries) if status == FINISHED else None,

@@ -30,14 +30,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import assert_never
 
 from comal.errors import ComalError, LedgerDamagedError
 from comal.ledger.entry import Entry, SessionInfo
-from comal.ledger.records import AssistantMessage, ChildReceipt, WarningRecord
+from comal.ledger.records import (
+    AssistantMessage,
+    ChildReceiptRecord,
+    Kind,
+    WarningRecord,
+    kind_of,
+)
 from comal.ledger.store import Ledger
 from comal.messages import message_from_json
 
-RECEIPT_KIND = "child.receipt"
+RECEIPT_KIND = Kind.CHILD_RECEIPT
 """The entry that closes a child session with its exact receipt (see `agent.children`)."""
 
 ACTIVE = "active"
@@ -47,13 +54,13 @@ INTERRUPTED = "interrupted"
 DAMAGED = "damaged"
 """What readers show for a session with an entry that does not decode (`comal verify`)."""
 
-HELD_KINDS = ("lock.acquired", "lock.reclaimed")
+HELD_KINDS = (Kind.LOCK_ACQUIRED, Kind.LOCK_RECLAIMED)
 """The entries a Comal process records when it takes a session (to run its turns)."""
 LIFECYCLE_KINDS = (
-    "message.user",
-    "message.assistant",
-    "session.finished",
-    "warning",
+    Kind.MESSAGE_USER,
+    Kind.MESSAGE_ASSISTANT,
+    Kind.SESSION_FINISHED,
+    Kind.WARNING,
     RECEIPT_KIND,
     *HELD_KINDS,
 )
@@ -90,26 +97,59 @@ def _asks_for_tools(entry: Entry) -> bool:
 
 def derive(entries: Iterable[Entry]) -> Lifecycle:
     """The lifecycle the entries record (any entries: kinds other than `LIFECYCLE_KINDS` are
-    skipped)."""
+    skipped). Every kind is decided here (`assert_never`): a new one says whether it moves
+    the lifecycle."""
     settled, is_open, answered, held = ACTIVE, False, False, False
     for entry in entries:
-        kind = entry.kind
-        if kind in HELD_KINDS:
-            held = True
-        elif kind == "message.user":
-            is_open = True
-        elif kind == "message.assistant" and not _asks_for_tools(entry):
-            settled, is_open = ACTIVE, False
-            answered = answered or AssistantMessage.from_entry(entry).finish != "refusal"
-        elif kind == "session.finished":
-            settled, is_open, answered = FINISHED, False, True
-        elif kind == "warning" and WarningRecord.from_entry(entry).turn == FAILED:
-            is_open = False
-            if not answered:
-                settled = FAILED
-        elif kind == RECEIPT_KIND:
-            finished = ChildReceipt.from_entry(entry).status == FINISHED
-            settled, is_open = (FINISHED if finished else FAILED), False
+        match kind_of(entry):
+            case Kind.LOCK_ACQUIRED | Kind.LOCK_RECLAIMED:
+                held = True
+            case Kind.MESSAGE_USER:
+                is_open = True
+            case Kind.MESSAGE_ASSISTANT:
+                if not _asks_for_tools(entry):
+                    settled, is_open = ACTIVE, False
+                    answered = answered or AssistantMessage.from_entry(entry).finish != "refusal"
+            case Kind.SESSION_FINISHED:
+                settled, is_open, answered = FINISHED, False, True
+            case Kind.WARNING:
+                if WarningRecord.from_entry(entry).turn == FAILED:
+                    is_open = False
+                    if not answered:
+                        settled = FAILED
+            case Kind.CHILD_RECEIPT:
+                finished = ChildReceiptRecord.from_entry(entry).status == FINISHED
+                settled, is_open = (FINISHED if finished else FAILED), False
+            case (
+                Kind.SESSION_STARTED
+                | Kind.SESSION_TOOLS
+                | Kind.SESSION_PLUGINS
+                | Kind.MESSAGE_SUMMARY
+                | Kind.PROVIDER_REQUEST
+                | Kind.PROVIDER_RESENT
+                | Kind.PROVIDER_ERROR
+                | Kind.RESPONSE_DISCARDED
+                | Kind.TOOL_STARTED
+                | Kind.TOOL_RESULT
+                | Kind.PROJECTION
+                | Kind.CHECKPOINT
+                | Kind.PRESSURE_DEFERRED
+                | Kind.CONTEXT_CALIBRATED
+                | Kind.BOARD_UPDATED
+                | Kind.COMPACT_REQUESTED
+                | Kind.COMPACT_CANCELLED
+                | Kind.SESSION_CONFIGURED
+                | Kind.SESSION_FORKED
+                | Kind.SESSION_REWOUND
+                | Kind.HOOK_RUN
+                | Kind.USER_SHELL
+                | Kind.SESSION_RESUMED
+                | Kind.SESSION_MOVED
+                | None  # a kind a newer Comal wrote
+            ):
+                pass
+            case unknown:
+                assert_never(unknown)
     return Lifecycle(settled, is_open, held)
 
 

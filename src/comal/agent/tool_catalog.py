@@ -22,14 +22,14 @@ from contextlib import asynccontextmanager
 from comal.config import Config
 from comal.errors import LedgerError
 from comal.ledger.entry import Entry
-from comal.ledger.records import SessionTools, WarningRecord
+from comal.ledger.records import Kind, SessionTools, WarningRecord
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolSpec, canonical_json
 from comal.tools.base import Tool
 from comal.tools.mcp import McpOrigin, McpServerFailure, McpToolset, open_mcp_servers
 from comal.tools.secrets import command_env, find_secrets
 
-TOOLS_KIND = "session.tools"
+TOOLS_KIND = Kind.SESSION_TOOLS
 MCP_WARNING = "MCP_SERVER_UNAVAILABLE"
 MCP_NOTICE = "MCP_SERVER_NOTICE"
 """A started server's stray stdout, or tools it offers that Comal cannot call."""

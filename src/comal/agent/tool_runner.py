@@ -24,7 +24,14 @@ from dataclasses import replace
 from comal.agent.events import ToolFinished
 from comal.agent.hooks import Hooks, claude_tool_input, tool_response
 from comal.errors import ComalError, ToolError
-from comal.ledger.records import ToolResult, ToolStarted
+from comal.ledger.records import (
+    Record,
+    RecordedMedia,
+    RecordedPermission,
+    RecordedPreparation,
+    ToolResult,
+    ToolStartedRecord,
+)
 from comal.messages import (
     JSONObject,
     MediaPart,
@@ -45,8 +52,8 @@ from comal.tools.base import (
 )
 from comal.tools.permissions import PermissionPolicy
 
-RecordFn = Callable[[str, JSONObject, bytes | None], None]
-"""Appends one ledger entry: `record(kind, payload, body)`."""
+RecordFn = Callable[[Record, bytes | None], None]
+"""Appends one ledger entry: `record(record, body)` (`Ledger.append_record`)."""
 
 ConfirmFn = Callable[[str, JSONObject, str], Awaitable[bool]]
 """`(tool_name, arguments, reason) -> confirmed`: asks the user (interactive front ends only)."""
@@ -59,20 +66,14 @@ CallReceipt = ToolFinished
 """What the runner recorded for one call: the very event the front end is told of it."""
 
 
-def _preparation_json(prep: Preparation) -> JSONObject:
-    payload: JSONObject = {
-        "path": prep.path,
-        "abs_path": prep.abs_path,
-        "digest_before": prep.digest_before,
-        "digest_intended": prep.digest_intended,
-    }
-    if prep.intent is not None:
-        payload["intent"] = prep.intent
-    return payload
+def _preparation_json(prep: Preparation) -> RecordedPreparation:
+    return RecordedPreparation(
+        prep.path, prep.abs_path, prep.digest_before, prep.digest_intended, prep.intent
+    )
 
 
-def _decision_json(decision: PermissionDecision) -> JSONObject:
-    return {"decision": decision.decision, "mode": decision.mode, "reason": decision.reason}
+def _decision_json(decision: PermissionDecision) -> RecordedPermission:
+    return RecordedPermission(decision.decision, decision.mode, decision.reason)
 
 
 def _denied(decision: PermissionDecision) -> ToolOutcome:
@@ -81,18 +82,15 @@ def _denied(decision: PermissionDecision) -> ToolOutcome:
     )
 
 
-def media_json(media: tuple[MediaPart, ...]) -> tuple[JSONObject, ...]:
+def media_json(media: tuple[MediaPart, ...]) -> tuple[RecordedMedia, ...]:
     """Media of a result as recorded: type, bytes (base64), size and digest of the bytes."""
-    out: list[JSONObject] = []
+    out: list[RecordedMedia] = []
     for m in media:
         raw = base64.b64decode(m.data_b64)
         out.append(
-            {
-                "media_type": m.media_type,
-                "data_b64": m.data_b64,
-                "size_bytes": len(raw),
-                "digest": digest_bytes(raw),
-            }
+            RecordedMedia(
+                m.media_type, data_b64=m.data_b64, size_bytes=len(raw), digest=digest_bytes(raw)
+            )
         )
     return tuple(out)
 
@@ -118,7 +116,7 @@ class ToolRunner:
         registry: the tools offered to the model.
         permissions: the permission policy of this process.
         context: the tool context (workspace, env, cancel event).
-        record: appends one ledger entry (kind, payload, body) and returns nothing.
+        record: appends one ledger record (with its body) and returns nothing.
         confirm: asks the user before an identical re-issue of an uncertain call; None (or a
             headless context) refuses such re-issues.
         observed: tools whose interrupted calls a plugin's recovery adapter settles by a
@@ -188,7 +186,7 @@ class ToolRunner:
         decision: PermissionDecision,
         preparation: Preparation | None = None,
     ) -> None:
-        started = ToolStarted(
+        started = ToolStartedRecord(
             call.call_id,
             call.name,
             call.arguments,
@@ -197,7 +195,7 @@ class ToolRunner:
         )
         # The bytes before the change, kept as the entry's body: what a rewind restores.
         body = None if preparation is None else preparation.before
-        self._record(started.KIND, started.to_payload(), body)
+        self._record(started, body)
 
     def _result(self, call: ToolCallPart, outcome: ToolOutcome) -> CallReceipt:
         if self._redact is not None:
@@ -217,7 +215,7 @@ class ToolRunner:
             if cut is None
             else {"limit_bytes": cut.limit_bytes, "total_bytes": cut.total_bytes},
         )
-        self._record(result.KIND, result.to_payload(), outcome.output)
+        self._record(result, outcome.output)
         text = render_outcome(
             ToolOutcome(outcome.output[:400], outcome.is_error, outcome.exit_code)
         )
@@ -391,7 +389,7 @@ class ToolRunner:
             )
         body = text.encode("utf-8")
         result = ToolResult.for_output(call.call_id, call.name, body, status=status, is_error=True)
-        self._record(result.KIND, result.to_payload(), body)
+        self._record(result, body)
 
     def _fail_early(self, call: ToolCallPart, message: str) -> CallReceipt:
         self._started(call, PermissionDecision("deny", "validation", message))

@@ -10,7 +10,7 @@ from comal.agent.session_facts import board_of, recorded_calls
 from comal.agent.session_status import index_status
 from comal.context.view.pairing import PAIRING_KINDS
 from comal.evidence.read import LedgerEvidenceReader
-from comal.ledger.records import BoardUpdated, SessionFinished
+from comal.ledger.records import BoardUpdated, Kind, SessionFinished
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
 from comal.tools.base import Tool
@@ -44,7 +44,7 @@ class LedgerBook:
 
     def board(self) -> tuple[Criterion, ...]:
         """The board as of the latest `board.updated` entry."""
-        return board_of(self.ledger.entries(self.session_id, kinds=("board.updated",)))
+        return board_of(self.ledger.entries(self.session_id, kinds=(Kind.BOARD_UPDATED,)))
 
     def record_board(self, criteria: tuple[Criterion, ...]) -> None:
         """Append a `board.updated` entry holding the whole board."""

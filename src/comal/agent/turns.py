@@ -38,7 +38,7 @@ from comal.agent.session_status import FINISHED, index_running, index_status, li
 from comal.config import Config
 from comal.context.engine import Checkpoint
 from comal.errors import ComalError, CompactNotSmallerError, RefusedError
-from comal.ledger.records import CompactCancelled, CompactRequested, WarningRecord
+from comal.ledger.records import CompactCancelled, CompactRequested, Kind, WarningRecord
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.tools.base import Tool
@@ -59,7 +59,7 @@ class Outcome:
 
 def _replies(session: Session) -> int:
     """Model replies recorded so far (the steps a turn took is the difference)."""
-    return len(session.ledger.entries(session.id, kinds=("message.assistant",)))
+    return len(session.ledger.entries(session.id, kinds=(Kind.MESSAGE_ASSISTANT,)))
 
 
 async def run_session(session: Session, prompt: str | None) -> Outcome:

@@ -9,6 +9,7 @@ from comal.cli.cmd_context import emit, emit_json
 from comal.cli.configuring import read_only_config
 from comal.context.relief.recorded import Checkpoint, checkpoints
 from comal.errors import ComalError
+from comal.ledger.records import Kind
 from comal.ledger.store import Ledger
 
 
@@ -39,7 +40,7 @@ def _json(cp: Checkpoint, text: bool) -> dict[str, object]:
 async def _run(args: argparse.Namespace) -> int:
     with Ledger.open(read_only_config().ledger) as ledger:
         session_id = ledger.resolve(args.session)
-        found = checkpoints(ledger.entries(session_id, kinds=("checkpoint",)))
+        found = checkpoints(ledger.entries(session_id, kinds=(Kind.CHECKPOINT,)))
     if args.number is None:
         if args.json:
             emit_json({"session": session_id, "checkpoints": [_json(c, False) for c in found]})

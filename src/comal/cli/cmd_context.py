@@ -27,10 +27,14 @@ from comal.cli.configuring import read_only_config
 from comal.cli.timeline import timeline_of, write_timeline
 from comal.config import DEFAULT_WINDOW_TOKENS, Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
-from comal.ledger.records import ProviderRequest, SessionResumed, SessionStarted
-from comal.ledger.records import fields as f
+from comal.ledger.records import (
+    Kind,
+    ProviderRequest,
+    RecordedWindow,
+    SessionResumed,
+    SessionStarted,
+)
 from comal.ledger.store import Ledger
-from comal.messages import JSONObject
 from comal.providers import catalog
 
 
@@ -46,11 +50,11 @@ def emit_json(value: Any) -> None:
     emit(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
-def _window(window: JSONObject, model: str) -> tuple[int, str]:
+def _window(window: RecordedWindow | None, model: str) -> tuple[int, str]:
     """The window a session ran with; an imported one (none recorded) gets its model's."""
-    tokens = f.int_or_none(window, "tokens")
-    if tokens is not None and tokens > 0:
-        return tokens, f.text(window, "source", "recorded")
+    tokens = None if window is None else window.tokens
+    if window is not None and tokens is not None and tokens > 0:
+        return tokens, "recorded" if window.source is None else window.source
     entry = catalog.lookup(model) if model else None
     if entry is not None:
         return entry.window, "catalog"
@@ -71,7 +75,7 @@ def _last_reserve(ledger: Ledger, session_id: str) -> int | None:
     A run may have fixed its reserve with `--max-output-tokens`; the report of the recorded
     session should show the budget that run really used, not a default.
     """
-    requests = ledger.entries(session_id, kinds=("provider.request",))
+    requests = ledger.entries(session_id, kinds=(Kind.PROVIDER_REQUEST,))
     if not requests:
         return None
     value = ProviderRequest.from_entry(requests[-1]).output_reserve
@@ -83,15 +87,15 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
     info = ledger.session(session_id)
     # The latest of the start and the resumes: a session resumed on another model is
     # reported against the window of the model it now runs on.
-    started = ledger.entries(session_id, kinds=("session.started", "session.resumed"))
+    started = ledger.entries(session_id, kinds=(Kind.SESSION_STARTED, Kind.SESSION_RESUMED))
     latest = started[-1] if started else None
     ran: SessionStarted | SessionResumed | None = None
     if latest is not None:
-        ran = (SessionStarted if latest.kind == "session.started" else SessionResumed).from_entry(
-            latest
-        )
+        ran = (
+            SessionStarted if latest.kind == Kind.SESSION_STARTED else SessionResumed
+        ).from_entry(latest)
     model_name = (ran.model if ran is not None else "") or info.model
-    window, source = _window({} if ran is None else ran.window, model_name)
+    window, source = _window(None if ran is None else ran.window, model_name)
     vision = ran.vision if isinstance(ran, SessionStarted) else None
     explicit = config.context.context_window
     if explicit is not None and explicit < window:

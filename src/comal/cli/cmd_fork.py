@@ -12,9 +12,10 @@ import argparse
 from comal.cli.cmd_context import emit, emit_json
 from comal.config import load_config
 from comal.errors import RewindError
+from comal.ledger.records import Kind
 from comal.ledger.store import Ledger
 
-FORK_POINT_SKIPS = frozenset({"lock.acquired", "lock.reclaimed", "session.finished"})
+FORK_POINT_SKIPS = frozenset({Kind.LOCK_ACQUIRED, Kind.LOCK_RECLAIMED, Kind.SESSION_FINISHED})
 """Entries a default fork point passes over: they belong to the parent's process."""
 
 

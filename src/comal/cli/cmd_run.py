@@ -42,7 +42,7 @@ from comal.cli.render import Renderer
 from comal.cli.window_check import refuse_overhead
 from comal.config import Config, ProviderConfig
 from comal.errors import ConfigError, UnknownSessionError
-from comal.ledger.records import SessionMoved
+from comal.ledger.records import Kind, SessionMoved
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.providers.factory import make_provider, resolve_capabilities
@@ -288,7 +288,7 @@ async def _run(
 
 def recorded_workspace(ledger: Ledger, session_id: str) -> Path:
     """Where the session works: its recorded cwd, or where a `session.moved` entry moved it."""
-    moves = ledger.entries(session_id, kinds=("session.moved",))
+    moves = ledger.entries(session_id, kinds=(Kind.SESSION_MOVED,))
     target = SessionMoved.from_entry(moves[-1]).to if moves else None
     where: str = target if target is not None else ledger.session(session_id).cwd
     return Path(where)

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from comal.agent.session_status import shown_status, with_status
 from comal.cli.configuring import read_only_config
@@ -26,7 +26,7 @@ from comal.errors import LedgerError
 from comal.ids import now_ms
 from comal.ledger import STATUSES, Entry, Ledger, SessionInfo, VerifyReport
 from comal.ledger.engine import is_pg_url, redact, sqlite_path
-from comal.ledger.records import UserMessage
+from comal.ledger.records import Kind, UserMessage, kind_of
 from comal.ledger.salvage import resolve_in_file, verify_file
 from comal.messages import (
     JSONObject,
@@ -188,7 +188,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
         infos = _listed(every, here, limit)
         more = 0 if limit is None else len(_listed(every, here, None)) - len(infos)
         shorts = ledger.short_ids()
-        asks = ledger.first_entries("message.user")
+        asks = ledger.first_entries(Kind.MESSAGE_USER)
         path = ledger.location
         if args.json:
             infos = [with_status(ledger, info) for info in infos]
@@ -334,19 +334,6 @@ def _result_lines(
     return lines
 
 
-_QUIET_KINDS = frozenset(
-    {
-        "lock.acquired",
-        "lock.reclaimed",
-        "provider.request",
-        "provider.resent",
-        "session.tools",
-        "session.started",
-    }
-)
-"""Bookkeeping a transcript leaves out (`--json` and `--all` keep every entry)."""
-
-
 @dataclass(slots=True)
 class _Show:
     """How `show` prints: the session's short id, the flags, and the results seen so far."""
@@ -358,61 +345,93 @@ class _Show:
 
 
 def _entry_lines(entry: Entry, body: bytes | None, how: _Show) -> list[str]:
+    """The lines `show` prints for one entry; every kind is decided here (`assert_never`).
+
+    The payload is shown as recorded (a damaged field prints as it is stored)."""
     p = entry.payload
-    kind = entry.kind
     verbose = how.verbose
-    if kind == "message.user":
-        seq = f", seq {entry.seq}" if verbose else ""
-        return ["", *_message_lines(p, f"▶ ask  ({_utc(entry.created_at)}{seq})", verbose=verbose)]
-    if kind == "message.assistant":
-        extra = " · ".join(str(p[k]) for k in ("model", "finish") if p.get(k))
-        who = "◀ answer" + (f"  ({extra})" if extra and verbose else "")
-        return ["", *_message_lines(p, who, verbose=verbose)]
-    if kind == "tool.started":
-        if not verbose:
-            return []  # the answer that asked for the call shows it
-        name = p.get("name")
-        line = _call_line(str(name), p.get("arguments"), str(p.get("call_id")), verbose=True)
-        return [f"  {line} (started)"]
-    if kind == "tool.result":
-        how.results += 1
-        return _result_lines(entry, body, ordinal=how.results, short=how.short, verbose=verbose)
-    if kind == "projection":
-        calls = p.get("call_ids")
-        count = len(calls) if isinstance(calls, list) else 0
-        outputs = "output" if count == 1 else "outputs"
-        return [
-            f"── context: {count} {outputs} replaced by references to make room"
-            f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
-        ]
-    if kind == "checkpoint":
-        through = f"; covers through seq {p.get('covers_through_seq')}" if verbose else ""
-        return [
-            f"══ checkpoint {p.get('number')}: {p.get('title')}"
-            f" (by {p.get('by', '?')}{through};"
-            f" ~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)",
-            _indent(_shorten(str(p.get("text", "")))),
-        ]
-    if kind == "compact.requested":
-        return [f"── context: compaction requested (by {p.get('by', '?')})"]
-    if kind == "compact.cancelled":
-        if p.get("reason") == "not_smaller":
+    match kind_of(entry):
+        case Kind.MESSAGE_USER:
+            seq = f", seq {entry.seq}" if verbose else ""
+            ask = f"▶ ask  ({_utc(entry.created_at)}{seq})"
+            return ["", *_message_lines(p, ask, verbose=verbose)]
+        case Kind.MESSAGE_ASSISTANT:
+            extra = " · ".join(str(p[k]) for k in ("model", "finish") if p.get(k))
+            who = "◀ answer" + (f"  ({extra})" if extra and verbose else "")
+            return ["", *_message_lines(p, who, verbose=verbose)]
+        case Kind.TOOL_STARTED:
+            if not verbose:
+                return []  # the answer that asked for the call shows it
+            name = p.get("name")
+            line = _call_line(str(name), p.get("arguments"), str(p.get("call_id")), verbose=True)
+            return [f"  {line} (started)"]
+        case Kind.TOOL_RESULT:
+            how.results += 1
+            return _result_lines(entry, body, ordinal=how.results, short=how.short, verbose=verbose)
+        case Kind.PROJECTION:
+            calls = p.get("call_ids")
+            count = len(calls) if isinstance(calls, list) else 0
+            outputs = "output" if count == 1 else "outputs"
             return [
-                "── context: compaction refused: it would not make the view smaller"
+                f"── context: {count} {outputs} replaced by references to make room"
                 f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
             ]
-        return [f"── context: queued compaction cancelled (by {p.get('by', '?')})"]
-    if kind == "context.calibrated":
-        if not verbose:
-            return []
-        return [f"── context: calibrated ratio {p.get('ratio')} ({p.get('source')})"]
-    if kind in ("warning", "provider.error"):
-        return [f"  ! {p.get('code')}: {p.get('message')}"]
-    if kind == "session.finished":
-        return [f"✓ finished: {_compact(p.get('answer'), 2000)}"]
-    if kind in _QUIET_KINDS and not how.every:
-        return []
-    return [f"  · {kind} {_compact(p)}"]
+        case Kind.CHECKPOINT:
+            through = f"; covers through seq {p.get('covers_through_seq')}" if verbose else ""
+            return [
+                f"══ checkpoint {p.get('number')}: {p.get('title')}"
+                f" (by {p.get('by', '?')}{through};"
+                f" ~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)",
+                _indent(_shorten(str(p.get("text", "")))),
+            ]
+        case Kind.COMPACT_REQUESTED:
+            return [f"── context: compaction requested (by {p.get('by', '?')})"]
+        case Kind.COMPACT_CANCELLED:
+            if p.get("reason") == "not_smaller":
+                return [
+                    "── context: compaction refused: it would not make the view smaller"
+                    f" (~{p.get('before_tokens')} → ~{p.get('after_tokens')} tokens)"
+                ]
+            return [f"── context: queued compaction cancelled (by {p.get('by', '?')})"]
+        case Kind.CONTEXT_CALIBRATED:
+            if not verbose:
+                return []
+            return [f"── context: calibrated ratio {p.get('ratio')} ({p.get('source')})"]
+        case Kind.WARNING | Kind.PROVIDER_ERROR:
+            return [f"  ! {p.get('code')}: {p.get('message')}"]
+        case Kind.SESSION_FINISHED:
+            return [f"✓ finished: {_compact(p.get('answer'), 2000)}"]
+        case (
+            Kind.LOCK_ACQUIRED
+            | Kind.LOCK_RECLAIMED
+            | Kind.PROVIDER_REQUEST
+            | Kind.PROVIDER_RESENT
+            | Kind.SESSION_TOOLS
+            | Kind.SESSION_STARTED
+        ):
+            # Bookkeeping a transcript leaves out (`--json` and `--all` keep every entry).
+            if not how.every:
+                return []
+        case (
+            Kind.SESSION_PLUGINS
+            | Kind.MESSAGE_SUMMARY
+            | Kind.RESPONSE_DISCARDED
+            | Kind.PRESSURE_DEFERRED
+            | Kind.BOARD_UPDATED
+            | Kind.SESSION_CONFIGURED
+            | Kind.SESSION_FORKED
+            | Kind.SESSION_REWOUND
+            | Kind.HOOK_RUN
+            | Kind.USER_SHELL
+            | Kind.SESSION_RESUMED
+            | Kind.SESSION_MOVED
+            | Kind.CHILD_RECEIPT
+            | None  # a kind a newer Comal wrote
+        ):
+            pass
+        case unknown:
+            assert_never(unknown)
+    return [f"  · {entry.kind} {_compact(p)}"]
 
 
 def _entry_json(entry: Entry, body: bytes | None) -> JSONObject:
@@ -437,7 +456,7 @@ async def run_show(args: argparse.Namespace) -> int:
         children = ledger.children(session_id)
         entries = ledger.entries(session_id)
         bodies = [ledger.body(entry) for entry in entries]
-        asks = ledger.first_entries("message.user")
+        asks = ledger.first_entries(Kind.MESSAGE_USER)
     title = info.title or first_ask(asks.get(session_id))
     if args.json:
         _emit_json(

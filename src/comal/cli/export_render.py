@@ -29,6 +29,7 @@ from comal.ledger.records import (
     AssistantMessage,
     CheckpointRecord,
     HookRun,
+    Kind,
     ProjectionRecord,
     SessionForked,
     SessionRewound,
@@ -36,6 +37,7 @@ from comal.ledger.records import (
     ToolResult,
     UserMessage,
     UserShell,
+    record_of,
 )
 from comal.messages import (
     JSONValue,
@@ -47,7 +49,13 @@ from comal.messages import (
 
 RESULT_CHARS = 6_000
 """A receipt's text shown in Markdown/HTML (the JSON export has every byte)."""
-EVENT_KINDS = ("projection", "checkpoint", "session.rewound", "session.forked", "message.summary")
+EVENT_KINDS = (
+    Kind.PROJECTION,
+    Kind.CHECKPOINT,
+    Kind.SESSION_REWOUND,
+    Kind.SESSION_FORKED,
+    Kind.MESSAGE_SUMMARY,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,34 +87,30 @@ def _n(tokens: int | None) -> str:
 
 
 def _event(entry: Entry) -> str:
-    if entry.kind == "projection":
-        projection = ProjectionRecord.from_entry(entry)
-        return (
-            f"projection: {len(projection.result_ids)} old results become exact references"
-            f" (~{_n(projection.before_tokens)} → ~{_n(projection.after_tokens)} tokens)"
-        )
-    if entry.kind == "checkpoint":
-        cp = CheckpointRecord.from_entry(entry)
-        return (
-            f"checkpoint #{cp.number} {cp.title}"
-            f" (~{_n(cp.before_tokens)} → ~{_n(cp.after_tokens)} tokens)"
-        )
-    if entry.kind == "session.rewound":
-        rewound = SessionRewound.from_entry(entry)
-        what = [
-            name
-            for name, done in (
-                ("the conversation", rewound.conversation),
-                ("files", rewound.files_restored),
+    """The line of one of `EVENT_KINDS` (anything else reads as a peer's summary)."""
+    match record_of(entry):
+        case ProjectionRecord(result_ids=ids, before_tokens=before, after_tokens=after):
+            return (
+                f"projection: {len(ids)} old results become exact references"
+                f" (~{_n(before)} → ~{_n(after)} tokens)"
             )
-            if done
-        ]
-        return f"rewound to {rewound.to}" + (f" ({' and '.join(what)})" if what else "")
-    if entry.kind == "session.forked":
-        forked = SessionForked.from_entry(entry)
-        return f"forked from {forked.parent} after entry {forked.through_entry}"
-    summary = SummaryMessage.from_entry(entry)
-    return f"peer compaction summary ({len(summary.text):,} characters)"
+        case CheckpointRecord(number=number, title=title, before_tokens=before, after_tokens=after):
+            return f"checkpoint #{number} {title} (~{_n(before)} → ~{_n(after)} tokens)"
+        case SessionRewound() as rewound:
+            what = [
+                name
+                for name, done in (
+                    ("the conversation", rewound.conversation),
+                    ("files", rewound.files_restored),
+                )
+                if done
+            ]
+            return f"rewound to {rewound.to}" + (f" ({' and '.join(what)})" if what else "")
+        case SessionForked(parent=parent, through_entry=through):
+            return f"forked from {parent} after entry {through}"
+        case _:
+            summary = SummaryMessage.from_entry(entry)
+            return f"peer compaction summary ({len(summary.text):,} characters)"
 
 
 def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) -> list[Item]:
@@ -116,9 +120,9 @@ def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) 
     calls: dict[tuple[str, int], int] = {}
     """Item index of each call, by (message entry id, position among its calls)."""
     for entry in entries:
-        if entry.kind in ("message.user", "message.assistant"):
+        if entry.kind in (Kind.MESSAGE_USER, Kind.MESSAGE_ASSISTANT):
             reply = (
-                AssistantMessage.from_entry(entry) if entry.kind == "message.assistant" else None
+                AssistantMessage.from_entry(entry) if entry.kind == Kind.MESSAGE_ASSISTANT else None
             )
             raw = UserMessage.from_entry(entry).message if reply is None else reply.message
             if raw is None:
@@ -126,7 +130,7 @@ def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) 
             message = message_from_json(raw)
             texts = [part.text for part in message.parts if isinstance(part, TextPart)]
             if (
-                entry.kind == "message.user"
+                entry.kind == Kind.MESSAGE_USER
                 and any(not isinstance(part, TextPart) for part in message.parts)
                 and not texts
             ):
@@ -141,7 +145,7 @@ def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) 
                 arguments = json.dumps(part.arguments, ensure_ascii=False, indent=1)
                 calls[entry.id, position] = len(items)
                 items.append(Item("call", call_summary(part), arguments))
-        elif entry.kind == "tool.result":
+        elif entry.kind == Kind.TOOL_RESULT:
             body = bodies.get(entry.id)
             text = _short(render_output_text(body)) if body is not None else ""
             result = ToolResult.from_entry(entry)
@@ -159,11 +163,11 @@ def transcript_items(entries: Sequence[Entry], bodies: dict[str, bytes | None]) 
                 items.append(Item("call", name, "", detail, result.is_error, head))
         elif entry.kind in EVENT_KINDS:
             items.append(Item("event", entry.kind, _event(entry)))
-        elif entry.kind == "user.shell":
+        elif entry.kind == Kind.USER_SHELL:
             ran = UserShell.from_entry(entry)
             ended = "killed" if ran.exit_code is None else f"exit {ran.exit_code}"
             items.append(Item("note", "shell", f"$ {ran.command} (run by the user) → {ended}"))
-        elif entry.kind == "hook.run":
+        elif entry.kind == Kind.HOOK_RUN:
             hook = HookRun.from_entry(entry)
             items.append(
                 Item("note", f"hook {hook.event}", f"{hook.command} → exit {hook.exit_code}")

@@ -14,6 +14,7 @@ from typing import TextIO
 from comal.errors import ConfigError, UnknownSessionError
 from comal.ids import now_ms
 from comal.ledger import Ledger
+from comal.ledger.records import Kind
 
 PICK_LIMIT = 20
 """How many of the directory's sessions the picker offers."""
@@ -43,7 +44,7 @@ def choices(ledger: Ledger, cwd: str, limit: int = PICK_LIMIT) -> list[Choice]:
             f"no session recorded in {cwd} to resume (`comal sessions --all` lists them all)"
         )
     shorts = ledger.short_ids()
-    asks = ledger.first_entries("message.user")
+    asks = ledger.first_entries(Kind.MESSAGE_USER)
     now = now_ms()
     out: list[Choice] = []
     for info in infos[:limit]:

@@ -25,9 +25,12 @@ from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
     CheckpointRecord,
+    Kind,
     ProjectionRecord,
     ProviderRequest,
-    ResponseDiscarded,
+    ResponseDiscardedRecord,
+    SummaryMessage,
+    record_of,
 )
 from comal.usage import Usage
 
@@ -75,18 +78,17 @@ def _freed(before: int | None, after: int | None) -> tuple[int | None, str]:
 
 
 def _mark(entry: Entry, index: int) -> ContextMark | None:
-    if entry.kind == "projection":
-        projection = ProjectionRecord.from_entry(entry)
-        freed, text = _freed(projection.before_tokens, projection.after_tokens)
-        count = len(projection.result_ids)
-        return ContextMark(index, "projection", f"projection {count} refs{text}", freed)
-    if entry.kind == "checkpoint":
-        checkpoint = CheckpointRecord.from_entry(entry)
-        freed, text = _freed(checkpoint.before_tokens, checkpoint.after_tokens)
-        return ContextMark(index, "checkpoint", f"checkpoint #{checkpoint.number}{text}", freed)
-    if entry.kind == "message.summary":
-        return ContextMark(index, "summary", "peer compaction", None)
-    return None
+    match record_of(entry):
+        case ProjectionRecord(result_ids=ids, before_tokens=before, after_tokens=after):
+            freed, text = _freed(before, after)
+            return ContextMark(index, "projection", f"projection {len(ids)} refs{text}", freed)
+        case CheckpointRecord(number=number, before_tokens=before, after_tokens=after):
+            freed, text = _freed(before, after)
+            return ContextMark(index, "checkpoint", f"checkpoint #{number}{text}", freed)
+        case SummaryMessage():
+            return ContextMark(index, "summary", "peer compaction", None)
+        case _:
+            return None
 
 
 def timeline_of(entries: Sequence[Entry], window: int, threshold: int) -> Timeline:
@@ -101,17 +103,17 @@ def timeline_of(entries: Sequence[Entry], window: int, threshold: int) -> Timeli
     calls: list[CallTokens] = []
     marks: list[ContextMark] = []
     for entry in entries:
-        if entry.kind == "provider.request":
+        if entry.kind == Kind.PROVIDER_REQUEST:
             estimates[entry.id] = ProviderRequest.from_entry(entry).estimated_input_tokens or 0
             continue
         mark = _mark(entry, len(calls))
         if mark is not None:
             marks.append(mark)
             continue
-        if entry.kind not in ("message.assistant", "response.discarded"):
+        if entry.kind not in (Kind.MESSAGE_ASSISTANT, Kind.RESPONSE_DISCARDED):
             continue
         reply = (
-            AssistantMessage if entry.kind == "message.assistant" else ResponseDiscarded
+            AssistantMessage if entry.kind == Kind.MESSAGE_ASSISTANT else ResponseDiscardedRecord
         ).from_entry(entry)
         usage = Usage() if reply.usage is None else Usage.from_json(reply.usage)
         estimated = usage.new_input is None

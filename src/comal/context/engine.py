@@ -49,9 +49,9 @@ from comal.context.measure.budget import (
 )
 from comal.context.measure.calibration import (
     PROVIDER_WINDOW_SOURCE,
-    context_length_payload,
+    context_length_record,
     provider_window,
-    server_count_payload,
+    server_count_record,
     usage_calibration,
 )
 from comal.context.measure.tokens import (
@@ -112,6 +112,7 @@ from comal.errors import (
 )
 from comal.ids import now_ms
 from comal.ledger.entry import Entry
+from comal.ledger.records import Kind
 from comal.ledger.store import Ledger
 from comal.messages import Finish
 
@@ -201,7 +202,9 @@ class ContextEngine:
         configured = self.settings.window_tokens
         tokens, limited = self._at_last_seq(
             "window",
-            lambda: provider_window(self._of_kinds("context.calibrated"), self.model, configured),
+            lambda: provider_window(
+                self._of_kinds(Kind.CONTEXT_CALIBRATED), self.model, configured
+            ),
         )
         return tokens, PROVIDER_WINDOW_SOURCE if limited else self.settings.window_source
 
@@ -237,7 +240,7 @@ class ContextEngine:
     def state(self) -> ViewState:
         """Projections and the checkpoint in force."""
         return self._at_last_seq(
-            "state", lambda: view_state(self._of_kinds("projection", "checkpoint"))
+            "state", lambda: view_state(self._of_kinds(Kind.PROJECTION, Kind.CHECKPOINT))
         )
 
     def assemble(self, state: ViewState | None = None) -> Assembly:
@@ -258,7 +261,7 @@ class ContextEngine:
     def ratio(self) -> float:
         """The calibration ratio in force for this model."""
         return self._at_last_seq(
-            "ratio", lambda: calibration_ratio(self._of_kinds("context.calibrated"), self.model)
+            "ratio", lambda: calibration_ratio(self._of_kinds(Kind.CONTEXT_CALIBRATED), self.model)
         )
 
     def estimate(self, asm: Assembly, state: ViewState) -> tuple[int, bool]:
@@ -462,7 +465,7 @@ class ContextEngine:
         entries = self._reader.read()
         number = state.checkpoint.number if state.checkpoint else 0
         anchor = self._reader.anchors.find(self.fingerprint.with_checkpoint(number or None))
-        events = self._of_kinds("projection", "checkpoint")
+        events = self._of_kinds(Kind.PROJECTION, Kind.CHECKPOINT)
         last_event = events[-1].seq if events else 0
         return ReliefInputs(
             budget=budget,
@@ -590,7 +593,7 @@ class ContextEngine:
         return self._at_last_seq(
             "pending",
             lambda: pending_compaction(
-                self._of_kinds("compact.requested", "compact.cancelled", "checkpoint")
+                self._of_kinds(Kind.COMPACT_REQUESTED, Kind.COMPACT_CANCELLED, Kind.CHECKPOINT)
             ),
         )
 
@@ -598,12 +601,12 @@ class ContextEngine:
         """Learn measured/counted from the response to the last view this engine prepared."""
         if self._last_counted is None or self.counter.exact:
             return
-        payload = usage_calibration(self.entries(), self._last_counted, self.model, self.ratio())
-        if payload is None:
+        record = usage_calibration(self.entries(), self._last_counted, self.model, self.ratio())
+        if record is None:
             return
         self._last_counted = None
-        if payload:
-            self.ledger.append(self.session_id, "context.calibrated", payload)
+        if record is not False:
+            self.ledger.append_record(self.session_id, record)
 
     def on_server_count(self, measured: int, counted: int) -> bool:
         """Calibrate from the server's exact count of a request this engine assembled.
@@ -614,10 +617,10 @@ class ContextEngine:
         Returns:
             Whether a `context.calibrated` entry (source `server_count`) was appended.
         """
-        payload = server_count_payload(self.model, measured, counted, self.ratio())
-        if payload is None:
+        record = server_count_record(self.model, measured, counted, self.ratio())
+        if record is None:
             return False
-        self.ledger.append(self.session_id, "context.calibrated", payload)
+        self.ledger.append_record(self.session_id, record)
         return True
 
     def on_context_length(self, error: ContextLengthError) -> None:
@@ -631,7 +634,7 @@ class ContextEngine:
         """
         counted = self._last_counted[1] if self._last_counted else self.assemble().total_tokens
         window = self.window()[0]
-        payload = context_length_payload(self.model, error, counted, window, self.ratio())
-        self.ledger.append(self.session_id, "context.calibrated", payload)
+        record = context_length_record(self.model, error, counted, window, self.ratio())
+        self.ledger.append_record(self.session_id, record)
         if error.fixable_by_output_reserve:
             self._send_cap = self.output_reserve()

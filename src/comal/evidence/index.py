@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from comal.context.relief.workstate import collect_calls, describe_call
 from comal.ledger.entry import Entry
-from comal.ledger.records import ToolResult
+from comal.ledger.records import Kind, ToolResult
 from comal.ledger.store import Ledger
 
 
@@ -39,7 +39,7 @@ def index_text(ledger: Ledger, session_id: str) -> str:
     calls = collect_calls(entries)
     lines: list[str] = []
     for entry in entries:
-        if entry.kind != "tool.result":
+        if entry.kind != Kind.TOOL_RESULT:
             continue
         result = ToolResult.from_entry(entry)
         call = calls.get(entry.id)

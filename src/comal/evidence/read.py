@@ -38,13 +38,14 @@ from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
     CheckpointRecord,
-    ResponseDiscarded,
+    Kind,
+    ResponseDiscardedRecord,
     SummaryMessage,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserMessage,
+    record_of,
 )
-from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, digest_bytes, message_from_json
 
@@ -117,47 +118,41 @@ class _Source:
         return cls(entry.id, entry.session_id, entry.kind, field, text, digest)
 
 
-_MESSAGES: dict[str, type[UserMessage | AssistantMessage | ResponseDiscarded]] = {
-    UserMessage.KIND: UserMessage,
-    AssistantMessage.KIND: AssistantMessage,
-    ResponseDiscarded.KIND: ResponseDiscarded,
-}
-"""The kinds whose payload holds a message."""
-
-
 def _message_text(entry: Entry) -> str:
-    if entry.kind == "message.summary":
-        return SummaryMessage.from_entry(entry).text
-    if entry.kind == "checkpoint":
-        return CheckpointRecord.from_entry(entry).text
-    record = _MESSAGES.get(entry.kind)
-    raw = None if record is None else record.from_entry(entry).message
-    if raw is None:
-        raise EvidenceError(f"{entry.id} ({entry.kind}) has no text")
-    return message_from_json(raw).text
+    match record_of(entry):
+        case SummaryMessage(text=text) | CheckpointRecord(text=text):
+            return text
+        case (
+            UserMessage(message=raw)
+            | AssistantMessage(message=raw)
+            | ResponseDiscardedRecord(message=raw)
+        ) if raw is not None:
+            return message_from_json(raw).text
+        case _:
+            raise EvidenceError(f"{entry.id} ({entry.kind}) has no text")
 
 
 def _call_arguments(ledger: Ledger, entry: Entry) -> JSONValue:
-    if entry.kind == "tool.started":
-        return ToolStarted.from_entry(entry).arguments
-    if entry.kind == "tool.result":
+    if entry.kind == Kind.TOOL_STARTED:
+        return ToolStartedRecord.from_entry(entry).arguments
+    if entry.kind == Kind.TOOL_RESULT:
         site = pair(ledger.entries(entry.session_id, kinds=PAIRING_KINDS)).site_of(entry)
         if site is not None and site.started is not None:
-            return ToolStarted.from_entry(site.started).arguments
+            return ToolStartedRecord.from_entry(site.started).arguments
     raise EvidenceError(f"{entry.id} ({entry.kind}) has no recorded call arguments")
 
 
 def _media_text(entry: Entry) -> str:
-    media = ToolResult.from_entry(entry).media if entry.kind == "tool.result" else None
+    media = ToolResult.from_entry(entry).media if entry.kind == Kind.TOOL_RESULT else None
     if not media:
         raise EvidenceError(f"{entry.id} has no media")
     lines = []
     for index, item in enumerate(media):
-        kind = f.text(item, "media_type") or "media"
-        data = f.text(item, "data_b64")
-        size = f.int_or_none(item, "size_bytes")
+        kind = item.media_type or "media"
+        data = item.data_b64 or ""
+        size = item.size_bytes
         size_text = f"{size:,} bytes" if size is not None else f"{len(data) * 3 // 4:,} bytes"
-        digest = f.text(item, "blob") or (digest_bytes(data.encode()) if data else "unknown")
+        digest = item.blob or (digest_bytes(data.encode()) if data else "unknown")
         lines.append(f"media {index}: {kind} · {size_text} · {digest}")
     lines.append(
         "Media are kept by reference; their pixels are not text and are not in this answer. A"
@@ -168,7 +163,7 @@ def _media_text(entry: Entry) -> str:
 
 def _load(ledger: Ledger, entry: Entry, field: str) -> _Source:
     if field == "output":
-        if entry.kind != "tool.result":
+        if entry.kind != Kind.TOOL_RESULT:
             raise EvidenceError(f"{entry.id} is a {entry.kind}; field 'output' needs a tool result")
         digest = entry.body_hash
         if digest is not None and ledger.blob_size(digest) >= MIN_BYTES:
@@ -193,7 +188,7 @@ def _by_ordinal(ledger: Ledger, session_id: str, ordinal: int) -> Entry:
     """The session's `ordinal`-th tool result (`E17`: see `evidence_names`)."""
     count = 0
     for entry in ledger.entries(session_id):
-        if entry.kind == "tool.result":
+        if entry.kind == Kind.TOOL_RESULT:
             count += 1
             if count == ordinal:
                 return entry

@@ -33,6 +33,7 @@ from comal.importers.plan import (
     text_action_id,
     usage_openai_chat,
 )
+from comal.ledger.records import Kind
 from comal.messages import JSONObject, Part, TextPart, ToolCallPart
 
 FORMAT = "mini-swe-agent"
@@ -174,7 +175,9 @@ def parse(path: Path) -> ParsedSession:
         else:
             raise format_error(path, None, f"messages[{index}]: unknown role {role!r}")
     submission = info.get("submission")
-    if isinstance(submission, str) and not any(e.kind == "session.finished" for e in plan.entries):
+    if isinstance(submission, str) and not any(
+        e.kind == Kind.SESSION_FINISHED for e in plan.entries
+    ):
         plan.finished(submission)
     config = info.get("config") if isinstance(info.get("config"), dict) else {}
     assert isinstance(config, dict)

@@ -183,7 +183,7 @@ def _session(
     if error:
         # How the run ended (e.g. the iteration limit), after every call is closed.
         notice = WarningRecord("IMPORTED_NOTICE", error)
-        entries += (PlannedEntry(notice.KIND, notice.to_payload()),)
+        entries += (PlannedEntry(notice),)
     return ParsedSession(
         format=FORMAT,
         path=str(path),

@@ -31,11 +31,15 @@ from typing import Any
 from comal.errors import ImportFormatError
 from comal.ledger.records import (
     AssistantMessage,
+    ImportOrigin,
+    Record,
+    RecordedPermission,
+    RecordedWindow,
     SessionFinished,
     SessionStarted,
     SummaryMessage,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserMessage,
     WarningRecord,
 )
@@ -96,16 +100,25 @@ def recorded_ms(value: object) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class PlannedEntry:
-    """One ledger entry to append: kind, payload and optional exact body bytes."""
+    """One ledger entry to append: its record and optional exact body bytes."""
 
-    kind: str
-    payload: JSONObject
+    record: Record
     body: bytes | None = None
     media: tuple[tuple[str, bytes], ...] = ()
     """Media of a `tool.result` as (media type, bytes); written as blobs under `media`."""
     at_ms: int | None = None
     """When the peer recorded it (Unix ms), if its format keeps time: the replay reads the
     idle gaps between model calls from it (a prompt cache expires while idle)."""
+
+    @property
+    def kind(self) -> str:
+        """The entry kind."""
+        return self.record.KIND
+
+    @property
+    def payload(self) -> JSONObject:
+        """The payload the entry is written with."""
+        return self.record.to_payload()
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,26 +153,26 @@ class ParsedSession:
         """The ledger `source` of the session."""
         return f"import:{self.format}"
 
-    def started_payload(self) -> JSONObject:
-        """The `session.started` payload of the imported session."""
+    def started_record(self) -> SessionStarted:
+        """The `session.started` record of the imported session."""
         return SessionStarted(
             cwd=self.cwd,
             provider="",
             wire="",
             model=self.model,
-            window={"tokens": None, "source": "unknown"},
+            window=RecordedWindow(None, "unknown"),
             source=self.source,
             system=self.system,
-            origin={
-                "file": self.path,
-                "label": self.label,
-                "id": self.origin_id,
-                "sha256": self.file_digest,
-                "index": self.file_index,
-                "parent_call": self.parent_call_id,
-                "compaction": self.compaction,
-            },
-        ).to_payload()
+            origin=ImportOrigin(
+                self.path,
+                self.label,
+                self.origin_id,
+                self.file_digest,
+                self.file_index,
+                self.parent_call_id,
+                self.compaction,
+            ),
+        )
 
 
 def format_error(path: Path | str, line: int | None, reason: str) -> ImportFormatError:
@@ -330,7 +343,7 @@ class SessionPlan:
         self._close_pending()
         message = Message("user", parts)
         record = UserMessage(message_to_json(message))
-        self._add(PlannedEntry(record.KIND, record.to_payload()))
+        self._add(PlannedEntry(record))
 
     def user_text(self, text: str) -> None:
         """A user message holding one text part."""
@@ -359,7 +372,7 @@ class SessionPlan:
             usage_raw=usage_raw,
             request_entry=None,
         )
-        self._add(PlannedEntry(record.KIND, record.to_payload()))
+        self._add(PlannedEntry(record))
         self._calls += 1
         for original, call in zip(recorded, message.tool_calls, strict=True):
             self._pending[original] = _Pending(call)
@@ -438,24 +451,24 @@ class SessionPlan:
             exit_code_in_output=exit_code_in_output and exit_code is not None,
         )
         stored = tuple((m.media_type, base64.b64decode(m.data_b64)) for m in media)
-        self._add(PlannedEntry(result.KIND, result.to_payload(), output, stored))
+        self._add(PlannedEntry(result, output, stored))
 
     def summary(self, text: str, origin: str) -> None:
         """A peer's own compaction summary (or title record), kept as a marked entry."""
         self._close_pending()
         summary = SummaryMessage(text, origin)
-        self._add(PlannedEntry(summary.KIND, summary.to_payload()))
+        self._add(PlannedEntry(summary))
 
     def warning(self, code: str, message: str) -> None:
         """A peer notice kept as a `warning` entry."""
         notice = WarningRecord(code, message)
-        self._add(PlannedEntry(notice.KIND, notice.to_payload()))
+        self._add(PlannedEntry(notice))
 
     def finished(self, answer: str) -> None:
         """The peer's recorded final answer (a submission)."""
         self._close_pending()
         finished = SessionFinished(answer, ())
-        self._add(PlannedEntry(finished.KIND, finished.to_payload()))
+        self._add(PlannedEntry(finished))
 
     def done(self, running: Mapping[str, str] | None = None) -> tuple[PlannedEntry, ...]:
         """Close pending calls and return the entries.
@@ -475,12 +488,12 @@ class SessionPlan:
                 continue
             pending.answered = True
             call = pending.call
-            permission: JSONObject = {
-                "decision": "allow",
-                "mode": IMPORTED_MODE,
-                "reason": f"started in the recorded session; its work is recorded in {where}",
-            }
-            started = ToolStarted(call.call_id, call.name, call.arguments, permission)
-            self._add(PlannedEntry(started.KIND, started.to_payload()))
+            permission = RecordedPermission(
+                "allow",
+                IMPORTED_MODE,
+                f"started in the recorded session; its work is recorded in {where}",
+            )
+            started = ToolStartedRecord(call.call_id, call.name, call.arguments, permission)
+            self._add(PlannedEntry(started))
         self._close_pending()
         return tuple(self.entries)

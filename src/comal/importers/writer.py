@@ -20,8 +20,7 @@ from comal.importers.claude_code import parent_session_file
 from comal.importers.detect import parse_sessions
 from comal.importers.plan import ParsedSession, PlannedEntry
 from comal.ledger import Entry, Ledger
-from comal.ledger.records import SessionStarted, ToolResult
-from comal.messages import JSONObject
+from comal.ledger.records import ImportOrigin, Kind, RecordedMedia, SessionStarted, ToolResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,12 +40,12 @@ class ImportedSession:
 def append_planned(ledger: Ledger, session_id: str, planned: PlannedEntry) -> Entry:
     """Append one planned entry (media stored as blobs first)."""
     if not planned.media:
-        return ledger.append(session_id, planned.kind, planned.payload, body=planned.body)
+        return ledger.append_record(session_id, planned.record, body=planned.body)
     # Only a tool result carries media; its blobs are stored before the entry names them.
-    media: list[JSONObject] = []
+    media: list[RecordedMedia] = []
     for media_type, data in planned.media:
         digest = ledger.put_blob(data)
-        media.append({"media_type": media_type, "blob": digest, "size_bytes": len(data)})
+        media.append(RecordedMedia(media_type, blob=digest, size_bytes=len(data)))
     result = replace(ToolResult.from_payload(planned.payload), media=tuple(media))
     return ledger.append_record(session_id, result, body=planned.body)
 
@@ -62,8 +61,7 @@ def write_session(
         source=parsed.source,
         parent_id=parent_id,
     )
-    started: JSONObject = parsed.started_payload()
-    ledger.append(session_id, "session.started", started)
+    ledger.append_record(session_id, parsed.started_record())
     for planned in parsed.entries:
         append_planned(ledger, session_id, planned)
     written = [
@@ -76,10 +74,10 @@ def write_session(
     return written
 
 
-def _origin(ledger: Ledger, session_id: str) -> JSONObject:
-    started = ledger.entries(session_id, kinds=("session.started",))
+def _origin(ledger: Ledger, session_id: str) -> ImportOrigin | None:
+    started = ledger.entries(session_id, kinds=(Kind.SESSION_STARTED,))
     origin = SessionStarted.from_entry(started[0]).origin if started else None
-    return origin or {}
+    return origin if isinstance(origin, ImportOrigin) else None
 
 
 def _imported(ledger: Ledger) -> dict[tuple[str, int], str]:
@@ -89,9 +87,8 @@ def _imported(ledger: Ledger) -> dict[tuple[str, int], str]:
         if info.parent_id is not None or not info.source.startswith("import:"):
             continue
         origin = _origin(ledger, info.id)
-        digest, index = origin.get("sha256"), origin.get("index")
-        if isinstance(digest, str) and digest and isinstance(index, int):
-            found.setdefault((digest, index), info.id)
+        if origin is not None and origin.sha256 and origin.index is not None:
+            found.setdefault((origin.sha256, origin.index), info.id)
     return found
 
 
@@ -103,8 +100,8 @@ def _existing(ledger: Ledger, session_id: str, parent_id: str | None) -> list[Im
         ImportedSession(
             session_id,
             parent_id,
-            str(origin.get("file") or ""),
-            str(origin.get("label") or info.title),
+            "" if origin is None else origin.file,
+            (None if origin is None else origin.label) or info.title,
             info.source,
             info.entries,
             existing=True,

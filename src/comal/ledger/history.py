@@ -18,13 +18,14 @@ from collections.abc import Collection
 from comal.ledger.conn import Conn
 from comal.ledger.entry import Entry
 from comal.ledger.entry_rows import select_entries
+from comal.ledger.records.kinds import Kind
 from comal.ledger.session_rows import select_session
 
-REWOUND_KIND = "session.rewound"
+REWOUND_KIND = Kind.SESSION_REWOUND
 """The entry kind a rewind records (docs/ledger.md)."""
-FORKED_KIND = "session.forked"
+FORKED_KIND = Kind.SESSION_FORKED
 """The first entry of a fork, naming its parent and fork point."""
-NOT_INHERITED = frozenset({"lock.acquired", "lock.reclaimed", "session.finished"})
+NOT_INHERITED = frozenset({Kind.LOCK_ACQUIRED, Kind.LOCK_RECLAIMED, Kind.SESSION_FINISHED})
 """Kinds of the parent that a fork's history leaves out: they describe the parent's process."""
 
 

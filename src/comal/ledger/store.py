@@ -77,7 +77,8 @@ from comal.ledger.pages import (
     stored_page_index,
     write_page_index,
 )
-from comal.ledger.records.base import Record
+from comal.ledger.records import Record
+from comal.ledger.records.kinds import Kind
 from comal.ledger.records.session import SessionMoved
 from comal.ledger.salvage import SalvageReport, salvage
 from comal.ledger.schema import connect as connect_sqlite
@@ -343,6 +344,10 @@ class Ledger:
     ) -> Entry:
         """Append one entry in its own transaction and return it as stored.
 
+        The ledger's own primitive, for any kind (one a newer Comal writes too): outside the
+        ledger, Comal appends typed records only, through `append_record`
+        (`tests/unit/ledger/test_record_union.py` holds it to that).
+
         Args:
             session_id: the session it belongs to.
             kind: dotted lowercase kind, e.g. `tool.result` (see docs/ledger.md).
@@ -355,6 +360,7 @@ class Ledger:
             LedgerError: bad kind, a payload that is not JSON, `body` given while the payload
                 already has one, or a payload `body` naming a blob the ledger does not hold.
         """
+        kind = str(kind)  # a `Kind` member is stored, and read back, as its plain string
         text, decoded, digest = entry_payload(kind, payload, body)
         entry_id = new_id("evt")
         for _ in range(_APPEND_TRIES - 1):
@@ -410,7 +416,8 @@ class Ledger:
             self._conn.notify = notice
 
     def append_record(self, session_id: str, record: Record, *, body: bytes | None = None) -> Entry:
-        """Append `record` (its kind and payload) as `append` does."""
+        """Append `record` (its kind and payload) as `append` does: the one way Comal
+        writes an entry."""
         return self.append(session_id, record.KIND, record.to_payload(), body=body)
 
     def put_blob(self, data: bytes) -> str:
@@ -730,9 +737,9 @@ class Ledger:
             )
             write_lock(conn, lock)
             payload = lock_payload(lock)
-            kind = "lock.acquired"
+            kind = Kind.LOCK_ACQUIRED
             if current is not None:
-                kind = "lock.reclaimed"
+                kind = Kind.LOCK_RECLAIMED
                 previous = lock_payload(current)
                 if current.expires_at:
                     previous["expires_at"] = current.expires_at

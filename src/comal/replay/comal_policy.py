@@ -39,8 +39,10 @@ from comal.importers.plan import PlannedEntry
 from comal.ledger import Ledger
 from comal.ledger.records import (
     AssistantMessage,
+    Kind,
     ProviderRequest,
-    ResponseDiscarded,
+    RecordedWindow,
+    ResponseDiscardedRecord,
     SessionStarted,
 )
 from comal.messages import JSONObject, Message, TextPart, ToolResultPart
@@ -97,7 +99,7 @@ class ComalPolicy:
                 provider="",
                 wire="",
                 model=self.transcript.model,
-                window={"tokens": self.budget.window, "source": "bench"},
+                window=RecordedWindow(self.budget.window, "bench"),
                 source="bench:replay",
             )
             self._ledger.append_record(self._session, started)
@@ -108,15 +110,15 @@ class ComalPolicy:
         ledger = self._open()
         for index in range(self._appended, entries_end):
             planned = self.transcript.entries[index]
-            if planned.kind == "message.assistant" and self._sent is not None:
+            if planned.kind == Kind.MESSAGE_ASSISTANT and self._sent is not None:
                 planned = self._measured(ledger, index, planned, self._sent)
                 self._sent = None
             if planned.kind in REPLAYED_KINDS:
                 entry = append_planned(ledger, self._session, planned)
                 self._index_of[entry.id] = index
-                if entry.kind == "message.assistant":
+                if entry.kind == Kind.MESSAGE_ASSISTANT:
                     self._replied_at = entry.created_at
-                if entry.kind == "tool.result":
+                if entry.kind == Kind.TOOL_RESULT:
                     self._by_ordinal[len(self._by_ordinal) + 1] = index
         self._appended = max(self._appended, entries_end)
 
@@ -159,7 +161,7 @@ class ComalPolicy:
         )
         usage: JSONObject = {"new_input": size, "cache_read": 0, "cache_write": 0}
         usage["output"] = allowed
-        discarded = ResponseDiscarded(
+        discarded = ResponseDiscardedRecord(
             reason="OUTPUT_LENGTH",
             message={"role": "assistant", "parts": []},
             usage=usage,
@@ -198,7 +200,7 @@ class ComalPolicy:
             # snapshot can hold a fraction of it, a Codex rollout nothing).
             measured["output"] = self.transcript.reply_tokens(call, self.counter.count)
         answered = replace(reply, usage=measured, request_entry=request.id)
-        return replace(planned, payload=answered.to_payload())
+        return replace(planned, record=answered)
 
     def _engine_for(self, ledger: Ledger) -> ContextEngine:
         # One engine for the whole session, as the agent loop keeps one: it reads the ledger

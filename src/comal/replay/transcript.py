@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from comal.context.view.rendering import full_text
 from comal.importers.plan import ParsedSession, PlannedEntry, is_text_action
-from comal.ledger.records import AssistantMessage, ToolResult, UserMessage
+from comal.ledger.records import AssistantMessage, Kind, ToolResult, UserMessage
 from comal.ledger.records import fields as f
 from comal.messages import (
     MediaPart,
@@ -32,7 +32,7 @@ from comal.messages import (
     message_from_json,
 )
 
-REPLAYED_KINDS = frozenset({"message.user", "message.assistant", "tool.result"})
+REPLAYED_KINDS = frozenset({Kind.MESSAGE_USER, Kind.MESSAGE_ASSISTANT, Kind.TOOL_RESULT})
 """Entry kinds the replay feeds to policies (and to Comal's replay ledger)."""
 
 
@@ -135,11 +135,11 @@ def transcript_from(parsed: ParsedSession) -> Transcript:
     recorded: int | None = None
     """The newest time recorded so far (records are not always in time order)."""
     for index, planned in enumerate(parsed.entries):
-        if planned.kind == "message.user":
+        if planned.kind == Kind.MESSAGE_USER:
             raw = UserMessage.from_payload(planned.payload).message
             assert raw is not None
             open_user.extend(message_from_json(raw).parts)
-        elif planned.kind == "tool.result":
+        elif planned.kind == Kind.TOOL_RESULT:
             result = ToolResult.from_payload(planned.payload)
             status = "ok" if result.status is None else result.status
             # The engine's rule (`ResultFacts.trailer_exit_code`): an output that states its
@@ -154,7 +154,7 @@ def transcript_from(parsed: ParsedSession) -> Transcript:
             open_user.append(
                 ToolResultPart(call_id, str(result.name), text, result.is_error, media)
             )
-        elif planned.kind == "message.assistant":
+        elif planned.kind == Kind.MESSAGE_ASSISTANT:
             close_user()
             raw = AssistantMessage.from_payload(planned.payload).message
             assert raw is not None

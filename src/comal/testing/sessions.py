@@ -22,12 +22,14 @@ from comal.ledger.records import (
     AssistantMessage,
     BoardUpdated,
     ProviderRequest,
+    Record,
+    RecordedPermission,
+    RecordedWindow,
     SessionStarted,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserMessage,
 )
-from comal.ledger.records.base import Record
 from comal.ledger.store import Ledger
 from comal.messages import (
     JSONObject,
@@ -73,7 +75,7 @@ class SessionBuilder:
             provider="test",
             wire="openai-chat",
             model=model,
-            window={"tokens": window, "source": "test"},
+            window=RecordedWindow(window, "test"),
             source="comal",
         )
         ledger.append_record(self.session_id, started)
@@ -90,7 +92,9 @@ class SessionBuilder:
         return builder
 
     def append(self, kind: str, payload: JSONObject, body: bytes | None = None) -> Entry:
-        """Append any entry to the session."""
+        """Append any entry to the session, as no record would write it (damaged, older or
+        newer entries), for the tests of the readers that tolerate them; `write` appends a
+        record, as Comal does."""
         return self.ledger.append(self.session_id, kind, payload, body=body)
 
     def write(self, record: Record, body: bytes | None = None) -> Entry:
@@ -156,8 +160,8 @@ class SessionBuilder:
         _, ids = self.assistant(text, [(n, a) for n, a, _, _ in steps], usage=usage)
         results = []
         for call_id, (name, arguments, output, exit_code) in zip(ids, steps, strict=True):
-            allowed: JSONObject = {"decision": "allow", "mode": "test", "reason": "test"}
-            self.write(ToolStarted(call_id, name, arguments, allowed))
+            allowed = RecordedPermission("allow", "test", "test")
+            self.write(ToolStartedRecord(call_id, name, arguments, allowed))
             failed = exit_code not in (None, 0)
             results.append(self.result(call_id, name, output, exit_code=exit_code, is_error=failed))
         return results

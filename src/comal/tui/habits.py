@@ -18,7 +18,7 @@ from comal.agent.session import Session
 from comal.agent.session_status import with_status
 from comal.config import Config
 from comal.ledger.entry import SessionInfo
-from comal.ledger.records import UserMessage
+from comal.ledger.records import Kind, UserMessage
 from comal.ledger.store import Ledger
 from comal.messages import message_from_json
 from comal.providers.base import Provider
@@ -193,7 +193,7 @@ def _first_ask(ledger: Ledger, session: SessionInfo) -> str:
     """The session's title, else the first line of its first message (what people typed)."""
     if session.title:
         return session.title
-    for entry in ledger.entries(session.id, kinds=("message.user",)):
+    for entry in ledger.entries(session.id, kinds=(Kind.MESSAGE_USER,)):
         raw = UserMessage.from_entry(entry).message
         text = "" if raw is None else message_from_json(raw).text.strip()
         if text:

@@ -9,19 +9,46 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import assert_never
 
 from comal.agent.tool_runner import call_summary
 from comal.context.view.pairing import CallSite, pair
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
+    BoardUpdated,
     CheckpointRecord,
+    ChildReceiptRecord,
+    CompactCancelled,
+    CompactRequested,
+    ContextCalibrated,
+    HookRun,
+    LockAcquired,
+    LockReclaimed,
+    PressureDeferred,
     ProjectionRecord,
+    ProviderErrorRecord,
+    ProviderRequest,
+    ProviderResent,
+    ResponseDiscardedRecord,
+    SessionConfigured,
+    SessionFinished,
+    SessionForked,
+    SessionMoved,
+    SessionPlugins,
+    SessionResumed,
+    SessionRewound,
+    SessionStarted,
+    SessionTools,
+    SummaryMessage,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserMessage,
+    UserShell,
+    WarningRecord,
+    record_of,
 )
-from comal.messages import ToolCallPart, message_from_json
+from comal.messages import JSONObject, ToolCallPart, message_from_json
 
 PAST_ITEMS_LIMIT = 60
 """How many past items a resumed transcript shows (the ledger keeps them all)."""
@@ -38,9 +65,7 @@ class PastItem:
     """For `tool`: the receipt was an error, a denial or uncertain."""
 
 
-def _message_text(entry: Entry) -> str:
-    record = UserMessage if entry.kind == "message.user" else AssistantMessage
-    raw = record.from_entry(entry).message
+def _message_text(raw: JSONObject | None) -> str:
     if raw is None:
         return ""
     try:
@@ -60,7 +85,7 @@ def _started_summary(site: CallSite | None) -> str | None:
     started = site.started if site is not None else None
     if started is None:
         return None
-    receipt = ToolStarted.from_entry(started)
+    receipt = ToolStartedRecord.from_entry(started)
     if receipt.call_id is None or receipt.name is None:
         return None
     return call_summary(ToolCallPart(receipt.call_id, receipt.name, receipt.arguments))
@@ -71,23 +96,56 @@ def past_items(entries: Sequence[Entry], limit: int = PAST_ITEMS_LIMIT) -> tuple
     pairing = pair(entries)
     items: list[PastItem] = []
     for entry in entries:
-        if entry.kind == "message.user":
-            items.append(PastItem("user", _message_text(entry)))
-        elif entry.kind == "message.assistant":
-            text = _message_text(entry)
-            if AssistantMessage.from_entry(entry).finish == "refusal":
-                items.append(PastItem("refused", text))
-            elif text.strip():
-                items.append(PastItem("assistant", text))
-        elif entry.kind == "tool.result":
-            result = ToolResult.from_entry(entry)
-            summary = _started_summary(pairing.site_of(entry)) or str(result.name)
-            line = tool_line(str(result.status), result.exit_code, result.size_bytes or 0)
-            items.append(PastItem("tool", f"{summary} — {line}", result.status != "ok"))
-        elif entry.kind == "checkpoint":
-            cp = CheckpointRecord.from_entry(entry)
-            items.append(PastItem("context", f"checkpoint #{cp.number} · {cp.title}"))
-        elif entry.kind == "projection":
-            count = len(ProjectionRecord.from_entry(entry).call_ids)
-            items.append(PastItem("context", f"projection · {count} result(s) became references"))
+        match record_of(entry):
+            case UserMessage(message=raw):
+                items.append(PastItem("user", _message_text(raw)))
+            case AssistantMessage(message=raw, finish=finish):
+                text = _message_text(raw)
+                if finish == "refusal":
+                    items.append(PastItem("refused", text))
+                elif text.strip():
+                    items.append(PastItem("assistant", text))
+            case ToolResult() as result:
+                summary = _started_summary(pairing.site_of(entry)) or str(result.name)
+                line = tool_line(str(result.status), result.exit_code, result.size_bytes or 0)
+                items.append(PastItem("tool", f"{summary} — {line}", result.status != "ok"))
+            case CheckpointRecord(number=number, title=title):
+                items.append(PastItem("context", f"checkpoint #{number} · {title}"))
+            case ProjectionRecord(call_ids=call_ids):
+                count = len(call_ids)
+                items.append(
+                    PastItem("context", f"projection · {count} result(s) became references")
+                )
+            case (
+                SessionStarted()
+                | SessionTools()
+                | SessionPlugins()
+                | SummaryMessage()
+                | ProviderRequest()
+                | ProviderResent()
+                | ProviderErrorRecord()
+                | ResponseDiscardedRecord()
+                | ToolStartedRecord()
+                | PressureDeferred()
+                | ContextCalibrated()
+                | BoardUpdated()
+                | CompactRequested()
+                | CompactCancelled()
+                | LockAcquired()
+                | LockReclaimed()
+                | SessionConfigured()
+                | SessionForked()
+                | SessionRewound()
+                | HookRun()
+                | UserShell()
+                | SessionFinished()
+                | SessionResumed()
+                | SessionMoved()
+                | WarningRecord()
+                | ChildReceiptRecord()
+                | None  # a kind a newer Comal wrote
+            ):
+                pass
+            case unknown:
+                assert_never(unknown)
     return tuple(items[-limit:])

@@ -149,8 +149,9 @@ async def test_an_interrupted_mcp_call_recovers_as_uncertain_and_is_not_rerun(
 ) -> None:
     note = ToolCallPart("call_n", "mcp__calc__note", {"path": "effect.txt", "text": "once"})
     s = open_with_mcp(ledger, workspace, calc, ScriptedProvider([]), [])
-    s.record("message.user", {"message": message_to_json(user_text("note it"))})
-    s.record(
+    s.ledger.append(s.id, "message.user", {"message": message_to_json(user_text("note it"))})
+    s.ledger.append(
+        s.id,
         "message.assistant",
         {
             "message": message_to_json(Message("assistant", (TextPart(""), note))),
@@ -162,7 +163,8 @@ async def test_an_interrupted_mcp_call_recovers_as_uncertain_and_is_not_rerun(
             "request_entry": "",
         },
     )
-    s.record(
+    s.ledger.append(
+        s.id,
         "tool.started",
         {
             "call_id": note.call_id,
@@ -203,6 +205,8 @@ async def test_a_malformed_recorded_catalog_is_a_ledger_error(
     home = ledger.path.parent
     plain = Config(home=home, config_dir=home / "config", workspace=workspace)
     s = open_session(ledger, plain, ScriptedProvider([]), standard_tools(), SessionOptions())
-    s.record(TOOLS_KIND, {"native": [], "mcp": [], "failed": [], "mcp_digest": ""}, b'{"a":1}')
+    s.ledger.append(
+        s.id, TOOLS_KIND, {"native": [], "mcp": [], "failed": [], "mcp_digest": ""}, body=b'{"a":1}'
+    )
     with pytest.raises(LedgerError, match="catalog is not a list"):
         recorded_mcp_specs(ledger, s.id)

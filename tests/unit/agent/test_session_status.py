@@ -40,7 +40,9 @@ def crashed_mid_turn(ledger: Ledger, workspace: Path) -> str:
     """A session whose process took it, recorded the user's message and died before the model
     answered: the row says `active` and no live process holds the lock."""
     session = opened(ledger, workspace, ScriptedProvider([]))
-    session.record("message.user", {"message": message_to_json(user_text("explain the code"))})
+    session.ledger.append(
+        session.id, "message.user", {"message": message_to_json(user_text("explain the code"))}
+    )
     ledger.release_lock(session.id)
     return session.id
 

@@ -18,6 +18,7 @@ from comal.agent.tool_runner import REPEAT_MODE, ToolRunner
 from comal.agent.toolset import standard_tools
 from comal.config import PermissionsConfig
 from comal.ledger.entry import Entry
+from comal.ledger.records import Record
 from comal.ledger.store import Ledger
 from comal.messages import InvalidArguments, JSONObject, ToolCallPart, digest_bytes
 from comal.tools.base import ToolContext, ToolRegistry
@@ -44,8 +45,8 @@ class Rig:
             self.workspace, permissions, dict(os.environ), interactive=interactive
         )
 
-        def record(kind: str, payload: JSONObject, body: bytes | None) -> None:
-            self.ledger.append(self.session_id, kind, payload, body=body)
+        def record(record: Record, body: bytes | None) -> None:
+            self.ledger.append_record(self.session_id, record, body=body)
 
         return ToolRunner(ToolRegistry(standard_tools()), permissions, context, record, confirm=ask)
 

@@ -24,14 +24,16 @@ from comal.ledger.records import (
     LockReclaimed,
     PressureDeferred,
     ProviderResent,
+    Record,
+    RecordedWindow,
     SessionConfigured,
     SessionPlugins,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserShell,
+    nested,
     with_table,
 )
-from comal.ledger.records.base import Record
 from comal.messages import JSONObject, JSONValue
 from tests.unit.ledger.fixture_readers import FIXTURE, ROOT
 
@@ -68,7 +70,7 @@ def test_every_payload_of_the_fixture_is_its_records_round_trip(tmp_path: Path) 
 
 
 def test_kinds_the_fixture_lacks_round_trip_too() -> None:
-    window: JSONObject = {"tokens": 8192, "source": "config"}
+    window = RecordedWindow(8192, "config")
     made: list[Record] = [
         CompactRequested("user"),
         SessionConfigured("fake", "openai-chat", "m", None, window),
@@ -117,9 +119,10 @@ def _matches(value: object, annotation: object) -> bool:
 
 def _check_typed(record: Record) -> None:
     hints = typing.get_type_hints(
-        type(record), globalns={**vars(typing), "JSONObject": dict, "JSONValue": object}
+        type(record),
+        globalns={**vars(typing), **vars(nested), "JSONObject": dict, "JSONValue": object},
     )
-    for field in dataclasses.fields(record):  # type: ignore[arg-type]
+    for field in dataclasses.fields(record):
         value = getattr(record, field.name)
         assert _matches(value, hints[field.name]), (type(record).KIND, field.name, value)
 
@@ -195,5 +198,5 @@ def test_a_record_is_read_once_per_payload_object_and_per_class() -> None:
     assert ToolResult.from_entry(other).call_id == "c2"
     assert ToolResult.from_entry(first).call_id == "c1"
     # Another class reading the same entry gets a record of its own class.
-    assert ToolStarted.from_entry(first).call_id == "c1"
-    assert isinstance(ToolStarted.from_entry(first), ToolStarted)
+    assert ToolStartedRecord.from_entry(first).call_id == "c1"
+    assert isinstance(ToolStartedRecord.from_entry(first), ToolStartedRecord)

@@ -90,7 +90,8 @@ def call(call_id: str, name: str, arguments: Mapping[str, object]) -> ToolCallPa
 def record_reply(s: Session, *calls: ToolCallPart, text: str = "") -> None:
     """Append an assistant message the way the loop does."""
     parts = ((TextPart(text),) if text else ()) + calls
-    s.record(
+    s.ledger.append(
+        s.id,
         "message.assistant",
         {
             "message": message_to_json(Message("assistant", parts)),
@@ -132,7 +133,7 @@ async def record_started(
             "digest_before": preparation.digest_before,
             "digest_intended": preparation.digest_intended,
         }
-    s.record("tool.started", payload)
+    s.ledger.append(s.id, "tool.started", payload)
     if effect:
         await tool.run(part.arguments, ctx, preparation)
 

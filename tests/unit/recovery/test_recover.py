@@ -26,7 +26,7 @@ def _stat(path: Path) -> tuple[int, int]:
 
 async def test_write_that_landed_is_credited_without_writing_again(bench: Bench) -> None:
     s, _ = bench.open()
-    s.record("message.user", {"message": {"role": "user", "parts": []}})
+    s.ledger.append(s.id, "message.user", {"message": {"role": "user", "parts": []}})
     write = call("c1", "Write", {"path": "out.txt", "content": "hello\n"})
     record_reply(s, write)
     await record_started(s, write, effect=True)
@@ -154,10 +154,11 @@ async def test_a_call_that_never_started_runs_now(bench: Bench) -> None:
     second = call("c2", "Write", {"path": "b.txt", "content": "b"})
     record_reply(s, first, second)
     await record_started(s, first, effect=True)
-    s.record(
+    s.ledger.append(
+        s.id,
         "tool.result",
         {"call_id": "c1", "name": "Write", "status": "ok", "is_error": False, "exit_code": None},
-        b"Wrote 1 bytes",
+        body=b"Wrote 1 bytes",
     )
 
     report = await recover(s)
@@ -172,7 +173,8 @@ async def test_a_denied_call_without_result_is_recorded_as_denied(bench: Bench) 
     s, _ = bench.open()
     bash = call("c1", "Bash", {"command": "rm -rf /"})
     record_reply(s, bash)
-    s.record(
+    s.ledger.append(
+        s.id,
         "tool.started",
         {
             "call_id": "c1",
@@ -191,13 +193,18 @@ async def test_a_denied_call_without_result_is_recorded_as_denied(bench: Bench) 
 
 async def test_an_incomplete_response_at_the_tail_leaves_nothing_to_run(bench: Bench) -> None:
     s, provider = bench.open(["all done"])
-    s.record(
-        "message.user", {"message": {"role": "user", "parts": [{"type": "text", "text": "go"}]}}
+    s.ledger.append(
+        s.id,
+        "message.user",
+        {"message": {"role": "user", "parts": [{"type": "text", "text": "go"}]}},
     )
-    s.record(
-        "provider.request", {"sha256": "sha256:0", "size_bytes": 0, "estimated_input_tokens": 9}
+    s.ledger.append(
+        s.id,
+        "provider.request",
+        {"sha256": "sha256:0", "size_bytes": 0, "estimated_input_tokens": 9},
     )
-    s.record(
+    s.ledger.append(
+        s.id,
         "response.discarded",
         {
             "reason": "OUTPUT_LENGTH",
@@ -216,8 +223,10 @@ async def test_an_incomplete_response_at_the_tail_leaves_nothing_to_run(bench: B
             "output_reserve": 10,
         },
     )
-    s.record(
-        "provider.request", {"sha256": "sha256:1", "size_bytes": 0, "estimated_input_tokens": 9}
+    s.ledger.append(
+        s.id,
+        "provider.request",
+        {"sha256": "sha256:1", "size_bytes": 0, "estimated_input_tokens": 9},
     )
 
     report = await recover(s)

@@ -27,8 +27,10 @@ async def test_state_lists_board_pending_uncertain_and_usage(bench: Bench) -> No
     bash = call("c9", "Bash", {"command": "true"})
     record_reply(s, bash)
     await record_started(s, bash)
-    s.record(
-        "provider.request", {"sha256": "sha256:0", "size_bytes": 0, "estimated_input_tokens": 777}
+    s.ledger.append(
+        s.id,
+        "provider.request",
+        {"sha256": "sha256:0", "size_bytes": 0, "estimated_input_tokens": 777},
     )
 
     before = session_state(s.ledger, s.id)
@@ -82,7 +84,7 @@ async def test_a_finish_entry_without_its_status_update_still_counts(bench: Benc
     s, _ = bench.open(["hello"])
     await run_session(s, "hi")
     # A crash between `session.finished` and the status update leaves exactly this.
-    s.record("session.finished", {"answer": "closed", "checks": []})
+    s.ledger.append(s.id, "session.finished", {"answer": "closed", "checks": []})
     bench.ledger.release_lock(s.id)
 
     again, provider = bench.open([], session_id=s.id)

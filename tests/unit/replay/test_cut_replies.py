@@ -9,6 +9,7 @@ import pytest
 
 from comal.context.measure.budget import RESERVE_FLOOR
 from comal.importers.plan import ParsedSession, SessionPlan
+from comal.ledger.records import AssistantMessage
 from comal.messages import TextPart, ToolCallPart
 from comal.replay.comal_policy import ComalPolicy
 from comal.replay.metrics import SUMMARY_OUTPUT_RATE
@@ -159,7 +160,7 @@ def _with_last_usage(transcript: Transcript, output: int | None) -> Transcript:
     index = transcript.calls[-1].entries_end
     payload = dict(entries[index].payload)
     payload["usage"] = None if output is None else Usage(output=output).to_json()
-    entries[index] = replace(entries[index], payload=payload)
+    entries[index] = replace(entries[index], record=AssistantMessage.from_payload(payload))
     parsed = ParsedSession(
         "hand", "hand.json", "hand", "", "", "m", transcript.system, tuple(entries)
     )

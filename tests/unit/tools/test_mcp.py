@@ -152,7 +152,7 @@ def _runner(
         ToolRegistry(list(toolset.tools)),
         ctx.permissions,
         ctx,
-        lambda kind, payload, body: recorded.append((kind, payload)),
+        lambda record, body: recorded.append((record.KIND, record.to_payload())),
     )
     return runner, recorded
 

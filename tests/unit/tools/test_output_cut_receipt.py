@@ -21,7 +21,7 @@ async def test_the_receipt_states_the_cut(workspace: Path) -> None:
         ToolRegistry([BashTool(output_limit_bytes=1000)]),
         policy,
         ctx,
-        lambda kind, payload, body: recorded.append((kind, payload)),
+        lambda record, body: recorded.append((record.KIND, record.to_payload())),
     )
     command = "head -c 5000 /dev/zero | tr '\\0' 'a'"
     await runner.run(ToolCallPart("c1", "Bash", {"command": command}))

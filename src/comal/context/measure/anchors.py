@@ -18,11 +18,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from comal.ledger.entry import Entry
-from comal.ledger.records import AssistantMessage, ContextCalibrated, ProviderRequest
+from comal.ledger.records import AssistantMessage, ContextCalibrated, Kind, ProviderRequest
 from comal.ledger.records import fields as f
 from comal.messages import JSONObject, JSONValue, ToolSpec, canonical_json
 
-PRESSURE_KINDS = frozenset({"projection", "checkpoint"})
+PRESSURE_KINDS = frozenset({Kind.PROJECTION, Kind.CHECKPOINT})
 
 
 def tools_digest(specs: Sequence[ToolSpec]) -> str:
@@ -103,7 +103,7 @@ def measured_reply(reply: AssistantMessage) -> int | None:
 def _invalidates(entry: Entry) -> bool:
     """Whether earlier measurements no longer describe the view after `entry`."""
     return entry.kind in PRESSURE_KINDS or (
-        entry.kind == "context.calibrated"
+        entry.kind == Kind.CONTEXT_CALIBRATED
         and ContextCalibrated.from_entry(entry).source == "context_length"
     )
 
@@ -128,9 +128,9 @@ class AnchorIndex:
                 self.floor = entry.seq
                 self.requests.clear()
                 self.measured.clear()
-            elif entry.kind == "provider.request":
+            elif entry.kind == Kind.PROVIDER_REQUEST:
                 self.requests[entry.id] = entry
-            elif entry.kind == "message.assistant":
+            elif entry.kind == Kind.MESSAGE_ASSISTANT:
                 value = measured_reply(AssistantMessage.from_entry(entry))
                 if value is not None:
                     self.measured.append((entry, value))
@@ -153,7 +153,7 @@ class AnchorIndex:
 def calibration_ratio(entries: Sequence[Entry], model: str) -> float:
     """The latest measured/counted ratio recorded for `model` (1.0 when none)."""
     for entry in reversed(entries):
-        if entry.kind != "context.calibrated":
+        if entry.kind != Kind.CONTEXT_CALIBRATED:
             continue
         calibrated = ContextCalibrated.from_entry(entry)
         if calibrated.model == model and calibrated.ratio is not None and calibrated.ratio > 0:

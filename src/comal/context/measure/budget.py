@@ -32,7 +32,7 @@ from typing import Protocol
 from comal.config import DEFAULT_THRESHOLD_RATIO
 from comal.errors import ContextOverheadError, OutputLengthError
 from comal.ledger.entry import Entry
-from comal.ledger.records import AssistantMessage, ResponseDiscarded
+from comal.ledger.records import AssistantMessage, Kind, ResponseDiscardedRecord
 from comal.ledger.records import fields as f
 from comal.usage import PROMPT_CACHE_TTL_S
 
@@ -142,7 +142,7 @@ def session_outputs(entries: Sequence[Entry]) -> list[int]:
     """Output token counts the session's model calls reported (unknown ones left out)."""
     out = []
     for entry in entries:
-        if entry.kind != "message.assistant":
+        if entry.kind != Kind.MESSAGE_ASSISTANT:
             continue
         usage = AssistantMessage.from_entry(entry).usage
         value = None if usage is None else f.int_or_none(usage, "output")
@@ -155,9 +155,9 @@ def truncated_reserves(entries: Sequence[Entry]) -> list[int]:
     """Output reserves that proved too small (`response.discarded` for OUTPUT_LENGTH)."""
     out = []
     for entry in entries:
-        if entry.kind != "response.discarded":
+        if entry.kind != Kind.RESPONSE_DISCARDED:
             continue
-        discarded = ResponseDiscarded.from_entry(entry)
+        discarded = ResponseDiscardedRecord.from_entry(entry)
         if discarded.reason == "OUTPUT_LENGTH" and discarded.output_reserve is not None:
             out.append(discarded.output_reserve)
     return out
@@ -172,9 +172,9 @@ def reserve_room(window: int, fixed_tokens: int, margin: int) -> int:
 def discarded_preview(entries: Sequence[Entry], chars: int = 300) -> str:
     """`: "…"` with the start of the latest discarded reply's text, or "" when it had none."""
     for entry in reversed(entries):
-        if entry.kind != "response.discarded":
+        if entry.kind != Kind.RESPONSE_DISCARDED:
             continue
-        message = ResponseDiscarded.from_entry(entry).message
+        message = ResponseDiscardedRecord.from_entry(entry).message
         parts = message.get("parts") if message is not None else None
         texts = [
             str(p.get("text"))

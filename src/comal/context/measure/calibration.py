@@ -16,12 +16,12 @@ Two sources, each recorded as a `context.calibrated` entry (the latest for a mod
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from comal.context.measure.anchors import measured_reply
 from comal.errors import ContextLengthError
 from comal.ledger.entry import Entry
-from comal.ledger.records import AssistantMessage, ContextCalibrated
-from comal.messages import JSONObject
+from comal.ledger.records import AssistantMessage, ContextCalibrated, Kind
 
 RECALIBRATE_SHIFT = 0.05
 
@@ -33,12 +33,12 @@ def measured_after(entries: Sequence[Entry], prepared_at: int) -> tuple[bool, in
         (whether its response is recorded yet, the measured input or None when unknown).
     """
     request = next(
-        (e for e in entries if e.kind == "provider.request" and e.seq > prepared_at), None
+        (e for e in entries if e.kind == Kind.PROVIDER_REQUEST and e.seq > prepared_at), None
     )
     if request is None:
         return False, None
     for entry in entries:
-        if entry.kind != "message.assistant":
+        if entry.kind != Kind.MESSAGE_ASSISTANT:
             continue
         reply = AssistantMessage.from_entry(entry)
         if reply.request_entry == request.id:
@@ -60,16 +60,16 @@ PROVIDER_WINDOW_SOURCE = "provider error"
 """The window source shown once a provider's refusal stated a limit below the configured one."""
 
 
-def calibration_payload(
+def calibration_record(
     model: str,
     ratio: float,
     measured: int,
     counted: int,
     source: str,
     limit: int | None = None,
-) -> JSONObject:
-    """The `context.calibrated` payload (`limit_tokens` only when a provider stated one)."""
-    return ContextCalibrated(model, round(ratio, 4), measured, counted, source, limit).to_payload()
+) -> ContextCalibrated:
+    """The `context.calibrated` record (`limit_tokens` only when a provider stated one)."""
+    return ContextCalibrated(model, round(ratio, 4), measured, counted, source, limit)
 
 
 def provider_window(entries: Sequence[Entry], model: str, configured: int) -> tuple[int, bool]:
@@ -80,7 +80,7 @@ def provider_window(entries: Sequence[Entry], model: str, configured: int) -> tu
     """
     window, limited = configured, False
     for entry in entries:
-        if entry.kind != "context.calibrated":
+        if entry.kind != Kind.CONTEXT_CALIBRATED:
             continue
         calibrated = ContextCalibrated.from_entry(entry)
         limit = calibrated.limit_tokens
@@ -93,7 +93,7 @@ def provider_window(entries: Sequence[Entry], model: str, configured: int) -> tu
 
 def usage_calibration(
     entries: Sequence[Entry], last_counted: tuple[int, int], model: str, current: float
-) -> JSONObject | None:
+) -> ContextCalibrated | Literal[False] | None:
     """The `usage` calibration owed for the last prepared request.
 
     Args:
@@ -103,25 +103,25 @@ def usage_calibration(
         current: the ratio in force.
 
     Returns:
-        None while the response is not recorded yet; `{}` when it is but nothing needs
-        recording; otherwise the `context.calibrated` payload to append.
+        None while the response is not recorded yet; False when it is but nothing needs
+        recording; otherwise the `context.calibrated` record to append.
     """
     prepared_at, counted = last_counted
     answered, measured = measured_after(entries, prepared_at)
     if not answered:
         return None
     if measured is None or counted <= 0:
-        return {}
+        return False
     ratio = measured / counted
     if abs(ratio / current - 1) <= RECALIBRATE_SHIFT:
-        return {}
-    return calibration_payload(model, ratio, measured, counted, "usage")
+        return False
+    return calibration_record(model, ratio, measured, counted, "usage")
 
 
-def server_count_payload(
+def server_count_record(
     model: str, measured: int, counted: int, ratio_in_force: float
-) -> JSONObject | None:
-    """The `context.calibrated` payload for a server's exact count of a request counted
+) -> ContextCalibrated | None:
+    """The `context.calibrated` record for a server's exact count of a request counted
     locally as `counted`; None when the count is unusable or moves the ratio by 5 % or less.
 
     A count is a measurement, so the ratio follows it up or down.
@@ -131,13 +131,13 @@ def server_count_payload(
     ratio = measured / counted
     if abs(ratio / ratio_in_force - 1) <= RECALIBRATE_SHIFT:
         return None
-    return calibration_payload(model, ratio, measured, counted, "server_count")
+    return calibration_record(model, ratio, measured, counted, "server_count")
 
 
-def context_length_payload(
+def context_length_record(
     model: str, error: ContextLengthError, counted: int, window: int, ratio_in_force: float
-) -> JSONObject:
-    """The `context.calibrated` payload a CONTEXT_LENGTH refusal of a request counted locally
+) -> ContextCalibrated:
+    """The `context.calibrated` record a CONTEXT_LENGTH refusal of a request counted locally
     as `counted` proves, with the limit it states when that is below `window`."""
     measured = refused_size(error, window)
     # A count the provider reported is a measurement: the ratio follows it either way. A
@@ -147,4 +147,4 @@ def context_length_payload(
         ratio = max(ratio, ratio_in_force)
     limit = error.limit_tokens
     stated = limit if limit is not None and 0 < limit < window else None
-    return calibration_payload(model, ratio, measured, counted, "context_length", stated)
+    return calibration_record(model, ratio, measured, counted, "context_length", stated)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from comal.ledger.records import ResponseDiscarded
+from comal.ledger.records import ResponseDiscardedRecord
 from comal.ledger.store import Ledger
 from comal.messages import Finish, Message, message_to_json
 from comal.usage import Usage
@@ -50,7 +50,7 @@ def append_discarded(
     ledger: Ledger, session_id: str, reply: ModelReply, reason: str, reserve: int
 ) -> None:
     """Record `reply`, sent with output reserve `reserve`, as `response.discarded`."""
-    record = ResponseDiscarded(
+    record = ResponseDiscardedRecord(
         reason, message_to_json(reply.message), reply.usage.to_json(), reserve
     )
     ledger.append_record(session_id, record)

@@ -41,6 +41,7 @@ from comal.context.view.build import ResultTexts, ViewState, block_tokens
 from comal.context.view.conversation import Block, ConversationIndex, ResultEntry
 from comal.context.view.rendering import evidence_call
 from comal.ledger.entry import Entry
+from comal.ledger.records import Kind
 
 _DIGITS = re.compile(r"\d+")
 EVIDENCE_HEADER = "## Evidence (every earlier output"
@@ -82,7 +83,7 @@ def _user_texts(blocks: Sequence[Block]) -> list[tuple[Entry, str]]:
     return [
         (b.entry, b.message.text)
         for b in blocks
-        if b.role == "user" and b.entry.kind == "message.user" and b.message.text.strip()
+        if b.role == "user" and b.entry.kind == Kind.MESSAGE_USER and b.message.text.strip()
     ]
 
 

@@ -37,10 +37,10 @@ from comal.context.relief.pressure import CACHED_RATE, Growth, stretch_cost
 from comal.context.view.build import PartCost
 from comal.context.view.conversation import Block
 from comal.ledger.entry import Entry
-from comal.ledger.records import PressureDeferred
+from comal.ledger.records import Kind, PressureDeferred
 from comal.ledger.store import Ledger
 
-DEFERRED_KIND = "pressure.deferred"
+DEFERRED_KIND = Kind.PRESSURE_DEFERRED
 TURN_TRIGGER = "turn_boundary"
 
 

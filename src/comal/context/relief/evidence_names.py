@@ -36,6 +36,7 @@ from comal.context.relief.workstate import (
 from comal.context.view.conversation import ResultEntry
 from comal.context.view.rendering import evidence_call
 from comal.ledger.entry import Entry
+from comal.ledger.records import Kind
 from comal.values import value
 
 INDEX_REF: Final = "index"
@@ -63,7 +64,7 @@ def result_ordinals(entries: Sequence[Entry]) -> dict[str, int]:
     if _ORDINALS and is_prefix(_ORDINALS[0][0], entries):
         start, out = _ORDINALS[0][0][2], dict(_ORDINALS[0][1])
     for entry in entries[start:]:
-        if entry.kind == "tool.result":
+        if entry.kind == Kind.TOOL_RESULT:
             out[entry.id] = len(out) + 1
     _ORDINALS[:] = [(key, out)]
     return out

@@ -28,7 +28,7 @@ from comal.context.relief.checkpoint import Draft
 from comal.context.view.build import CheckpointState, ViewState
 from comal.errors import ContextPressureLoopError
 from comal.ledger.entry import Entry
-from comal.ledger.records import CheckpointRecord, CompactRequested, ProjectionRecord
+from comal.ledger.records import CheckpointRecord, CompactRequested, Kind, ProjectionRecord
 
 MAX_FRUITLESS = 2
 """Consecutive automatic derivations without progress tolerated before CONTEXT_PRESSURE_LOOP:
@@ -73,7 +73,7 @@ def checkpoint_of(entry: Entry) -> Checkpoint:
 
 def checkpoints(entries: Sequence[Entry]) -> list[Checkpoint]:
     """Every checkpoint of the session, oldest first."""
-    return [checkpoint_of(e) for e in entries if e.kind == "checkpoint"]
+    return [checkpoint_of(e) for e in entries if e.kind == Kind.CHECKPOINT]
 
 
 def view_state(entries: Sequence[Entry]) -> ViewState:
@@ -82,11 +82,11 @@ def view_state(entries: Sequence[Entry]) -> ViewState:
     media: set[str] = set()
     last: tuple[Entry, frozenset[str]] | None = None
     for entry in entries:
-        if entry.kind == "projection":
+        if entry.kind == Kind.PROJECTION:
             projection = ProjectionRecord.from_entry(entry)
             projected.update(projection.result_ids)
             media.update(projection.media_result_ids or ())
-        elif entry.kind == "checkpoint":
+        elif entry.kind == Kind.CHECKPOINT:
             extra = frozenset(CheckpointRecord.from_entry(entry).projected_result_ids)
             projected |= extra
             last = (entry, extra)
@@ -141,9 +141,9 @@ def derivations(entries: Sequence[Entry], budget: Budget) -> list[Derivation]:
     out: list[Derivation] = []
     turns = 0
     for entry in entries:
-        if entry.kind == "message.assistant":
+        if entry.kind == Kind.MESSAGE_ASSISTANT:
             turns += 1
-        elif entry.kind == "checkpoint":
+        elif entry.kind == Kind.CHECKPOINT:
             p = CheckpointRecord.from_entry(entry)
             usable = budget.usable if p.usable_tokens is None else p.usable_tokens
             recorded = p.threshold_tokens
@@ -187,9 +187,9 @@ def pending_compaction(entries: Sequence[Entry]) -> str | None:
     """Who asked for a derivation not yet done (`compact.requested`), or None."""
     requested: str | None = None
     for entry in entries:
-        if entry.kind == "compact.requested":
+        if entry.kind == Kind.COMPACT_REQUESTED:
             by = CompactRequested.from_entry(entry).by
             requested = "user" if by is None else by
-        elif entry.kind in ("checkpoint", "compact.cancelled"):
+        elif entry.kind in (Kind.CHECKPOINT, Kind.COMPACT_CANCELLED):
             requested = None
     return requested

@@ -18,7 +18,7 @@ from comal.context.view.conversation import ConversationIndex, ResultEntry, resu
 from comal.context.view.pairing import CallSite, Pairing
 from comal.context.view.rendering import evidence_text, salient_lines
 from comal.ledger.entry import Entry
-from comal.ledger.records import BoardUpdated, ToolStarted
+from comal.ledger.records import BoardUpdated, Kind, ToolStartedRecord
 from comal.ledger.records import fields as f
 from comal.messages import JSONObject, canonical_json
 from comal.values import value
@@ -188,9 +188,9 @@ class _Fold:
         """Fold in `entries` (already in `pairing`); `index` lends the results it read."""
         read = result_entry if index is None else index.result_of
         for entry in entries:
-            if entry.kind == "board.updated":
+            if entry.kind == Kind.BOARD_UPDATED:
                 self.board = _board_lines(BoardUpdated.from_entry(entry).criteria)
-            if entry.kind != "tool.result":
+            if entry.kind != Kind.TOOL_RESULT:
                 continue
             self.results += 1
             ordinal = self.results
@@ -261,9 +261,11 @@ def _file_op(name: str) -> str | None:
 
 def _file_line(path: str, call: Call, item: ResultEntry, op: str, ordinal: int) -> StateLine:
     digest = item.facts.digest
-    prep = ToolStarted.from_entry(call.started).preparation if call.started is not None else None
+    prep = (
+        ToolStartedRecord.from_entry(call.started).preparation if call.started is not None else None
+    )
     if op != "read" and prep is not None:
-        digest = f.text(prep, "digest_intended") or digest
+        digest = prep.digest_intended or digest
     state = (
         op
         if item.facts.status in ("ok", "postcondition_observed")

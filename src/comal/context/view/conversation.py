@@ -31,7 +31,9 @@ from comal.context.view.pairing import Pairing, assistant_message
 from comal.context.view.rendering import ResultFacts
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
-    ResponseDiscarded,
+    Kind,
+    RecordedMedia,
+    ResponseDiscardedRecord,
     SummaryMessage,
     ToolResult,
     UserMessage,
@@ -97,19 +99,20 @@ class Block:
         return max([self.entry.seq, *(r.seq for r in self.results)])
 
 
-def _media(items: tuple[JSONObject, ...]) -> tuple[MediaRef, ...]:
+def _media(items: tuple[RecordedMedia, ...]) -> tuple[MediaRef, ...]:
     out = []
     for item in items:
-        data = f.text_or_none(item, "data_b64")
-        size = f.int_or_none(item, "size_bytes")
+        data = item.data_b64
+        size = item.size_bytes
         if size is None:
             size = len(data) * 3 // 4 if data is not None else 0
+        media_type = item.media_type
         out.append(
             MediaRef(
-                f.text(item, "media_type", "application/octet-stream"),
+                "application/octet-stream" if media_type is None else media_type,
                 size,
                 data,
-                f.text_or_none(item, "blob"),
+                item.blob,
             )
         )
     return tuple(out)
@@ -145,7 +148,7 @@ def _message(raw: JSONObject | None) -> Message | None:
 
 
 def _user_message(entry: Entry) -> Message | None:
-    if entry.kind == "message.summary":
+    if entry.kind == Kind.MESSAGE_SUMMARY:
         summary = SummaryMessage.from_entry(entry)
         origin = "a peer agent" if summary.origin is None else summary.origin
         return Message("user", (TextPart(f"{SUMMARY_MARK} {origin}]\n{summary.text}"),))
@@ -202,11 +205,11 @@ class ConversationIndex:
     def _take(self, entry: Entry) -> None:
         if self._pairing.take(entry):
             self._dirty.update(self._assistant.values())  # earlier pairings changed
-        if entry.kind in ("message.user", "message.summary"):
+        if entry.kind in (Kind.MESSAGE_USER, Kind.MESSAGE_SUMMARY):
             message = _user_message(entry)
             if message is not None:
                 self._blocks.append(Block("user", entry, message))
-        elif entry.kind == "message.assistant":
+        elif entry.kind == Kind.MESSAGE_ASSISTANT:
             message = assistant_message(entry)
             if message is None:
                 return
@@ -215,14 +218,14 @@ class ConversationIndex:
             self._blocks.append(Block("assistant", entry, message))
             self._assistant[entry.id] = index
             self._dirty.add(index)
-        elif entry.kind == "tool.result":
+        elif entry.kind == Kind.TOOL_RESULT:
             site = self._pairing.site_of(entry)
             if site is None or site.message is None:
                 return
             self._results[entry.id] = result_entry(entry)
             self._dirty.add(self._assistant[site.message.id])
-        elif entry.kind == "response.discarded":
-            target = ResponseDiscarded.from_entry(entry).entry
+        elif entry.kind == Kind.RESPONSE_DISCARDED:
+            target = ResponseDiscardedRecord.from_entry(entry).entry
             if target is not None:
                 self._superseded.add(target)
 

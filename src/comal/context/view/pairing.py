@@ -39,15 +39,21 @@ from collections.abc import Sequence
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
-    ResponseDiscarded,
-    ToolStarted,
+    Kind,
+    ResponseDiscardedRecord,
+    ToolStartedRecord,
     call_id_of,
     ran_call_of,
 )
 from comal.messages import JSONObject, Message, ToolCallPart, message_from_json
 from comal.values import value
 
-PAIRING_KINDS = ("message.assistant", "tool.started", "tool.result", "response.discarded")
+PAIRING_KINDS = (
+    Kind.MESSAGE_ASSISTANT,
+    Kind.TOOL_STARTED,
+    Kind.TOOL_RESULT,
+    Kind.RESPONSE_DISCARDED,
+)
 """The entry kinds pairing reads (others are ignored)."""
 
 
@@ -169,11 +175,11 @@ class Pairing:
         if entry.kind not in PAIRING_KINDS:
             return False
         self._taken.append(entry)
-        if entry.kind == "message.assistant":
+        if entry.kind == Kind.MESSAGE_ASSISTANT:
             self._message(entry)
-        elif entry.kind == "tool.started":
+        elif entry.kind == Kind.TOOL_STARTED:
             self._started(entry)
-        elif entry.kind == "tool.result":
+        elif entry.kind == Kind.TOOL_RESULT:
             self._result(entry)
         else:
             return self._discarded(entry)
@@ -226,7 +232,7 @@ class Pairing:
             self.sites[index] = CallSite(site.call, site.message, site.position, entry, site.result)
             self._by_entry[entry.id] = index
             return
-        started = ToolStarted.from_entry(entry)
+        started = ToolStartedRecord.from_entry(entry)
         call = ToolCallPart(
             call_id, "tool" if started.name is None else started.name, started.arguments
         )
@@ -253,7 +259,7 @@ class Pairing:
         self._by_entry[entry.id] = index
 
     def _discarded(self, entry: Entry) -> bool:
-        target = ResponseDiscarded.from_entry(entry).entry
+        target = ResponseDiscardedRecord.from_entry(entry).entry
         if target is None or target in self._superseded:
             return False
         self._superseded.add(target)

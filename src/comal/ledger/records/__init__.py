@@ -1,8 +1,13 @@
 """Typed ledger records: one `@value` class (`comal.values`) per entry kind.
 
-Every writer builds its payload with a record's `to_payload()`, and every reader outside
-`comal.ledger` reads a payload through `Record.from_entry(entry)` (see `base.py` for the
-rules). The entry-kind table of docs/ledger.md is rendered from these classes:
+`Record` is the closed union of those classes and `Kind` the enum of their kinds. Every
+writer appends a record (`Ledger.append_record`), and every reader outside `comal.ledger`
+reads a payload through a record: `record_of(entry)` for any entry (a reader that branches on
+the kind matches the record, or `kind_of(entry)`, exhaustively: `assert_never` makes a new kind
+a type error until every such reader handles it), or `SomeRecord.from_entry(entry)` for an
+entry already selected by kind. An entry of a kind this version does not know (a ledger a
+newer Comal wrote) reads as None and is skipped, never refused (see `base.py` for the rules).
+The entry-kind table of docs/ledger.md is rendered from these classes:
 
     python -m comal.ledger.records --write-doc
 """
@@ -15,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from comal.ledger.entry import Entry
-from comal.ledger.records.base import Record
+from comal.ledger.records.base import RecordBase
 from comal.ledger.records.context import (
     BoardUpdated,
     CheckpointRecord,
@@ -30,16 +35,25 @@ from comal.ledger.records.conversation import (
     ProviderErrorRecord,
     ProviderRequest,
     ProviderResent,
-    ResponseDiscarded,
+    ResponseDiscardedRecord,
     SummaryMessage,
     ToolResult,
-    ToolStarted,
+    ToolStartedRecord,
     UserMessage,
     call_id_of,
     ran_call_of,
 )
+from comal.ledger.records.kinds import Kind
+from comal.ledger.records.nested import (
+    ChildOrigin,
+    ImportOrigin,
+    RecordedMedia,
+    RecordedPermission,
+    RecordedPreparation,
+    RecordedWindow,
+)
 from comal.ledger.records.process import (
-    ChildReceipt,
+    ChildReceiptRecord,
     HookRun,
     LockAcquired,
     LockReclaimed,
@@ -63,11 +77,14 @@ __all__ = [
     "AssistantMessage",
     "BoardUpdated",
     "CheckpointRecord",
-    "ChildReceipt",
+    "ChildOrigin",
+    "ChildReceiptRecord",
     "CompactCancelled",
     "CompactRequested",
     "ContextCalibrated",
     "HookRun",
+    "ImportOrigin",
+    "Kind",
     "LockAcquired",
     "LockReclaimed",
     "PressureDeferred",
@@ -76,7 +93,12 @@ __all__ = [
     "ProviderRequest",
     "ProviderResent",
     "Record",
-    "ResponseDiscarded",
+    "RecordBase",
+    "RecordedMedia",
+    "RecordedPermission",
+    "RecordedPreparation",
+    "RecordedWindow",
+    "ResponseDiscardedRecord",
     "SessionConfigured",
     "SessionFinished",
     "SessionForked",
@@ -88,15 +110,51 @@ __all__ = [
     "SessionTools",
     "SummaryMessage",
     "ToolResult",
-    "ToolStarted",
+    "ToolStartedRecord",
     "UserMessage",
     "UserShell",
     "WarningRecord",
     "call_id_of",
+    "kind_of",
     "kind_table",
     "ran_call_of",
     "record_of",
 ]
+
+Record = (
+    SessionStarted
+    | SessionTools
+    | SessionPlugins
+    | UserMessage
+    | AssistantMessage
+    | SummaryMessage
+    | ProviderRequest
+    | ProviderResent
+    | ProviderErrorRecord
+    | ResponseDiscardedRecord
+    | ToolStartedRecord
+    | ToolResult
+    | ProjectionRecord
+    | CheckpointRecord
+    | PressureDeferred
+    | ContextCalibrated
+    | BoardUpdated
+    | CompactRequested
+    | CompactCancelled
+    | LockAcquired
+    | LockReclaimed
+    | SessionConfigured
+    | SessionForked
+    | SessionRewound
+    | HookRun
+    | UserShell
+    | SessionFinished
+    | SessionResumed
+    | SessionMoved
+    | WarningRecord
+    | ChildReceiptRecord
+)
+"""Any record: the closed union of the record classes (one per `Kind`), for `match`."""
 
 _ORDER: tuple[type[Record], ...] = (
     SessionStarted,
@@ -108,8 +166,8 @@ _ORDER: tuple[type[Record], ...] = (
     ProviderRequest,
     ProviderResent,
     ProviderErrorRecord,
-    ResponseDiscarded,
-    ToolStarted,
+    ResponseDiscardedRecord,
+    ToolStartedRecord,
     ToolResult,
     ProjectionRecord,
     CheckpointRecord,
@@ -129,17 +187,25 @@ _ORDER: tuple[type[Record], ...] = (
     SessionResumed,
     SessionMoved,
     WarningRecord,
-    ChildReceipt,
+    ChildReceiptRecord,
 )
 
 RECORDS: dict[str, type[Record]] = {cls.KIND: cls for cls in _ORDER}
 """Every entry kind Comal writes, with its record class (in the docs table's order)."""
 
+_KINDS: dict[str, Kind] = {kind.value: kind for kind in Kind}
+
 
 def record_of(entry: Entry) -> Record | None:
-    """The record of any entry, or None for a kind no record knows."""
+    """The record of any entry, or None for a kind this version does not know (a ledger a
+    newer Comal wrote keeps reading: its unknown entries are skipped)."""
     cls = RECORDS.get(entry.kind)
     return None if cls is None else cls.from_entry(entry)
+
+
+def kind_of(entry: Entry) -> Kind | None:
+    """The entry's kind as a `Kind`, or None for a kind this version does not know."""
+    return _KINDS.get(entry.kind)
 
 
 DOC_BEGIN = "<!-- entry kinds: begin (python -m comal.ledger.records --write-doc) -->"
@@ -157,6 +223,11 @@ _JSON_TYPES = {
     "float": "number",
     "bool": "boolean",
     "JSONObject": "object",
+    "RecordedWindow": "object",
+    "RecordedPermission": "object",
+    "RecordedPreparation": "object",
+    "RecordedMedia": "object",
+    "ImportOrigin | ChildOrigin": "object",
     "JSONValue": "any",
 }
 
@@ -172,7 +243,7 @@ def _json_type(annotation: str) -> str:
     return shown + ("?" if optional else "")
 
 
-def _fields(cls: type[Record]) -> str:
+def _fields(cls: type[RecordBase]) -> str:
     shown = []
     for field in dataclasses.fields(cls):  # type: ignore[arg-type]
         key = field.name.rstrip("_")
@@ -180,7 +251,7 @@ def _fields(cls: type[Record]) -> str:
     return ", ".join(shown)
 
 
-def kind_table(records: Sequence[type[Record]] = _ORDER) -> str:
+def kind_table(records: Sequence[type[RecordBase]] = _ORDER) -> str:
     """The markdown table of entry kinds: kind, fields with types, what it records, writer."""
     lines = [
         "| kind | fields (`?`: optional or null) | what it records | written by |",

@@ -25,13 +25,13 @@ _READ_MAX = 100_000
 """Records kept per class; full tables are emptied (a record is then simply read again)."""
 
 
-class Record:
+class RecordBase:
     """The base of every record class (a frozen, slotted dataclass)."""
 
     __slots__ = ()
 
     KIND: ClassVar[str]
-    """The entry kind, e.g. `tool.result`."""
+    """The entry kind, a `Kind` member (e.g. `Kind.TOOL_RESULT`, stored as `tool.result`)."""
     WRITTEN_BY: ClassVar[str]
     """Who appends it (the docs table's last column)."""
 

@@ -9,20 +9,21 @@ from __future__ import annotations
 from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
-from comal.ledger.records.base import Record
+from comal.ledger.records.base import RecordBase
+from comal.ledger.records.kinds import Kind
 from comal.messages import JSONObject
 from comal.values import value
 
 
 @value
-class ProjectionRecord(Record):
+class ProjectionRecord(RecordBase):
     """Results shown as references from now on: `result_ids` (the `tool.result` entries the
     view references; `call_ids` their calls), optional `media_result_ids` (results whose
     images are shown by reference: reason `media_reserve` past the media reserve,
     `media_pressure` under pressure), `trigger` (`threshold`, `turn_boundary`,
     `cache_cold`), the estimated request `before_tokens` and `after_tokens`."""
 
-    KIND: ClassVar[str] = "projection"
+    KIND = Kind.PROJECTION
     WRITTEN_BY: ClassVar[str] = "context engine"
 
     call_ids: tuple[str, ...]
@@ -69,14 +70,14 @@ class ProjectionRecord(Record):
 
 
 @value
-class CheckpointRecord(Record):
+class CheckpointRecord(RecordBase):
     """A derived checkpoint: `text` (as the model sees it) replaces the history through
     `covers_through_seq`; the verbatim tail starts at `tail_from_seq`, its
     `projected_result_ids` shown as references; `by` (`user`, `pressure`, or another reason),
     `trigger` (what placed it: `threshold`, `turn_boundary`, `cache_cold`, or `by` again),
     the estimated request `before_tokens` and `after_tokens` and the budget's figures."""
 
-    KIND: ClassVar[str] = "checkpoint"
+    KIND = Kind.CHECKPOINT
     WRITTEN_BY: ClassVar[str] = "context engine"
 
     number: int | None
@@ -134,14 +135,14 @@ class CheckpointRecord(Record):
 
 
 @value
-class PressureDeferred(Record):
+class PressureDeferred(RecordBase):
     """A request past the threshold mid tool loop waits for the turn boundary (once per
     turn; the view never reads it): `trigger` (`threshold`), `until` (`turn_boundary`),
     `remaining_calls` (the rest of the turn as the session's finished turns measured it),
     `need_tokens` (what those calls append), `options` (`defer` and the `checkpoint` it
     replaces)."""
 
-    KIND: ClassVar[str] = "pressure.deferred"
+    KIND = Kind.PRESSURE_DEFERRED
     WRITTEN_BY: ClassVar[str] = "context engine"
 
     trigger: str
@@ -180,13 +181,13 @@ class PressureDeferred(Record):
 
 
 @value
-class ContextCalibrated(Record):
+class ContextCalibrated(RecordBase):
     """The measured/estimated token ratio of one model: `source` (`usage`, `server_count`,
     or `context_length`, which also invalidates earlier anchors); `limit_tokens` (optional:
     the window a provider's refusal stated, when below the configured one; the budget then
     uses it)."""
 
-    KIND: ClassVar[str] = "context.calibrated"
+    KIND = Kind.CONTEXT_CALIBRATED
     WRITTEN_BY: ClassVar[str] = "context engine"
 
     model: str
@@ -220,11 +221,11 @@ class ContextCalibrated(Record):
 
 
 @value
-class BoardUpdated(Record):
+class BoardUpdated(RecordBase):
     """The whole board after a change: `criteria` [{`id`, `text`, `status` (`pending`,
     `in_progress`, `done`, `blocked`), `check` (or null)}]."""
 
-    KIND: ClassVar[str] = "board.updated"
+    KIND = Kind.BOARD_UPDATED
     WRITTEN_BY: ClassVar[str] = "board tool"
 
     criteria: tuple[JSONObject, ...]
@@ -238,10 +239,10 @@ class BoardUpdated(Record):
 
 
 @value
-class CompactRequested(Record):
+class CompactRequested(RecordBase):
     """A person asked for a compaction (`by`); it is derived at the next turn boundary."""
 
-    KIND: ClassVar[str] = "compact.requested"
+    KIND = Kind.COMPACT_REQUESTED
     WRITTEN_BY: ClassVar[str] = "CLI `compact`, TUI `/compact`"
 
     by: str | None
@@ -255,14 +256,14 @@ class CompactRequested(Record):
 
 
 @value
-class CompactCancelled(Record):
+class CompactCancelled(RecordBase):
     """Drops a `compact.requested` not yet derived: Esc in the TUI (`by: user`), or a
     person's compaction refused because it would not make the view smaller (`by: engine`,
     `reason: not_smaller`, `requested_by`, and the estimated request now and with the
     checkpoint, `before_tokens` and `after_tokens`; also recorded for a refused immediate
     `/compact` or `comal compact`)."""
 
-    KIND: ClassVar[str] = "compact.cancelled"
+    KIND = Kind.COMPACT_CANCELLED
     WRITTEN_BY: ClassVar[str] = "TUI, context engine"
 
     by: str

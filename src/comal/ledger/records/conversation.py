@@ -10,16 +10,18 @@ from typing import ClassVar, Self
 
 from comal.ledger.entry import Entry
 from comal.ledger.records import fields as f
-from comal.ledger.records.base import Record
+from comal.ledger.records.base import RecordBase
+from comal.ledger.records.kinds import Kind
+from comal.ledger.records.nested import RecordedMedia, RecordedPermission, RecordedPreparation
 from comal.messages import JSONObject, JSONValue, digest_bytes
 from comal.values import value
 
 
 @value
-class UserMessage(Record):
+class UserMessage(RecordBase):
     """A user message (the first of a child session is its task)."""
 
-    KIND: ClassVar[str] = "message.user"
+    KIND = Kind.MESSAGE_USER
     WRITTEN_BY: ClassVar[str] = "agent, importers"
 
     message: JSONObject | None
@@ -33,7 +35,7 @@ class UserMessage(Record):
 
 
 @value
-class AssistantMessage(Record):
+class AssistantMessage(RecordBase):
     """A finished model reply. `finish` is the normalized finish status; `request_entry` the
     id of its `provider.request` (null in imports). When `finish` is `refusal`, `refusal`
     holds {`text` (what the model said in refusing), `reason` (the wire's `category:
@@ -43,7 +45,7 @@ class AssistantMessage(Record):
     calls: {`from`: "text", `form` (`json`, `fenced` or `tag`), `text` (the reply's text as
     written; `message` holds the calls in its place)}."""
 
-    KIND: ClassVar[str] = "message.assistant"
+    KIND = Kind.MESSAGE_ASSISTANT
     WRITTEN_BY: ClassVar[str] = "agent, importers"
 
     message: JSONObject | None
@@ -86,10 +88,10 @@ class AssistantMessage(Record):
 
 
 @value
-class SummaryMessage(Record):
+class SummaryMessage(RecordBase):
     """A peer's own compaction summary, kept as a marked entry (`origin` names it)."""
 
-    KIND: ClassVar[str] = "message.summary"
+    KIND = Kind.MESSAGE_SUMMARY
     WRITTEN_BY: ClassVar[str] = "importers"
 
     text: str
@@ -104,13 +106,13 @@ class SummaryMessage(Record):
 
 
 @value
-class ProviderRequest(Record):
+class ProviderRequest(RecordBase):
     """A request about to be sent: `sha256` and `size_bytes` of the exact body, what it was
     built from (`fingerprint` {`model`,`effort`,`tools_digest`,`config_digest`,`checkpoint`},
     the anchor a measurement is matched by), `estimated_input_tokens` and `output_reserve`.
     The replay benchmark records only `model`, `wire` and `fingerprint`."""
 
-    KIND: ClassVar[str] = "provider.request"
+    KIND = Kind.PROVIDER_REQUEST
     WRITTEN_BY: ClassVar[str] = "agent, replay"
 
     model: str
@@ -144,13 +146,13 @@ class ProviderRequest(Record):
 
 
 @value
-class ProviderResent(Record):
+class ProviderResent(RecordBase):
     """The request of `request_entry` went out again with other bytes (`sha256`, `size_bytes`
     of the exact body POSTed): `reason` `probe` (asked once unstreamed, one output token, to
     learn why a stream came back empty) or `unstreamed` (sent again without streaming to a
     server that answers only so; the reply that follows is that POST's)."""
 
-    KIND: ClassVar[str] = "provider.resent"
+    KIND = Kind.PROVIDER_RESENT
     WRITTEN_BY: ClassVar[str] = "agent"
 
     request_entry: str
@@ -177,11 +179,11 @@ class ProviderResent(Record):
 
 
 @value
-class ProviderErrorRecord(Record):
+class ProviderErrorRecord(RecordBase):
     """A provider call that failed: the typed error's `code`, `message` and HTTP `status`
     (null when none)."""
 
-    KIND: ClassVar[str] = "provider.error"
+    KIND = Kind.PROVIDER_ERROR
     WRITTEN_BY: ClassVar[str] = "agent"
 
     code: str
@@ -199,13 +201,13 @@ class ProviderErrorRecord(Record):
 
 
 @value
-class ResponseDiscarded(Record):
+class ResponseDiscardedRecord(RecordBase):
     """An unfinished reply: `reason` (`OUTPUT_LENGTH`), `message` (the partial reply),
     `usage`, `output_reserve` (the output the cut request asked for) — none of its tool
     calls run; optional `entry` (id of a `message.assistant` it supersedes, left out of the
     view) and, in the replay benchmark, `request_entry`."""
 
-    KIND: ClassVar[str] = "response.discarded"
+    KIND = Kind.RESPONSE_DISCARDED
     WRITTEN_BY: ClassVar[str] = "context engine, replay"
 
     reason: str
@@ -239,7 +241,7 @@ class ResponseDiscarded(Record):
 
 
 @value
-class ToolStarted(Record):
+class ToolStartedRecord(RecordBase):
     """A call about to run (written **before** the tool runs): `permission` {`decision`,
     `mode` (`uncertain-repeat` for the insistence guard's verdict on re-issuing an uncertain
     call; `imported` for a call an imported session's peer started and left running — resume
@@ -248,14 +250,14 @@ class ToolStarted(Record):
     tool's declared intent)} and then `body`: the exact bytes the file held before (what a
     rewind restores)."""
 
-    KIND: ClassVar[str] = "tool.started"
+    KIND = Kind.TOOL_STARTED
     WRITTEN_BY: ClassVar[str] = "agent, importers"
 
     call_id: str | None
     name: str | None
     arguments: JSONObject
-    permission: JSONObject
-    preparation: JSONObject | None = None
+    permission: RecordedPermission
+    preparation: RecordedPreparation | None = None
     body: JSONObject | None = None
 
     def to_payload(self) -> JSONObject:
@@ -263,9 +265,10 @@ class ToolStarted(Record):
             "call_id": self.call_id,
             "name": self.name,
             "arguments": self.arguments,
-            "permission": self.permission,
+            "permission": self.permission.to_json(),
         }
-        f.put(payload, "preparation", self.preparation)
+        prep = self.preparation
+        f.put(payload, "preparation", None if prep is None else prep.to_json())
         f.put(payload, "body", self.body)
         return payload
 
@@ -275,14 +278,14 @@ class ToolStarted(Record):
             f.text_or_none(payload, "call_id"),
             f.text_or_none(payload, "name"),
             f.obj(payload, "arguments"),
-            f.obj(payload, "permission"),
-            f.obj_or_none(payload, "preparation"),
+            RecordedPermission.from_json(f.obj(payload, "permission")),
+            _preparation(f.obj_or_none(payload, "preparation")),
             f.obj_or_none(payload, "body"),
         )
 
 
 @value
-class ToolResult(Record):
+class ToolResult(RecordBase):
     """A call's result: `status` (`ok`, `error`, `denied`, `uncertain`, `cancelled`,
     `postcondition_observed`, `repeated` (a plugin's known reads made again by recovery)),
     `exit_code` (null when none), `body` (the exact output bytes as a blob), its
@@ -294,7 +297,7 @@ class ToolResult(Record):
     `exit_code_in_output` (true: the output's own text states the exit code, as an imported
     observation such as mini-swe-agent's `<returncode>` does, so the view adds no line for it)."""
 
-    KIND: ClassVar[str] = "tool.result"
+    KIND = Kind.TOOL_RESULT
     WRITTEN_BY: ClassVar[str] = "agent, recovery, importers"
 
     call_id: str | None
@@ -304,7 +307,7 @@ class ToolResult(Record):
     exit_code: int | None
     size_bytes: int | None
     digest: str | None
-    media: tuple[JSONObject, ...] | None = None
+    media: tuple[RecordedMedia, ...] | None = None
     observed: JSONObject | None = None
     cut: JSONObject | None = None
     body: JSONObject | None = None
@@ -320,7 +323,7 @@ class ToolResult(Record):
         status: str,
         is_error: bool,
         exit_code: int | None = None,
-        media: tuple[JSONObject, ...] | None = None,
+        media: tuple[RecordedMedia, ...] | None = None,
         observed: JSONObject | None = None,
         cut: JSONObject | None = None,
         exit_code_in_output: bool = False,
@@ -350,7 +353,8 @@ class ToolResult(Record):
             "size_bytes": self.size_bytes,
             "digest": self.digest,
         }
-        f.put(payload, "media", None if self.media is None else f.json_list(self.media))
+        media = self.media
+        f.put(payload, "media", None if media is None else [m.to_json() for m in media])
         f.put(payload, "observed", self.observed)
         f.put(payload, "cut", self.cut)
         f.put(payload, "body", self.body)
@@ -368,7 +372,7 @@ class ToolResult(Record):
             f.int_or_none(payload, "exit_code"),
             f.int_or_none(payload, "size_bytes"),
             f.text_or_none(payload, "digest"),
-            f.objects_or_none(payload, "media"),
+            _media(f.objects_or_none(payload, "media")),
             f.obj_or_none(payload, "observed"),
             f.obj_or_none(payload, "cut"),
             f.obj_or_none(payload, "body"),
@@ -376,15 +380,23 @@ class ToolResult(Record):
         )
 
 
+def _preparation(obj: JSONObject | None) -> RecordedPreparation | None:
+    return None if obj is None else RecordedPreparation.from_json(obj)
+
+
+def _media(objs: tuple[JSONObject, ...] | None) -> tuple[RecordedMedia, ...] | None:
+    return None if objs is None else tuple(RecordedMedia.from_json(obj) for obj in objs)
+
+
 def ran_call_of(entry: Entry) -> tuple[str | None, JSONObject]:
     """The `name` and `arguments` of a `tool.started` entry, read alone: a derivation reads
-    them for every call of the session (`ToolStarted` reads them the same way)."""
+    them for every call of the session (`ToolStartedRecord` reads them the same way)."""
     payload = entry.payload
     return f.text_or_none(payload, "name"), f.obj(payload, "arguments")
 
 
 def call_id_of(entry: Entry) -> str | None:
     """The `call_id` of a `tool.started` or `tool.result` entry, read alone: the pairing reads
-    every such entry's id first, most of them never read whole (`ToolStarted` and `ToolResult`
+    every such entry's id first, most of them never read whole (`ToolStartedRecord` and `ToolResult`
     read it the same way)."""
     return f.text_or_none(entry.payload, "call_id")

@@ -6,19 +6,20 @@ from __future__ import annotations
 from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
-from comal.ledger.records.base import Record
+from comal.ledger.records.base import RecordBase
+from comal.ledger.records.kinds import Kind
 from comal.messages import JSONObject
 from comal.values import value
 
 
 @value
-class LockAcquired(Record):
+class LockAcquired(RecordBase):
     """A process took the session: its `pid`, `host`, `process_started_at` and
     `process_start_id` (`<boot id>:<start ticks>`, tells a recycled pid apart); `host_id` (the
     machine's identity its lease is judged by: `COMAL_HOST_ID`, else the machine id; absent
     in older ledgers)."""
 
-    KIND: ClassVar[str] = "lock.acquired"
+    KIND = Kind.LOCK_ACQUIRED
     WRITTEN_BY: ClassVar[str] = "ledger locks"
 
     pid: int
@@ -49,13 +50,13 @@ class LockAcquired(Record):
 
 
 @value
-class LockReclaimed(Record):
+class LockReclaimed(RecordBase):
     """A process took the session from a dead holder: as `lock.acquired`, plus `previous`
     (the dead holder's same fields, and its lease's `expires_at`) and `reason`
     (`holder_dead`: a process of this host that no longer runs; `lease_expired`: a holder on
     another host whose lease ran out without a heartbeat; absent in older ledgers)."""
 
-    KIND: ClassVar[str] = "lock.reclaimed"
+    KIND = Kind.LOCK_RECLAIMED
     WRITTEN_BY: ClassVar[str] = "ledger locks"
 
     pid: int
@@ -92,13 +93,13 @@ class LockReclaimed(Record):
 
 
 @value
-class HookRun(Record):
+class HookRun(RecordBase):
     """A hook ran (written before its effect applies): `event` (`PreToolUse`, `PostToolUse`,
     `UserPromptSubmit`, `Stop`), `source` (`config.toml` or the settings file), `tool` (or
     null), `exit_code` (null: did not start or timed out), `stdout` and `stderr` (each cut
     to 4,000 characters, saying so)."""
 
-    KIND: ClassVar[str] = "hook.run"
+    KIND = Kind.HOOK_RUN
     WRITTEN_BY: ClassVar[str] = "agent (hooks)"
 
     event: str
@@ -143,12 +144,12 @@ class HookRun(Record):
 
 
 @value
-class WarningRecord(Record):
+class WarningRecord(RecordBase):
     """A notice: `code` and `message` (e.g. `PLUGIN_UNAVAILABLE`, `MCP_SERVER_UNAVAILABLE`,
     `PROMPT_TRUNCATED`); `turn: "failed"` when a turn stopped on it (a failed follow-up
     leaves the session's earlier answer and status standing)."""
 
-    KIND: ClassVar[str] = "warning"
+    KIND = Kind.WARNING
     WRITTEN_BY: ClassVar[str] = "anyone"
 
     code: str
@@ -168,13 +169,13 @@ class WarningRecord(Record):
 
 
 @value
-class UserShell(Record):
+class UserShell(RecordBase):
     """A command the user ran in the workspace (`!cmd` in the TUI), not the model: `command`,
     `exit_code` (null when it was killed or did not start), `is_error`, `size_bytes` of its
     output (kept as the entry's body). Its output goes with the user's next message, which
     records it again as part of that message."""
 
-    KIND: ClassVar[str] = "user.shell"
+    KIND = Kind.USER_SHELL
     WRITTEN_BY: ClassVar[str] = "tui"
 
     command: str
@@ -201,14 +202,14 @@ class UserShell(Record):
 
 
 @value
-class ChildReceipt(Record):
+class ChildReceiptRecord(RecordBase):
     """The last entry of a child session (one with it is never run again): `call_id` (the
     coordinator's call), `status` (`finished`, `budget_exhausted`, `failed`), `answer` (the
     child's last answer, verbatim), `reason` (why it stopped early, "" otherwise), `usage`
     (measured, summed over the child's responses), `requests`, `evidence` [{`ref` (a
     `tool.result` id of the child), `tool`}]."""
 
-    KIND: ClassVar[str] = "child.receipt"
+    KIND = Kind.CHILD_RECEIPT
     WRITTEN_BY: ClassVar[str] = "agent (children)"
 
     call_id: str

@@ -7,13 +7,20 @@ from __future__ import annotations
 from typing import ClassVar, Self
 
 from comal.ledger.records import fields as f
-from comal.ledger.records.base import Record
+from comal.ledger.records.base import RecordBase
+from comal.ledger.records.kinds import Kind
+from comal.ledger.records.nested import (
+    ChildOrigin,
+    ImportOrigin,
+    RecordedWindow,
+    origin_from_json,
+)
 from comal.messages import JSONObject
 from comal.values import value
 
 
 @value
-class SessionStarted(Record):
+class SessionStarted(RecordBase):
     """The first entry of a session: `vision` (whether the model takes images; absent in
     older sessions and imports), `source` (`comal`, `comal:child`, `bench:replay` or
     `import:<format>`). Imports add `system` (the recorded system prompt, "" if none) and
@@ -22,18 +29,18 @@ class SessionStarted(Record):
     {`parent_session`, `parent_call`, `kind` (`task`, `step`, `draft`), `key`} and `task`
     {`description`, `tools` (null: the read-only default), `max_turns`, `max_tokens`}."""
 
-    KIND: ClassVar[str] = "session.started"
+    KIND = Kind.SESSION_STARTED
     WRITTEN_BY: ClassVar[str] = "agent, importers, replay"
 
     cwd: str
     provider: str
     wire: str
     model: str
-    window: JSONObject
+    window: RecordedWindow
     source: str
     vision: bool | None = None
     system: str | None = None
-    origin: JSONObject | None = None
+    origin: ImportOrigin | ChildOrigin | None = None
     task: JSONObject | None = None
 
     def to_payload(self) -> JSONObject:
@@ -42,12 +49,12 @@ class SessionStarted(Record):
             "provider": self.provider,
             "wire": self.wire,
             "model": self.model,
-            "window": self.window,
+            "window": self.window.to_json(),
             "source": self.source,
         }
         f.put(payload, "vision", self.vision)
         f.put(payload, "system", self.system)
-        f.put(payload, "origin", self.origin)
+        f.put(payload, "origin", None if self.origin is None else self.origin.to_json())
         f.put(payload, "task", self.task)
         return payload
 
@@ -58,17 +65,17 @@ class SessionStarted(Record):
             f.text(payload, "provider"),
             f.text(payload, "wire"),
             f.text(payload, "model"),
-            f.obj(payload, "window"),
+            RecordedWindow.from_json(f.obj(payload, "window")),
             f.text(payload, "source"),
             f.flag_or_none(payload, "vision"),
             f.text_or_none(payload, "system"),
-            f.obj_or_none(payload, "origin"),
+            _origin(f.obj_or_none(payload, "origin")),
             f.obj_or_none(payload, "task"),
         )
 
 
 @value
-class SessionTools(Record):
+class SessionTools(RecordBase):
     """The tools offered, written at every session open while MCP servers are configured:
     `native` (names of the native and session-bound tools), `mcp` [{`server`, `name` (as
     offered: `mcp__<server>__<tool>`), `tool` (the server's own name), `schema_bytes`}],
@@ -76,7 +83,7 @@ class SessionTools(Record):
     `MCP_SERVER_UNAVAILABLE`), `mcp_digest`, `body` (the offered MCP tool specs as canonical
     JSON `[{name, description, parameters}]`); reports count MCP schemas from the latest."""
 
-    KIND: ClassVar[str] = "session.tools"
+    KIND = Kind.SESSION_TOOLS
     WRITTEN_BY: ClassVar[str] = "agent"
 
     native: tuple[str, ...]
@@ -107,13 +114,13 @@ class SessionTools(Record):
 
 
 @value
-class SessionPlugins(Record):
+class SessionPlugins(RecordBase):
     """The plugins, written at every session open while plugins are enabled: `loaded`
     [{`name`, `tools`, `recovery` (tools with a recovery adapter), `checks` (finish_call
     checks), `schema_bytes`}], `failed` [{`name`, `message`}], `body` (the offered plugin
     tool specs as canonical JSON); `comal context` counts plugin schemas from the latest."""
 
-    KIND: ClassVar[str] = "session.plugins"
+    KIND = Kind.SESSION_PLUGINS
     WRITTEN_BY: ClassVar[str] = "agent"
 
     loaded: tuple[JSONObject, ...]
@@ -138,18 +145,18 @@ class SessionPlugins(Record):
 
 
 @value
-class SessionConfigured(Record):
+class SessionConfigured(RecordBase):
     """The model or reasoning effort changed mid-session (TUI `/model`, `/effort`); later
     requests carry the new fingerprint, so earlier anchors no longer apply."""
 
-    KIND: ClassVar[str] = "session.configured"
+    KIND = Kind.SESSION_CONFIGURED
     WRITTEN_BY: ClassVar[str] = "agent (`reconfigure`)"
 
     provider: str
     wire: str
     model: str
     effort: str | None
-    window: JSONObject
+    window: RecordedWindow
 
     def to_payload(self) -> JSONObject:
         return {
@@ -157,7 +164,7 @@ class SessionConfigured(Record):
             "wire": self.wire,
             "model": self.model,
             "effort": self.effort,
-            "window": self.window,
+            "window": self.window.to_json(),
         }
 
     @classmethod
@@ -167,29 +174,29 @@ class SessionConfigured(Record):
             f.text(payload, "wire"),
             f.text(payload, "model"),
             f.text_or_none(payload, "effort"),
-            f.obj(payload, "window"),
+            RecordedWindow.from_json(f.obj(payload, "window")),
         )
 
 
 @value
-class SessionResumed(Record):
+class SessionResumed(RecordBase):
     """What a resumed session runs on from now on (reports use the latest of this and
     `session.started`)."""
 
-    KIND: ClassVar[str] = "session.resumed"
+    KIND = Kind.SESSION_RESUMED
     WRITTEN_BY: ClassVar[str] = "agent"
 
     provider: str
     wire: str
     model: str
-    window: JSONObject
+    window: RecordedWindow
 
     def to_payload(self) -> JSONObject:
         return {
             "provider": self.provider,
             "wire": self.wire,
             "model": self.model,
-            "window": self.window,
+            "window": self.window.to_json(),
         }
 
     @classmethod
@@ -198,16 +205,16 @@ class SessionResumed(Record):
             f.text(payload, "provider"),
             f.text(payload, "wire"),
             f.text(payload, "model"),
-            f.obj(payload, "window"),
+            RecordedWindow.from_json(f.obj(payload, "window")),
         )
 
 
 @value
-class SessionForked(Record):
+class SessionForked(RecordBase):
     """The first own entry of a fork (`comal fork`): its history is `parent`'s through
     `through_seq` (entry `through_entry`); its row links to the parent."""
 
-    KIND: ClassVar[str] = "session.forked"
+    KIND = Kind.SESSION_FORKED
     WRITTEN_BY: ClassVar[str] = "ledger (`fork_session`)"
 
     parent: str
@@ -231,7 +238,7 @@ class SessionForked(Record):
 
 
 @value
-class SessionRewound(Record):
+class SessionRewound(RecordBase):
     """A rewind: the history through `to_seq` is kept; `to` is its label (`before turn N`,
     `checkpoint N`, `after entry evt_…`); `conversation` true: the entries after `to_seq` and
     before this one leave the history; `files` [{`path`, `restored_digest` (null: removed),
@@ -239,7 +246,7 @@ class SessionRewound(Record):
     file held is kept as a blob, so a later rewind can come back to it); `not_restorable`
     (Bash and MCP calls after the point, and files whose bytes were not kept)."""
 
-    KIND: ClassVar[str] = "session.rewound"
+    KIND = Kind.SESSION_REWOUND
     WRITTEN_BY: ClassVar[str] = "`comal rewind`, TUI `/rewind`"
 
     to_seq: int
@@ -272,10 +279,10 @@ class SessionRewound(Record):
 
 
 @value
-class SessionMoved(Record):
+class SessionMoved(RecordBase):
     """The workspace a resumed session runs its tools in from now on (`--cwd` on resume)."""
 
-    KIND: ClassVar[str] = "session.moved"
+    KIND = Kind.SESSION_MOVED
     WRITTEN_BY: ClassVar[str] = "CLI resume"
 
     from_: str
@@ -290,11 +297,11 @@ class SessionMoved(Record):
 
 
 @value
-class SessionFinished(Record):
+class SessionFinished(RecordBase):
     """A successful finish: the `answer` and the finish checks run [{`command`,
     `exit_code`, `passed`}] (a recorded submission of an import: `checks` empty)."""
 
-    KIND: ClassVar[str] = "session.finished"
+    KIND = Kind.SESSION_FINISHED
     WRITTEN_BY: ClassVar[str] = "finish_call, importers"
 
     answer: str
@@ -306,3 +313,7 @@ class SessionFinished(Record):
     @classmethod
     def from_payload(cls, payload: JSONObject) -> Self:
         return cls(f.text(payload, "answer"), f.objects(payload, "checks"))
+
+
+def _origin(obj: JSONObject | None) -> ImportOrigin | ChildOrigin | None:
+    return None if obj is None else origin_from_json(obj)
