@@ -39,14 +39,14 @@ from comal.agent.receipts import (
 from comal.agent.recovery import recover
 from comal.agent.session import Session, SessionOptions, open_session
 from comal.agent.session_facts import RECEIPT_KIND, last_answer, usage_totals
-from comal.agent.session_status import index_status
 from comal.config import Config
-from comal.context.view.pairing import PAIRING_KINDS, call_occurrence
 from comal.errors import BudgetError, ComalError, StepLimitError, ToolError
 from comal.ledger.records import SessionStarted, ToolResult, UserMessage, WarningRecord
 from comal.ledger.store import Ledger
 from comal.messages import message_to_json, user_text
 from comal.providers.base import Provider
+from comal.session.pairing import PAIRING_KINDS, call_occurrence
+from comal.session.status import index_status
 from comal.tools.base import Tool
 
 __all__ = [

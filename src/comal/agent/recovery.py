@@ -50,10 +50,8 @@ from dataclasses import dataclass
 from comal.agent.events import Notice, ToolFinished, ToolStarted
 from comal.agent.session import Session
 from comal.agent.session_facts import OpenCall, board_of, last_answer, open_calls, recorded_calls
-from comal.agent.session_status import FINISHED
 from comal.agent.tool_runner import call_summary, media_json
 from comal.agent.toolset import CALL_KINDS
-from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
 from comal.ledger.records import SessionFinished, ToolResult, UserMessage
 from comal.ledger.records import ToolStarted as StartedRecord
@@ -65,6 +63,8 @@ from comal.messages import (
     message_to_json,
     user_text,
 )
+from comal.session.pairing import pair
+from comal.session.status import FINISHED
 from comal.tools.base import Observation, Preparation, Rebuildable
 from comal.tools.board import board_is_open, render_board
 from comal.tools.finish import FINISH_NAME

@@ -22,7 +22,6 @@ from comal.agent.instructions import load_instructions
 from comal.agent.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
 from comal.agent.prompt import SYSTEM_PROMPT
 from comal.agent.session_facts import usage_totals
-from comal.agent.session_status import index_status
 from comal.agent.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
 from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
 from comal.agent.toolset import session_tools
@@ -44,6 +43,7 @@ from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart, canonical_json
 from comal.providers.base import Provider
 from comal.providers.catalog import known_not_to_reason
+from comal.session.status import index_status
 from comal.tools.base import Tool, ToolContext, ToolRegistry
 from comal.tools.mcp import McpNotice, McpServerFailure, is_mcp_tool
 from comal.tools.permissions import AskHook, PermissionPolicy

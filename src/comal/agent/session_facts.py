@@ -14,11 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
-from comal.agent.session_status import FINISHED, session_status
-from comal.agent.session_status import RECEIPT_KIND as RECEIPT_KIND
 from comal.context.relief.recorded import checkpoints
-from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
 from comal.ledger.locks import LockInfo
 from comal.ledger.records import (
@@ -34,6 +30,10 @@ from comal.ledger.records import (
 from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, ToolCallPart, message_from_json
+from comal.session.cost import SessionCost, cost_json, render_cost, session_cost
+from comal.session.pairing import pair
+from comal.session.status import FINISHED, session_status
+from comal.session.status import RECEIPT_KIND as RECEIPT_KIND
 from comal.tools.board import Criterion, board_is_open, criteria_from_json, render_board
 from comal.tools.plugin import RecordedCall
 from comal.usage import Price, Usage

@@ -34,13 +34,13 @@ from comal.agent.loop import run_turn
 from comal.agent.recovery import recover
 from comal.agent.session import Session, SessionOptions, open_session
 from comal.agent.session_facts import final_answer, open_calls, render_state, session_state
-from comal.agent.session_status import FINISHED, index_running, index_status, lifecycle
 from comal.config import Config
 from comal.context.engine import Checkpoint
 from comal.errors import ComalError, CompactNotSmallerError, RefusedError
 from comal.ledger.records import CompactCancelled, CompactRequested, WarningRecord
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
+from comal.session.status import FINISHED, index_running, index_status, lifecycle
 from comal.tools.base import Tool
 
 CANCELLED_BEFORE_START = "cancelled by the user (Esc) before it started; it did not run"

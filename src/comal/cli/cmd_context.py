@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from comal.agent.cost import cost_json, render_cost, session_cost
 from comal.agent.instructions import load_instructions
 from comal.agent.plugins import recorded_plugin_owners, recorded_plugin_specs
 from comal.agent.prompt import SYSTEM_PROMPT
@@ -32,6 +31,7 @@ from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
 from comal.providers import catalog
+from comal.session.cost import cost_json, render_cost, session_cost
 
 
 def emit(text: str) -> None:

@@ -23,13 +23,11 @@ from pathlib import Path
 
 import httpx2
 
-from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
 from comal.agent.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.events import Notice, TextStreamed, TurnFinished
 from comal.agent.plugins import load_plugins
 from comal.agent.session import SessionOptions, kept_model
 from comal.agent.session_facts import final_answer, open_calls, render_state, session_state
-from comal.agent.session_status import FINISHED, reindex, session_status
 from comal.agent.tool_catalog import configured_mcp_tools
 from comal.agent.toolset import standard_tools
 from comal.agent.turns import Outcome, run_headless
@@ -47,6 +45,8 @@ from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.providers.discovery import list_models
 from comal.providers.factory import make_provider, resolve_capabilities
+from comal.session.cost import SessionCost, cost_json, render_cost, session_cost
+from comal.session.status import FINISHED, reindex, session_status
 
 
 def _load(args: argparse.Namespace, workspace: Path | None = None) -> Config:

@@ -38,7 +38,6 @@ from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
 from comal.agent.children import Delegation, offers_delegation
-from comal.agent.cost import render_cost, session_cost
 from comal.agent.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.events import AgentEvent, ChildActivity, ToolFinished, ToolStarted, TurnStarted
 from comal.agent.init_file import write_agents_md
@@ -59,6 +58,7 @@ from comal.errors import ComalError, ConfigError
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
 from comal.providers.base import Provider
+from comal.session.cost import render_cost, session_cost
 from comal.tools.base import Tool
 from comal.tools.permissions import PermissionPolicy, suggest_rules
 from comal.tui.commands import HELP_ROWS, SlashCommand, UnknownCommandError, parse_command

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from comal.agent.tool_runner import call_summary
-from comal.context.view.pairing import CallSite, pair
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
@@ -22,6 +21,7 @@ from comal.ledger.records import (
     UserMessage,
 )
 from comal.messages import ToolCallPart, message_from_json
+from comal.session.pairing import CallSite, pair
 
 PAST_ITEMS_LIMIT = 60
 """How many past items a resumed transcript shows (the ledger keeps them all)."""

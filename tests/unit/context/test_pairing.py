@@ -17,10 +17,10 @@ from comal.agent.session_facts import open_calls, recorded_calls, uncertain_call
 from comal.context.relief import workstate
 from comal.context.relief.workstate import Call, collect_calls, describe_call, work_state
 from comal.context.view.conversation import conversation_blocks
-from comal.context.view.pairing import pair, tool_calls
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, Message, TextPart, ToolCallPart, message_to_json
+from comal.session.pairing import pair, tool_calls
 from comal.testing.sessions import SessionBuilder
 from tests.unit.context.conftest import make_engine
 

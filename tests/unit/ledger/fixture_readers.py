@@ -18,7 +18,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from comal.agent.cost import cost_json, session_cost
 from comal.agent.receipts import recorded_receipt
 from comal.agent.session_facts import (
     board_of,
@@ -37,6 +36,7 @@ from comal.context.relief.workstate import work_state
 from comal.evidence.read import read_evidence
 from comal.ledger.store import Ledger
 from comal.messages import JSONValue, message_to_json
+from comal.session.cost import cost_json, session_cost
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "tests" / "fixtures" / "ledgers" / "sessions.db"

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 from comal.context.view.build import BlobSource
 from comal.context.view.conversation import ConversationIndex, ResultEntry, result_entry
-from comal.context.view.pairing import CallSite, Pairing
 from comal.context.view.rendering import evidence_text, salient_lines
 from comal.ledger.entry import Entry
 from comal.ledger.records import BoardUpdated, ToolStarted
 from comal.ledger.records import fields as f
 from comal.messages import JSONObject, canonical_json
+from comal.session.pairing import CallSite, Pairing
 from comal.values import value
 
 MAX_FILES = 16
