@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from comal.agent.session_facts import RECEIPT_KIND, open_calls
+from comal.agent.features.state import RECEIPT_KIND, open_calls
 from comal.ledger import Ledger
 from perf.crash_harness import (
     FakeServerProcess,

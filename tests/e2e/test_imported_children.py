@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from comal.agent.session_facts import RECEIPT_KIND, open_calls
+from comal.agent.features.state import RECEIPT_KIND, open_calls
 from comal.importers.plan import IMPORTED_MODE, INTERRUPTED_TEXT
 from comal.ledger import Entry, Ledger
 from comal.messages import message_from_json

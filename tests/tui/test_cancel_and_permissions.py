@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.session_facts import open_calls
-from comal.agent.turns import CANCELLED_BEFORE_START
+from comal.agent.core.turns import CANCELLED_BEFORE_START
+from comal.agent.features.state import open_calls
 from comal.config import load_config
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart

@@ -15,8 +15,8 @@ import httpx2
 import pytest
 import pytest_asyncio
 
-from comal.agent.session_facts import open_calls
-from comal.agent.toolset import standard_tools
+from comal.agent.core.toolset import standard_tools
+from comal.agent.features.state import open_calls
 from comal.cli.cmd_run import build_provider
 from comal.config import load_config
 from comal.ledger.store import Ledger

@@ -105,7 +105,7 @@ def test_imports_respect_layers(path: Path) -> None:
 
 
 def test_the_checker_catches_a_breach(tmp_path: Path) -> None:
-    tree = ast.parse("from comal.agent.loop import run_turn\nimport comal.cli.main\n")
+    tree = ast.parse("from comal.agent.core.loop import run_turn\nimport comal.cli.main\n")
     layers = {layer_of_module(m) for m in imported_modules(tree)}
     assert layers == {"agent", "cli"}
     assert "agent" not in ALLOWED["ledger"]

@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from comal.agent.instructions import load_instructions
-from comal.agent.plugins import recorded_plugin_owners, recorded_plugin_specs
-from comal.agent.prompt import SYSTEM_PROMPT
-from comal.agent.tool_catalog import recorded_mcp_specs
-from comal.agent.toolset import session_tools, standard_tools
+from comal.agent.core.instructions import load_instructions
+from comal.agent.core.plugins import recorded_plugin_owners, recorded_plugin_specs
+from comal.agent.core.prompt import SYSTEM_PROMPT
+from comal.agent.core.tool_catalog import recorded_mcp_specs
+from comal.agent.core.toolset import session_tools, standard_tools
 from comal.cli.configuring import read_only_config
 from comal.cli.timeline import timeline_of, write_timeline
 from comal.config import DEFAULT_WINDOW_TOKENS, Config

@@ -23,14 +23,14 @@ from pathlib import Path
 
 import httpx2
 
-from comal.agent.custom_commands import command_folders, expand_command, load_commands
-from comal.agent.events import Notice, TextStreamed, TurnFinished
-from comal.agent.plugins import load_plugins
-from comal.agent.session import SessionOptions, kept_model
-from comal.agent.session_facts import final_answer, open_calls, render_state, session_state
-from comal.agent.tool_catalog import configured_mcp_tools
-from comal.agent.toolset import standard_tools
-from comal.agent.turns import Outcome, run_headless
+from comal.agent.core.events import Notice, TextStreamed, TurnFinished
+from comal.agent.core.plugins import load_plugins
+from comal.agent.core.session import SessionOptions, kept_model
+from comal.agent.core.tool_catalog import configured_mcp_tools
+from comal.agent.core.toolset import standard_tools
+from comal.agent.core.turns import Outcome, run_headless
+from comal.agent.features.custom_commands import command_folders, expand_command, load_commands
+from comal.agent.features.state import final_answer, open_calls, render_state, session_state
 from comal.cli.configuring import run_config
 from comal.cli.failures import explain
 from comal.cli.flags import tool_rules

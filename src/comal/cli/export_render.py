@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-from comal.agent.tool_runner import call_summary
+from comal.agent.core.tool_runner import call_summary
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.records import (
     AssistantMessage,

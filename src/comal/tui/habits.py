@@ -12,8 +12,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from comal.agent.instructions import load_instructions
-from comal.agent.session import Session
+from comal.agent.core.instructions import load_instructions
+from comal.agent.core.session import Session
 from comal.config import Config
 from comal.ledger.entry import SessionInfo
 from comal.ledger.records import UserMessage

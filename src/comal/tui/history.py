@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from comal.agent.tool_runner import call_summary
+from comal.agent.core.tool_runner import call_summary
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from comal.agent.children import ChildTask, Delegation, child_session_id
-from comal.agent.session import SessionOptions, open_session
-from comal.agent.session_facts import RECEIPT_KIND
-from comal.agent.toolset import standard_tools
+from comal.agent.children.run import ChildTask, Delegation, child_session_id
+from comal.agent.core.session import SessionOptions, open_session
+from comal.agent.core.toolset import standard_tools
+from comal.agent.features.state import RECEIPT_KIND
 from comal.config import Config
 from comal.ledger import Ledger
 from comal.providers.scripted import ScriptedProvider

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.events import AgentEvent, TextStreamed, ToolStarted, TurnStarted
-from comal.agent.session import SessionOptions
-from comal.agent.session_facts import open_calls
-from comal.agent.turns import (
+from comal.agent.core.events import AgentEvent, TextStreamed, ToolStarted, TurnStarted
+from comal.agent.core.session import SessionOptions
+from comal.agent.core.turns import (
     CANCELLED_BEFORE_START,
     cancel_turn,
     compact,
@@ -22,6 +21,7 @@ from comal.agent.turns import (
     run_session,
     start_turn,
 )
+from comal.agent.features.state import open_calls
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn

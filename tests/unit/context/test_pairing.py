@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from comal.agent.session_facts import open_calls, recorded_calls, uncertain_calls
+from comal.agent.features.state import open_calls, recorded_calls, uncertain_calls
 from comal.context.relief import workstate
 from comal.context.relief.workstate import Call, collect_calls, describe_call, work_state
 from comal.context.view.conversation import conversation_blocks

@@ -18,8 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from comal.agent.receipts import recorded_receipt
-from comal.agent.session_facts import (
+from comal.agent.children.receipts import recorded_receipt
+from comal.agent.features.state import (
     board_of,
     final_answer,
     open_calls,

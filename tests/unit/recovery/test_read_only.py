@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from comal.agent.recovery import recover
-from comal.agent.session import Session
-from comal.agent.session_facts import open_calls
-from comal.agent.turns import resume_session
+from comal.agent.core.recovery import recover
+from comal.agent.core.session import Session
+from comal.agent.core.turns import resume_session
+from comal.agent.features.state import open_calls
 from comal.config import PermissionRule
 from comal.providers.scripted import ScriptedProvider
 from tests.unit.recovery.conftest import (

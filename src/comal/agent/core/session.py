@@ -16,15 +16,15 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolOutput, ToolStarted
-from comal.agent.hooks import Hooks
-from comal.agent.instructions import load_instructions
-from comal.agent.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
-from comal.agent.prompt import SYSTEM_PROMPT
-from comal.agent.session_facts import usage_totals
-from comal.agent.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
-from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
-from comal.agent.toolset import session_tools
+from comal.agent.core.events import AgentEvent, Notice, SessionOpened, ToolOutput, ToolStarted
+from comal.agent.core.instructions import load_instructions
+from comal.agent.core.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
+from comal.agent.core.prompt import SYSTEM_PROMPT
+from comal.agent.core.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
+from comal.agent.core.tool_runner import CallReceipt, ToolRunner, call_summary
+from comal.agent.core.toolset import session_tools
+from comal.agent.features.hooks import Hooks
+from comal.agent.features.state import usage_totals
 from comal.config import Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.measure.anchors import Fingerprint, tools_digest

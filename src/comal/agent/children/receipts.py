@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from comal.agent.session_facts import RECEIPT_KIND
+from comal.agent.features.state import RECEIPT_KIND
 from comal.errors import UnknownSessionError
 from comal.ledger.entry import Entry
 from comal.ledger.records import ChildReceipt as ReceiptRecord

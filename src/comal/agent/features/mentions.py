@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from comal.agent.session import Session
+from comal.agent.core.session import Session
 from comal.ids import new_id
 from comal.ledger.records import ToolResult
 from comal.messages import MediaPart, Message, Part, TextPart, ToolCallPart, render_output_text

@@ -23,10 +23,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from comal.agent.children import ChildTask, Delegation
-from comal.agent.recovery import preparation_of, settle_started
-from comal.agent.session import Session
-from comal.agent.toolset import LedgerBook
+from comal.agent.children.run import ChildTask, Delegation
+from comal.agent.core.recovery import preparation_of, settle_started
+from comal.agent.core.session import Session
+from comal.agent.core.toolset import LedgerBook
 from comal.errors import ComalError, ToolError
 from comal.ledger.entry import Entry
 from comal.ledger.records import ToolResult, ToolStarted

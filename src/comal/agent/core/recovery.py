@@ -47,11 +47,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from comal.agent.events import Notice, ToolFinished, ToolStarted
-from comal.agent.session import Session
-from comal.agent.session_facts import OpenCall, board_of, last_answer, open_calls, recorded_calls
-from comal.agent.tool_runner import call_summary, media_json
-from comal.agent.toolset import CALL_KINDS
+from comal.agent.core.events import Notice, ToolFinished, ToolStarted
+from comal.agent.core.session import Session
+from comal.agent.core.tool_runner import call_summary, media_json
+from comal.agent.core.toolset import CALL_KINDS
+from comal.agent.features.state import OpenCall, board_of, last_answer, open_calls, recorded_calls
 from comal.ledger.entry import Entry
 from comal.ledger.records import SessionFinished, ToolResult, UserMessage
 from comal.ledger.records import ToolStarted as StartedRecord

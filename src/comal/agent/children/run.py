@@ -27,18 +27,18 @@ from __future__ import annotations
 
 import asyncio
 
-from comal.agent.events import AgentEvent, ChildActivity, ChildFinished, ChildStarted
-from comal.agent.loop import run_turn
-from comal.agent.receipts import (
+from comal.agent.children.receipts import (
     ChildReceipt,
     ChildTask,
     child_session_id,
     find_child,
     recorded_receipt,
 )
-from comal.agent.recovery import recover
-from comal.agent.session import Session, SessionOptions, open_session
-from comal.agent.session_facts import RECEIPT_KIND, last_answer, usage_totals
+from comal.agent.core.events import AgentEvent, ChildActivity, ChildFinished, ChildStarted
+from comal.agent.core.loop import run_turn
+from comal.agent.core.recovery import recover
+from comal.agent.core.session import Session, SessionOptions, open_session
+from comal.agent.features.state import RECEIPT_KIND, last_answer, usage_totals
 from comal.config import Config
 from comal.errors import BudgetError, ComalError, StepLimitError, ToolError
 from comal.ledger.records import SessionStarted, ToolResult, UserMessage, WarningRecord
@@ -128,7 +128,7 @@ class Delegation:
     def tools(self, session_id: str) -> list[Tool]:  # noqa: ARG002 - BoundTools protocol
         """The delegation tools, bound to this coordinator."""
         # Imported here: the tools module builds on this one's types.
-        from comal.agent.delegation import delegation_tools
+        from comal.agent.children.tools import delegation_tools
 
         return delegation_tools(self, self.offer)
 

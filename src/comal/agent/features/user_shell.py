@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from comal.agent.session import Session
+from comal.agent.core.session import Session
 from comal.ledger.records import UserShell
 from comal.tools.base import ToolOutcome, render_outcome
 from comal.tools.shell import BashTool

@@ -28,12 +28,12 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from comal.agent.children import DELEGATION_TOOLS, Delegation, offers_delegation
-from comal.agent.events import Failed, Notice, TextStreamed, TurnFinished
-from comal.agent.loop import run_turn
-from comal.agent.recovery import recover
-from comal.agent.session import Session, SessionOptions, open_session
-from comal.agent.session_facts import final_answer, open_calls, render_state, session_state
+from comal.agent.children.run import DELEGATION_TOOLS, Delegation, offers_delegation
+from comal.agent.core.events import Failed, Notice, TextStreamed, TurnFinished
+from comal.agent.core.loop import run_turn
+from comal.agent.core.recovery import recover
+from comal.agent.core.session import Session, SessionOptions, open_session
+from comal.agent.features.state import final_answer, open_calls, render_state, session_state
 from comal.config import Config
 from comal.context.engine import Checkpoint
 from comal.errors import ComalError, CompactNotSmallerError, RefusedError

@@ -6,7 +6,7 @@ which tools may not import; they receive small reader/recorder objects built her
 
 from __future__ import annotations
 
-from comal.agent.session_facts import board_of, recorded_calls
+from comal.agent.features.state import board_of, recorded_calls
 from comal.evidence.read import LedgerEvidenceReader
 from comal.ledger.records import BoardUpdated, SessionFinished
 from comal.ledger.store import Ledger

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from comal.agent.events import (
+from comal.agent.core.events import (
     ContextActed,
     Notice,
     ReasoningStreamed,
@@ -30,11 +30,11 @@ from comal.agent.events import (
     TextStreamed,
     TurnStarted,
 )
-from comal.agent.mentions import mention_message
-from comal.agent.recording import error_record, record_reply, record_request, record_resent
-from comal.agent.server_count import prepare_first
-from comal.agent.session import Session
-from comal.agent.text_calls import take_text_calls
+from comal.agent.core.recording import error_record, record_reply, record_request, record_resent
+from comal.agent.core.server_count import prepare_first
+from comal.agent.core.session import Session
+from comal.agent.core.text_calls import take_text_calls
+from comal.agent.features.mentions import mention_message
 from comal.errors import (
     BudgetError,
     CompactNotSmallerError,
