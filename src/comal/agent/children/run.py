@@ -34,6 +34,7 @@ from comal.agent.children.receipts import (
     find_child,
     recorded_receipt,
 )
+from comal.agent.children.tools import delegation_tools
 from comal.agent.core.events import AgentEvent, ChildActivity, ChildFinished, ChildStarted
 from comal.agent.core.loop import run_turn
 from comal.agent.core.recovery import recover
@@ -127,9 +128,6 @@ class Delegation:
 
     def tools(self, session_id: str) -> list[Tool]:  # noqa: ARG002 - BoundTools protocol
         """The delegation tools, bound to this coordinator."""
-        # Imported here: the tools module builds on this one's types.
-        from comal.agent.children.tools import delegation_tools
-
         return delegation_tools(self, self.offer)
 
     def attach(self, session: Session) -> None:
