@@ -35,6 +35,7 @@ from comal.agent.core.server_count import prepare_first
 from comal.agent.core.session import Session
 from comal.agent.core.text_calls import take_text_calls
 from comal.agent.features.mentions import mention_message
+from comal.context.view.build import PreparedView
 from comal.errors import (
     BudgetError,
     CompactNotSmallerError,
@@ -45,8 +46,9 @@ from comal.errors import (
     StepLimitError,
 )
 from comal.ledger.records import UserMessage, WarningRecord
-from comal.messages import JSONObject, message_to_json, user_text
+from comal.messages import JSONObject, Message, ToolCallPart, message_to_json, user_text
 from comal.providers.base import (
+    EncodedRequest,
     ModelRequest,
     ProviderEvent,
     ReasoningDelta,
@@ -54,7 +56,7 @@ from comal.providers.base import (
     TextDelta,
     encode_request,
 )
-from comal.providers.reply import collect
+from comal.providers.reply import Reply, collect
 
 MAX_STOP_BLOCKS = 3
 """Times Stop hooks may send the model back to work in one turn (no endless loop)."""
@@ -70,38 +72,15 @@ async def run_turn(s: Session, text: str | None) -> str:
     Raises:
         ComalError: a typed failure; everything recorded so far stays in the ledger.
     """
-    hooks = s.runner.hooks
     if text is not None:
-        if hooks is not None and hooks.configured("UserPromptSubmit"):
-            verdict = await hooks.run("UserPromptSubmit", {"prompt": text})
-            if verdict.blocked:
-                raise HookBlockedError(
-                    f"a UserPromptSubmit hook blocked the prompt: {verdict.reason}"
-                )
-            if verdict.context:
-                text = f"{text}\n\n{verdict.context}"
+        text = await _prompt_hooks(s, text)
         s.write(UserMessage(message_to_json(await mention_message(s, text))))
     overflow_retried = False
     stops = 0
     for step in range(1, s.options.max_turns + 1):
         _check_budget(s)
         view = await prepare_first(s) if step == 1 else s.engine.prepare()
-        if view.compact_refused is not None:
-            s.emit(Notice(CompactNotSmallerError.code, view.compact_refused))
-        for action in view.actions:
-            s.emit(ContextActed(action, None, view.estimated_tokens, view.checkpoint_number))
-        request = ModelRequest(
-            model=s.provider.model,
-            system=view.system,
-            messages=view.messages,
-            tools=view.tools,
-            max_output_tokens=view.output_reserve,
-            reasoning_effort=s.options.reasoning_effort,
-        )
-        # Encoded once: the bytes hashed into the ledger are the bytes sent.
-        encoded = encode_request(s.provider, request)
-        request_entry = record_request(s, encoded, view.estimated_tokens, view.checkpoint_number)
-        s.emit(TurnStarted(step, view.estimated_tokens, view.measured_base, view.output_reserve))
+        encoded, request_entry = _request(s, view, step)
         try:
             relay = partial(_relay, s, request_entry)
             reply = await collect(s.provider.send(encoded), on_event=relay)
@@ -115,44 +94,109 @@ async def run_turn(s: Session, text: str | None) -> str:
         except ProviderError as exc:
             s.write(error_record(exc))
             raise
-        discarded = s.engine.on_unfinished(reply, view.output_reserve)
-        if discarded is not None:
-            s.emit(ResponseDiscarded(discarded.reason, discarded.output_reserve))
+        message = _recorded_reply(s, reply, view, request_entry)
+        if message is None:
             continue
-        taken = take_text_calls(reply, view.tools)
-        reply = taken.reply
-        message = record_reply(
-            s, reply, request_entry, view.estimated_tokens, taken.recovered, view.tools
-        )
-        if taken.notice is not None:
-            s.write(WarningRecord(*taken.notice))
-            s.emit(Notice(*taken.notice))
-        if reply.refused:
-            s.emit(Refused(reply.refusal_text(), reply.refusal_reason()))
-            raise RefusedError(reply.refusal_text(), reply.refusal_reason())
         if not message.tool_calls:
-            if hooks is None or not hooks.configured("Stop") or stops >= MAX_STOP_BLOCKS:
-                return message.text
-            fields: JSONObject = {
-                "stop_hook_active": stops > 0,
-                "last_assistant_message": message.text,
-            }
-            verdict = await hooks.run("Stop", fields)
-            if not verdict.blocked:
+            if not await _stop_hooks(s, message.text, stops):
                 return message.text
             stops += 1
-            s.write(UserMessage(message_to_json(user_text(f"Stop hook: {verdict.reason}"))))
             continue
-        await s.run_calls(message.tool_calls)
-        if s.runner.feedback:
-            note = "\n".join(s.runner.feedback)
-            s.runner.feedback.clear()
-            s.write(UserMessage(message_to_json(user_text(note))))
-        finished = s.finished_answer()  # a successful finish_call closed the session
+        finished = await _run_calls(s, message.tool_calls)
         if finished is not None:
-            s.emit(TextStreamed(finished + "\n"))
             return finished
     raise StepLimitError(f"the turn used all {s.options.max_turns} model calls (--max-turns)")
+
+
+async def _prompt_hooks(s: Session, text: str) -> str:
+    """The UserPromptSubmit stage: the prompt as the hooks leave it (their context appended).
+
+    Raises:
+        HookBlockedError: a hook blocked the prompt (it is not sent).
+    """
+    hooks = s.runner.hooks
+    if hooks is None or not hooks.configured("UserPromptSubmit"):
+        return text
+    verdict = await hooks.run("UserPromptSubmit", {"prompt": text})
+    if verdict.blocked:
+        raise HookBlockedError(f"a UserPromptSubmit hook blocked the prompt: {verdict.reason}")
+    return f"{text}\n\n{verdict.context}" if verdict.context else text
+
+
+async def _stop_hooks(s: Session, answer: str, stops: int) -> bool:
+    """The Stop stage: whether a hook sends the model back to work (its reason recorded as
+    the user's message), at most `MAX_STOP_BLOCKS` times a turn."""
+    hooks = s.runner.hooks
+    if hooks is None or not hooks.configured("Stop") or stops >= MAX_STOP_BLOCKS:
+        return False
+    fields: JSONObject = {"stop_hook_active": stops > 0, "last_assistant_message": answer}
+    verdict = await hooks.run("Stop", fields)
+    if not verdict.blocked:
+        return False
+    s.write(UserMessage(message_to_json(user_text(f"Stop hook: {verdict.reason}"))))
+    return True
+
+
+def _request(s: Session, view: PreparedView, step: int) -> tuple[EncodedRequest, str]:
+    """The request of `view`, encoded once (the bytes hashed into the ledger are the bytes
+    sent) and recorded; (the encoded request, its entry id)."""
+    if view.compact_refused is not None:
+        s.emit(Notice(CompactNotSmallerError.code, view.compact_refused))
+    for action in view.actions:
+        s.emit(ContextActed(action, None, view.estimated_tokens, view.checkpoint_number))
+    request = ModelRequest(
+        model=s.provider.model,
+        system=view.system,
+        messages=view.messages,
+        tools=view.tools,
+        max_output_tokens=view.output_reserve,
+        reasoning_effort=s.options.reasoning_effort,
+    )
+    encoded = encode_request(s.provider, request)
+    request_entry = record_request(s, encoded, view.estimated_tokens, view.checkpoint_number)
+    s.emit(TurnStarted(step, view.estimated_tokens, view.measured_base, view.output_reserve))
+    return encoded, request_entry
+
+
+def _recorded_reply(
+    s: Session, reply: Reply, view: PreparedView, request_entry: str
+) -> Message | None:
+    """The reply recorded as the assistant's message, its text calls taken; None when it was
+    unfinished (recorded as discarded by the engine).
+
+    Raises:
+        RefusedError: the model refused (recorded first).
+    """
+    discarded = s.engine.on_unfinished(reply, view.output_reserve)
+    if discarded is not None:
+        s.emit(ResponseDiscarded(discarded.reason, discarded.output_reserve))
+        return None
+    taken = take_text_calls(reply, view.tools)
+    reply = taken.reply
+    message = record_reply(
+        s, reply, request_entry, view.estimated_tokens, taken.recovered, view.tools
+    )
+    if taken.notice is not None:
+        s.write(WarningRecord(*taken.notice))
+        s.emit(Notice(*taken.notice))
+    if reply.refused:
+        s.emit(Refused(reply.refusal_text(), reply.refusal_reason()))
+        raise RefusedError(reply.refusal_text(), reply.refusal_reason())
+    return message
+
+
+async def _run_calls(s: Session, calls: tuple[ToolCallPart, ...]) -> str | None:
+    """Run the reply's calls and hand PostToolUse feedback to the model; the answer when a
+    successful finish_call closed the session."""
+    await s.run_calls(calls)
+    if s.runner.feedback:
+        note = "\n".join(s.runner.feedback)
+        s.runner.feedback.clear()
+        s.write(UserMessage(message_to_json(user_text(note))))
+    finished = s.finished_answer()
+    if finished is not None:
+        s.emit(TextStreamed(finished + "\n"))
+    return finished
 
 
 def _check_budget(s: Session) -> None:
