@@ -25,7 +25,7 @@ import httpx2
 
 from comal.agent.core.events import Notice, TextStreamed, TurnFinished
 from comal.agent.core.plugins import load_plugins
-from comal.agent.core.session import SessionOptions, kept_model
+from comal.agent.core.session import SessionOptions
 from comal.agent.core.tool_catalog import configured_mcp_tools
 from comal.agent.core.toolset import standard_tools
 from comal.agent.core.turns import Outcome, run_headless
@@ -46,6 +46,7 @@ from comal.providers.base import Provider
 from comal.providers.discovery import list_models
 from comal.providers.factory import make_provider, resolve_capabilities
 from comal.session.cost import SessionCost, cost_json, render_cost, session_cost
+from comal.session.ran_on import kept_model
 from comal.session.status import FINISHED, reindex, session_status
 
 

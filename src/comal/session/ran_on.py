@@ -1,0 +1,99 @@
+"""What a session ran on: its model, window, vision and output reserve, read from its entries.
+
+- The latest of `session.started` and `session.resumed` decides: a session resumed on another
+  model is reported against the window of the model it now runs on.
+- A window never recorded (an imported session) is its model's catalog window, else the
+  configuration's fallback; vision likewise is recorded, else the catalog's word.
+- The output reserve is the one its latest request was sent with: a run may have fixed it with
+  `--max-output-tokens`, and a report of the recorded session shows the budget it really used.
+- `kept_model`: a `/model` choice is kept when the session is resumed with the same provider.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from comal.config import DEFAULT_WINDOW_TOKENS
+from comal.ledger.records import (
+    ProviderRequest,
+    SessionConfigured,
+    SessionResumed,
+    SessionStarted,
+    record_of,
+)
+from comal.ledger.records import fields as f
+from comal.ledger.store import Ledger
+from comal.messages import JSONObject
+from comal.providers import catalog
+
+
+@dataclass(frozen=True, slots=True)
+class RanOn:
+    """The model and window a recorded session last ran on."""
+
+    model: str
+    window_tokens: int
+    window_source: str
+    """`recorded`, or the source recorded with it; `catalog` or `fallback` when none was."""
+    vision: bool
+    output_reserve: int | None
+    """The reserve its latest request was sent with; None: no request yet."""
+
+
+def _window(window: JSONObject, model: str) -> tuple[int, str]:
+    """The window a session ran with; an imported one (none recorded) gets its model's."""
+    tokens = f.int_or_none(window, "tokens")
+    if tokens is not None and tokens > 0:
+        return tokens, f.text(window, "source", "recorded")
+    entry = catalog.lookup(model) if model else None
+    if entry is not None:
+        return entry.window, "catalog"
+    return DEFAULT_WINDOW_TOKENS, "fallback"
+
+
+def _vision(vision: bool | None, model: str) -> bool:
+    """Whether the session's model took images (recorded; else its catalog entry's word)."""
+    if vision is not None:
+        return vision
+    entry = catalog.lookup(model) if model else None
+    return entry is not None and entry.vision
+
+
+def _last_reserve(ledger: Ledger, session_id: str) -> int | None:
+    """The output reserve the session's latest request was sent with, if any."""
+    requests = ledger.entries(session_id, kinds=("provider.request",))
+    if not requests:
+        return None
+    value = ProviderRequest.from_entry(requests[-1]).output_reserve
+    return value if value is not None and value > 0 else None
+
+
+def ran_on(ledger: Ledger, session_id: str) -> RanOn:
+    """What `session_id` last ran on (see module docstring).
+
+    Raises:
+        UnknownSessionError: no such session.
+    """
+    info = ledger.session(session_id)
+    started = ledger.entries(session_id, kinds=("session.started", "session.resumed"))
+    latest = started[-1] if started else None
+    ran: SessionStarted | SessionResumed | None = None
+    if latest is not None:
+        ran = (SessionStarted if latest.kind == "session.started" else SessionResumed).from_entry(
+            latest
+        )
+    model = (ran.model if ran is not None else "") or info.model
+    window, source = _window({} if ran is None else ran.window, model)
+    vision = ran.vision if isinstance(ran, SessionStarted) else None
+    return RanOn(model, window, source, _vision(vision, model), _last_reserve(ledger, session_id))
+
+
+def kept_model(ledger: Ledger, session_id: str, provider_name: str) -> str | None:
+    """The model the session last ran on with this provider (a `/model` choice is kept when it
+    is resumed), or None when it last ran on another provider or records none."""
+    entries = ledger.entries(session_id, kinds=("session.configured", "session.resumed"))
+    for entry in reversed(entries):
+        ran = record_of(entry)
+        if isinstance(ran, SessionConfigured | SessionResumed):
+            return (ran.model or None) if ran.provider == provider_name else None
+    return None
