@@ -29,8 +29,7 @@ from comal.config import Config
 from comal.context.engine import ContextEngine, FixedParts
 from comal.context.factory import ModelWindow, engine_for
 from comal.ledger.store import Ledger
-from comal.session.cost import cost_json, render_cost, session_cost
-from comal.session.ran_on import ran_on
+from comal.session import cost_json, ran_on, render_cost, session_cost
 
 
 def emit(text: str) -> None:

@@ -17,8 +17,7 @@ from comal.cli.export_render import to_html, to_json, to_markdown, transcript_it
 from comal.cli.timeline import timeline_of, timeline_svg
 from comal.errors import ConfigError
 from comal.ledger.store import Ledger
-from comal.session.cost import render_cost, session_cost
-from comal.session.status import with_status
+from comal.session import render_cost, session_cost, with_status
 
 
 async def _run(args: argparse.Namespace) -> int:

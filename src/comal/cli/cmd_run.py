@@ -30,7 +30,7 @@ from comal.agent.core.tool_catalog import configured_mcp_tools
 from comal.agent.core.toolset import standard_tools
 from comal.agent.core.turns import Outcome, run_headless
 from comal.agent.features.custom_commands import command_folders, expand_command, load_commands
-from comal.agent.features.state import final_answer, open_calls, render_state, session_state
+from comal.agent.features.state import render_state, session_state
 from comal.cli.configuring import run_config
 from comal.cli.failures import explain
 from comal.cli.flags import tool_rules
@@ -45,9 +45,18 @@ from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.providers.discovery import list_models
 from comal.providers.factory import make_provider, resolve_capabilities
-from comal.session.cost import SessionCost, cost_json, render_cost, session_cost
-from comal.session.ran_on import kept_model
-from comal.session.status import FINISHED, reindex, session_status
+from comal.session import (
+    FINISHED,
+    SessionCost,
+    cost_json,
+    final_answer,
+    kept_model,
+    open_calls,
+    reindex,
+    render_cost,
+    session_cost,
+    session_status,
+)
 
 
 def _load(args: argparse.Namespace, workspace: Path | None = None) -> Config:

@@ -37,7 +37,7 @@ from comal.messages import (
     message_from_json,
     render_output_text,
 )
-from comal.session.status import shown_status, with_status
+from comal.session import shown_status, with_status
 
 SCREEN_LINES = 20
 """Plain `show` prints this many lines of a tool output…"""

@@ -43,7 +43,7 @@ from comal.messages import (
     message_from_json,
     render_output_text,
 )
-from comal.session.pairing import pair
+from comal.session import pair
 
 RESULT_CHARS = 6_000
 """A receipt's text shown in Markdown/HTML (the JSON export has every byte)."""

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from comal.ids import now_ms
 from comal.ledger import Ledger, SessionInfo
 from comal.ledger.records import LockAcquired, LockReclaimed
-from comal.session.status import with_status
+from comal.session import with_status
 
 _DURATION = re.compile(r"(\d+)\s*([smhd])")
 _UNITS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}

@@ -46,7 +46,7 @@ from comal.ledger.records import (
 from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, digest_bytes, message_from_json
-from comal.session.pairing import PAIRING_KINDS, pair
+from comal.session import PAIRING_KINDS, pair
 
 PAGE_UNITS: Final = 8_000
 MAX_HITS: Final = 20

@@ -1,7 +1,86 @@
 """The session layer: what a recorded session is, read purely from its ledger entries.
 
 It sits between `ledger/` (the book) and the readers above it (`context/`, `evidence/`,
-`agent/`, `replay/`, the front ends), which read a session only through the names this front
-door exports: which call a result answers (`pairing`), the session's status (`status`), its
-facts and cost (`facts`, `cost`) and what it ran on (`ran_on`).
+`agent/`, `importers/`, `replay/`, the front ends), which read a session only through the names
+this front door exports (`tests/unit/test_layering.py` holds them to it):
+
+- `pairing`: which call each result answers, the one rule every reader pairs by; it keeps the
+  process-wide cache of parsed assistant messages (`assistant_message`);
+- `status`: the session's status derived from its lifecycle entries, and the row that indexes it;
+- `facts`: the calls still open, the uncertain results, the answers, the usage;
+- `cost`: the money its model calls cost;
+- `ran_on`: the model, window and output reserve it last ran on.
+
+It may read the ledger and the providers' tables (prices, the model catalog), nothing above.
 """
+
+from comal.session.cost import SessionCost, cost_json, render_cost, session_cost
+from comal.session.facts import (
+    OpenCall,
+    UncertainCall,
+    UsageTotals,
+    final_answer,
+    last_answer,
+    open_calls,
+    uncertain_calls,
+    usage_totals,
+)
+from comal.session.pairing import (
+    PAIRING_KINDS,
+    CallSite,
+    Pairing,
+    assistant_message,
+    call_occurrence,
+    pair,
+    tool_calls,
+)
+from comal.session.ran_on import RanOn, kept_model, ran_on
+from comal.session.status import (
+    FINISHED,
+    RECEIPT_KIND,
+    Lifecycle,
+    derive,
+    index_running,
+    index_status,
+    lifecycle,
+    reindex,
+    session_status,
+    shown_status,
+    with_status,
+)
+
+__all__ = [
+    "FINISHED",
+    "PAIRING_KINDS",
+    "RECEIPT_KIND",
+    "CallSite",
+    "Lifecycle",
+    "OpenCall",
+    "Pairing",
+    "RanOn",
+    "SessionCost",
+    "UncertainCall",
+    "UsageTotals",
+    "assistant_message",
+    "call_occurrence",
+    "cost_json",
+    "derive",
+    "final_answer",
+    "index_running",
+    "index_status",
+    "kept_model",
+    "last_answer",
+    "lifecycle",
+    "open_calls",
+    "pair",
+    "ran_on",
+    "reindex",
+    "render_cost",
+    "session_cost",
+    "session_status",
+    "shown_status",
+    "tool_calls",
+    "uncertain_calls",
+    "usage_totals",
+    "with_status",
+]

@@ -64,7 +64,7 @@ from comal.errors import ComalError, ConfigError
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
 from comal.providers.base import Provider
-from comal.session.cost import render_cost, session_cost
+from comal.session import render_cost, session_cost
 from comal.tools.base import Tool
 from comal.tools.permissions import PermissionPolicy, suggest_rules
 from comal.tui.commands import HELP_ROWS, SlashCommand, UnknownCommandError, parse_command

@@ -20,8 +20,7 @@ from comal.ledger.records import UserMessage
 from comal.ledger.store import Ledger
 from comal.messages import message_from_json
 from comal.providers.base import Provider
-from comal.session.cost import render_cost, session_cost
-from comal.session.status import with_status
+from comal.session import render_cost, session_cost, with_status
 from comal.tools.base import Tool
 from comal.tools.mcp import McpServerFailure, is_mcp_tool
 

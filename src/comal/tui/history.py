@@ -21,7 +21,7 @@ from comal.ledger.records import (
     UserMessage,
 )
 from comal.messages import ToolCallPart, message_from_json
-from comal.session.pairing import CallSite, pair
+from comal.session import CallSite, pair
 
 PAST_ITEMS_LIMIT = 60
 """How many past items a resumed transcript shows (the ledger keeps them all)."""

@@ -6,7 +6,7 @@ import pytest
 
 from comal.ledger.store import Ledger
 from comal.providers.pricing import price_for
-from comal.session.cost import render_cost, session_cost
+from comal.session import render_cost, session_cost
 from comal.testing.sessions import SessionBuilder
 from comal.usage import Price, Usage
 

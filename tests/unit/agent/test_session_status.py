@@ -18,7 +18,7 @@ from comal.config import load_config
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart, message_to_json, user_text
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
-from comal.session.status import derive, session_status
+from comal.session import derive, session_status
 from tests.unit.agent.session_support import opened
 
 ANSWER = "greeting.txt says hello"

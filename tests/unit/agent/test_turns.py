@@ -21,11 +21,10 @@ from comal.agent.core.turns import (
     run_session,
     start_turn,
 )
-from comal.agent.features.state import open_calls
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
-from comal.session.status import session_status
+from comal.session import open_calls, session_status
 from comal.testing.sessions import SessionBuilder
 from tests.unit.agent.session_support import opened
 

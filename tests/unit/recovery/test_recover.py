@@ -6,9 +6,9 @@ from pathlib import Path
 
 from comal.agent.core.loop import run_turn
 from comal.agent.core.recovery import recover
-from comal.agent.features.state import open_calls
 from comal.config import PermissionRule
 from comal.messages import digest_bytes
+from comal.session import open_calls
 from tests.unit.recovery.conftest import (
     Bench,
     call,

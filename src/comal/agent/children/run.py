@@ -39,15 +39,20 @@ from comal.agent.core.events import AgentEvent, ChildActivity, ChildFinished, Ch
 from comal.agent.core.loop import run_turn
 from comal.agent.core.recovery import recover
 from comal.agent.core.session import Session, SessionOptions, open_session
-from comal.agent.features.state import RECEIPT_KIND, last_answer, usage_totals
 from comal.config import Config
 from comal.errors import BudgetError, ComalError, StepLimitError, ToolError
 from comal.ledger.records import SessionStarted, ToolResult, UserMessage, WarningRecord
 from comal.ledger.store import Ledger
 from comal.messages import message_to_json, user_text
 from comal.providers.base import Provider
-from comal.session.pairing import PAIRING_KINDS, call_occurrence
-from comal.session.status import index_status
+from comal.session import (
+    PAIRING_KINDS,
+    RECEIPT_KIND,
+    call_occurrence,
+    index_status,
+    last_answer,
+    usage_totals,
+)
 from comal.tools.base import Tool
 
 __all__ = [

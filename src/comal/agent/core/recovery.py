@@ -51,7 +51,7 @@ from comal.agent.core.events import Notice, ToolFinished, ToolStarted
 from comal.agent.core.session import Session
 from comal.agent.core.tool_runner import call_summary, media_json
 from comal.agent.core.toolset import CALL_KINDS
-from comal.agent.features.state import OpenCall, board_of, last_answer, open_calls, recorded_calls
+from comal.agent.features.state import board_of, recorded_calls
 from comal.ledger.entry import Entry
 from comal.ledger.records import SessionFinished, ToolResult, UserMessage
 from comal.ledger.records import ToolStarted as StartedRecord
@@ -63,8 +63,7 @@ from comal.messages import (
     message_to_json,
     user_text,
 )
-from comal.session.pairing import pair
-from comal.session.status import FINISHED
+from comal.session import FINISHED, OpenCall, last_answer, open_calls, pair
 from comal.tools.base import Observation, Preparation, Rebuildable
 from comal.tools.board import board_is_open, render_board
 from comal.tools.finish import FINISH_NAME

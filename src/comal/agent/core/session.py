@@ -24,7 +24,6 @@ from comal.agent.core.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_c
 from comal.agent.core.tool_runner import CallReceipt, ToolRunner, call_summary
 from comal.agent.core.toolset import session_tools
 from comal.agent.features.hooks import Hooks
-from comal.agent.features.state import usage_totals
 from comal.config import Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
 from comal.context.factory import ModelWindow, engine_for
@@ -44,7 +43,7 @@ from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart, canonical_json
 from comal.providers.base import Provider
 from comal.providers.catalog import known_not_to_reason
-from comal.session.status import index_status
+from comal.session import index_status, usage_totals
 from comal.tools.base import Tool, ToolContext, ToolRegistry
 from comal.tools.mcp import McpNotice, McpServerFailure, is_mcp_tool
 from comal.tools.permissions import AskHook, PermissionPolicy

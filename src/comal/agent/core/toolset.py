@@ -11,8 +11,7 @@ from comal.evidence.read import LedgerEvidenceReader
 from comal.ledger.records import BoardUpdated, SessionFinished
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
-from comal.session.pairing import PAIRING_KINDS
-from comal.session.status import index_status
+from comal.session import PAIRING_KINDS, index_status
 from comal.tools.base import Tool, default_tools
 from comal.tools.board import BoardTool, Criterion, criteria_to_json
 from comal.tools.evidence import EvidenceReadTool

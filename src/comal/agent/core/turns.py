@@ -33,14 +33,14 @@ from comal.agent.core.events import Failed, Notice, TextStreamed, TurnFinished
 from comal.agent.core.loop import run_turn
 from comal.agent.core.recovery import recover
 from comal.agent.core.session import Session, SessionOptions, open_session
-from comal.agent.features.state import final_answer, open_calls, render_state, session_state
+from comal.agent.features.state import render_state, session_state
 from comal.config import Config
 from comal.context.engine import Checkpoint
 from comal.errors import ComalError, CompactNotSmallerError, RefusedError
 from comal.ledger.records import CompactCancelled, CompactRequested, WarningRecord
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
-from comal.session.status import FINISHED, index_running, index_status, lifecycle
+from comal.session import FINISHED, final_answer, index_running, index_status, lifecycle, open_calls
 from comal.tools.base import Tool
 
 CANCELLED_BEFORE_START = "cancelled by the user (Esc) before it started; it did not run"

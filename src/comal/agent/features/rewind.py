@@ -31,7 +31,7 @@ from comal.ledger.records import (
 from comal.ledger.records import fields as pf
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, digest_bytes, message_from_json
-from comal.session.pairing import CallSite, pair
+from comal.session import CallSite, pair
 from comal.tools.edits import write_atomic
 
 FILE_TOOLS = frozenset({"Write", "Edit"})

@@ -20,7 +20,7 @@ from comal.ledger.entry import Entry
 from comal.ledger.records import BoardUpdated, ToolStarted
 from comal.ledger.records import fields as f
 from comal.messages import JSONObject, canonical_json
-from comal.session.pairing import CallSite, Pairing
+from comal.session import CallSite, Pairing
 from comal.values import value
 
 MAX_FILES = 16

@@ -38,7 +38,7 @@ from comal.ledger.records import (
 )
 from comal.ledger.records import fields as f
 from comal.messages import JSONObject, Message, TextPart, ToolCallPart, message_from_json
-from comal.session.pairing import Pairing, assistant_message
+from comal.session import Pairing, assistant_message
 from comal.values import value
 
 SUMMARY_MARK = "[summary recorded by"
