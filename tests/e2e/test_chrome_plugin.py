@@ -23,7 +23,7 @@ import pytest
 from comal.agent.core.plugins import load_plugins
 from comal.agent.core.session import SessionOptions
 from comal.agent.core.toolset import standard_tools
-from comal.agent.core.turns import Outcome, run_headless
+from comal.agent.turns import Outcome, run_headless
 from comal.config import Config, ProviderConfig
 from comal.ledger.store import Ledger
 from comal.providers.factory import make_provider

@@ -10,7 +10,7 @@ import httpx2
 
 from comal.agent.core.session import SessionOptions
 from comal.agent.core.toolset import standard_tools
-from comal.agent.core.turns import Outcome, run_headless
+from comal.agent.turns import Outcome, run_headless
 from comal.config import Config, ContextConfig, ProviderConfig
 from comal.ledger.store import Ledger
 from comal.messages import Message

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.core.turns import CANCELLED_BEFORE_START
+from comal.agent.turns import CANCELLED_BEFORE_START
 from comal.config import load_config
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart

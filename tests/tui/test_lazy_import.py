@@ -7,7 +7,7 @@ import sys
 
 PROBE = """
 import argparse, sys
-import comal.agent.core.turns
+import comal.agent.turns
 from comal.cli import cmd_run, flags
 parser = argparse.ArgumentParser()
 flags.register_top_level(parser, task=True)

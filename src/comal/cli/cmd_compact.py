@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from comal.agent.core.turns import request_compaction
+from comal.agent.turns import request_compaction
 from comal.cli.cmd_context import emit, emit_json, recorded_engine
 from comal.cli.configuring import run_config
 from comal.ledger.store import Ledger

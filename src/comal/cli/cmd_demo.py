@@ -17,8 +17,8 @@ from pathlib import Path
 
 from comal.agent.core.session import SessionOptions
 from comal.agent.core.toolset import standard_tools
-from comal.agent.core.turns import run_headless
 from comal.agent.features.state import render_state, session_state
+from comal.agent.turns import run_headless
 from comal.cli.cmd_context import recorded_engine
 from comal.cli.configuring import run_config
 from comal.cli.demo_model import DemoModel

@@ -28,9 +28,9 @@ from comal.agent.core.plugins import load_plugins
 from comal.agent.core.session import SessionOptions
 from comal.agent.core.tool_catalog import configured_mcp_tools
 from comal.agent.core.toolset import standard_tools
-from comal.agent.core.turns import Outcome, run_headless
 from comal.agent.features.custom_commands import command_folders, expand_command, load_commands
 from comal.agent.features.state import render_state, session_state
+from comal.agent.turns import Outcome, run_headless
 from comal.cli.configuring import run_config
 from comal.cli.failures import explain
 from comal.cli.flags import tool_rules

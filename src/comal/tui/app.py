@@ -46,7 +46,12 @@ from comal.agent.core.events import (
     TurnStarted,
 )
 from comal.agent.core.session import Session, SessionOptions, open_session, reconfigure
-from comal.agent.core.turns import (
+from comal.agent.features.custom_commands import command_folders, expand_command, load_commands
+from comal.agent.features.init_file import write_agents_md
+from comal.agent.features.rewind import apply_rewind, plan_rewind, turns
+from comal.agent.features.state import render_state, session_state
+from comal.agent.features.user_shell import ShellRun, offered, run_user_command
+from comal.agent.turns import (
     Compaction,
     Outcome,
     cancel_turn,
@@ -54,11 +59,6 @@ from comal.agent.core.turns import (
     end_turn,
     start_turn,
 )
-from comal.agent.features.custom_commands import command_folders, expand_command, load_commands
-from comal.agent.features.init_file import write_agents_md
-from comal.agent.features.rewind import apply_rewind, plan_rewind, turns
-from comal.agent.features.state import render_state, session_state
-from comal.agent.features.user_shell import ShellRun, offered, run_user_command
 from comal.config import Config, PermissionRule, add_workspace_rule
 from comal.errors import ComalError, ConfigError
 from comal.ledger.store import Ledger

@@ -20,7 +20,7 @@ from comal.agent.core.plugins import PLUGIN_WARNING, load_plugins, recorded_plug
 from comal.agent.core.recovery import recover
 from comal.agent.core.session import SessionOptions, open_session
 from comal.agent.core.toolset import standard_tools
-from comal.agent.core.turns import run_headless
+from comal.agent.turns import run_headless
 from comal.cli.cmd_context import recorded_engine
 from comal.config import Config, PluginsConfig, ProviderConfig
 from comal.ledger.store import Ledger

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.core.turns import resume_session, run_session
 from comal.agent.features.state import render_state, session_state
+from comal.agent.turns import resume_session, run_session
 from comal.cli.main import main
 from comal.config import load_config
 from comal.ledger.store import Ledger

@@ -13,7 +13,7 @@ import pytest
 
 from comal.agent.core.events import AgentEvent, TextStreamed, ToolStarted, TurnStarted
 from comal.agent.core.session import SessionOptions
-from comal.agent.core.turns import (
+from comal.agent.turns import (
     CANCELLED_BEFORE_START,
     cancel_turn,
     compact,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from comal.agent.core.recovery import recover
 from comal.agent.core.session import Session
-from comal.agent.core.turns import resume_session
+from comal.agent.turns import resume_session
 from comal.config import PermissionRule
 from comal.providers.scripted import ScriptedProvider
 from comal.session import open_calls

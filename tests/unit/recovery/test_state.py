@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from comal.agent.core.recovery import recover
-from comal.agent.core.turns import resume_session, run_session
 from comal.agent.features.state import render_state, session_state, state_to_json
+from comal.agent.turns import resume_session, run_session
 from comal.providers.scripted import ScriptedTurn
 from comal.usage import Usage
 from tests.unit.recovery.conftest import Bench, call, record_reply, record_started
