@@ -6,7 +6,7 @@ the front ends call these functions and write no ledger entry themselves.
 - A turn runs on an open, locked session (`run_session`), or first settles what a resumed or
   cancelled session left dangling (`resume_session`). Every ComalError becomes a `Failed` event
   plus a `warning` entry marked `"turn": "failed"`.
-- The status is derived from the entries (`agent.session_status`): `finished` only through
+- The status is derived from the entries (`session.status`): `finished` only through
   finish_call, `active` after an answer or a refusal (the session stays open for another
   message), `failed` when a turn of a session that never answered fails (a failed follow-up
   leaves the earlier answer and status standing), `interrupted` when a turn was cancelled —

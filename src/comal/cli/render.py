@@ -318,7 +318,7 @@ class Renderer:
     ) -> None:
         """Print the answer (text), the closing object (json), or nothing more (stream-json).
 
-        `cost` is the session's cost object (`agent/cost.py`) and `cost_line` its one-line form.
+        `cost` is the session's cost object (`session/cost.py`) and `cost_line` its one-line form.
         """
         if self.fmt == "json":
             self._json_object(session_id, status, answer, error, cost)

@@ -5,7 +5,7 @@ A session's hosts are those its `lock.acquired` and `lock.reclaimed` entries nam
 and host id: `--host` matches either). `--follow` prints the listing once, then one line per
 change of a session (new, more entries, another status) as it happens: on PostgreSQL each
 append's notification wakes it (LISTEN/NOTIFY), on SQLite it looks again every half second.
-Statuses are derived as everywhere (`agent/session_status.py`), and only for sessions whose
+Statuses are derived as everywhere (`session/status.py`), and only for sessions whose
 row changed since the last look.
 """
 

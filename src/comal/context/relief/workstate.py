@@ -3,7 +3,7 @@
 Read from ledger entries only (`board.updated`, `tool.started`, `tool.result`, assistant tool
 calls) and kept small: each section is bounded and lists the newest items, each with the `evt_`
 reference that reads its evidence exactly. Each result is read against the call it answers by
-the rule of `context.view.pairing` (the view's), so a checkpoint names the calls the
+the rule of `session.pairing` (the view's), so a checkpoint names the calls the
 conversation it replaces showed. Pure: same entries ⇒ same lines.
 """
 
