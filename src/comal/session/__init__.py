@@ -9,7 +9,9 @@ this front door exports (`tests/unit/test_layering.py` holds them to it):
 - `status`: the session's status derived from its lifecycle entries, and the row that indexes it;
 - `facts`: the calls still open, the uncertain results, the answers, the usage;
 - `cost`: the money its model calls cost;
-- `ran_on`: the model, window and output reserve it last ran on.
+- `ran_on`: the model, window and output reserve it last ran on;
+- `paged`, `units`: a recorded output read by pages, in UTF-16 units, exactly; it keeps the
+  process-wide cache of page indexes (by blob digest, valid in any ledger).
 
 It may read the ledger and the providers' tables (prices, the model catalog), nothing above.
 """
@@ -24,6 +26,14 @@ from comal.session.facts import (
     open_calls,
     uncertain_calls,
     usage_totals,
+)
+from comal.session.paged import (
+    MAX_NEEDLE_UNITS,
+    MIN_BYTES,
+    PagedText,
+    pageable,
+    paged_text,
+    snippet_of,
 )
 from comal.session.pairing import (
     PAIRING_KINDS,
@@ -48,19 +58,24 @@ from comal.session.status import (
     shown_status,
     with_status,
 )
+from comal.session.units import Utf16Text, utf16_len
 
 __all__ = [
     "FINISHED",
+    "MAX_NEEDLE_UNITS",
+    "MIN_BYTES",
     "PAIRING_KINDS",
     "RECEIPT_KIND",
     "CallSite",
     "Lifecycle",
     "OpenCall",
+    "PagedText",
     "Pairing",
     "RanOn",
     "SessionCost",
     "UncertainCall",
     "UsageTotals",
+    "Utf16Text",
     "assistant_message",
     "call_occurrence",
     "cost_json",
@@ -72,6 +87,8 @@ __all__ = [
     "last_answer",
     "lifecycle",
     "open_calls",
+    "pageable",
+    "paged_text",
     "pair",
     "ran_on",
     "reindex",
@@ -79,8 +96,10 @@ __all__ = [
     "session_cost",
     "session_status",
     "shown_status",
+    "snippet_of",
     "tool_calls",
     "uncertain_calls",
     "usage_totals",
+    "utf16_len",
     "with_status",
 ]
