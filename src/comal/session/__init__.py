@@ -13,7 +13,8 @@ this front door exports (`tests/unit/test_layering.py` holds them to it):
 - `paged`, `units`: a recorded output read by pages, in UTF-16 units, exactly; it keeps the
   process-wide cache of page indexes (by blob digest, valid in any ledger).
 
-It may read the ledger and the providers' tables (prices, the model catalog), nothing above.
+It may read the ledger and, when a cost or a recorded window is asked for, the providers' tables
+(prices, the model catalog); importing it loads no provider module, so listing sessions stays light.
 """
 
 from comal.session.cost import SessionCost, cost_json, render_cost, session_cost

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from comal.config import DEFAULT_WINDOW_TOKENS
 from comal.ledger.records import (
@@ -24,7 +25,9 @@ from comal.ledger.records import (
 from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
-from comal.providers import catalog
+
+if TYPE_CHECKING:
+    from comal.providers.catalog import CatalogEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,23 +43,21 @@ class RanOn:
     """The reserve its latest request was sent with; None: no request yet."""
 
 
-def _window(window: JSONObject, model: str) -> tuple[int, str]:
+def _window(window: JSONObject, known: CatalogEntry | None) -> tuple[int, str]:
     """The window a session ran with; an imported one (none recorded) gets its model's."""
     tokens = f.int_or_none(window, "tokens")
     if tokens is not None and tokens > 0:
         return tokens, f.text(window, "source", "recorded")
-    entry = catalog.lookup(model) if model else None
-    if entry is not None:
-        return entry.window, "catalog"
+    if known is not None:
+        return known.window, "catalog"
     return DEFAULT_WINDOW_TOKENS, "fallback"
 
 
-def _vision(vision: bool | None, model: str) -> bool:
+def _vision(vision: bool | None, known: CatalogEntry | None) -> bool:
     """Whether the session's model took images (recorded; else its catalog entry's word)."""
     if vision is not None:
         return vision
-    entry = catalog.lookup(model) if model else None
-    return entry is not None and entry.vision
+    return known is not None and known.vision
 
 
 def _last_reserve(ledger: Ledger, session_id: str) -> int | None:
@@ -74,6 +75,9 @@ def ran_on(ledger: Ledger, session_id: str) -> RanOn:
     Raises:
         UnknownSessionError: no such session.
     """
+    # The catalog is read when a recorded session is: listing sessions never loads the providers.
+    from comal.providers import catalog
+
     info = ledger.session(session_id)
     started = ledger.entries(session_id, kinds=("session.started", "session.resumed"))
     latest = started[-1] if started else None
@@ -83,9 +87,10 @@ def ran_on(ledger: Ledger, session_id: str) -> RanOn:
             latest
         )
     model = (ran.model if ran is not None else "") or info.model
-    window, source = _window({} if ran is None else ran.window, model)
-    vision = ran.vision if isinstance(ran, SessionStarted) else None
-    return RanOn(model, window, source, _vision(vision, model), _last_reserve(ledger, session_id))
+    known = catalog.lookup(model) if model else None
+    window, source = _window({} if ran is None else ran.window, known)
+    vision = _vision(ran.vision if isinstance(ran, SessionStarted) else None, known)
+    return RanOn(model, window, source, vision, _last_reserve(ledger, session_id))
 
 
 def kept_model(ledger: Ledger, session_id: str, provider_name: str) -> str | None:
