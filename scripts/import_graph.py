@@ -103,6 +103,7 @@ def main(src: Path) -> None:
     paths = sorted(src.rglob("*.py"))
     known = {module_name(p, src) for p in paths}
     graph = {module_name(p, src): imports_of(p, src, known) for p in paths}
+    packages = {module_name(p, src) for p in paths if p.name == "__init__.py"}
 
     print("files and lines per folder")
     per_folder: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -136,6 +137,20 @@ def main(src: Path) -> None:
     print(f"import circles between modules: {len(found)}")
     for component in found:
         print(f"  ({len(component)}) {' '.join(component)}")
+
+    print('imports between the sub-folders of one package ("." is the package\'s own modules)')
+    rooms: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for module, targets in graph.items():
+        for target in targets:
+            a, b = module.split("."), target.split(".")
+            if len(a) < 3 or len(b) < 3 or a[1] != b[1]:
+                continue
+            room_a = a[2] if f"comal.{a[1]}.{a[2]}" in packages else "."
+            room_b = b[2] if f"comal.{b[1]}.{b[2]}" in packages else "."
+            if room_a != room_b:
+                rooms[a[1]].add((room_a, room_b))
+    for package, edges in sorted(rooms.items()):
+        print(f"  {package:<10} {' '.join(f'{x}->{y}' for x, y in sorted(edges))}")
 
     from_context = sorted(
         {
