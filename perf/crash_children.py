@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from comal.agent.session_facts import RECEIPT_KIND, open_calls
 from comal.ledger import Ledger
+from comal.session import RECEIPT_KIND, open_calls
 from perf.crash_harness import (
     FakeServerProcess,
     KillPlan,

@@ -30,10 +30,10 @@ from pathlib import Path
 
 import psycopg
 
-from comal.context.view import paged
 from comal.evidence.read import read_evidence
 from comal.ledger import Ledger
 from comal.messages import JSONObject, message_to_json, user_text
+from comal.session import paged
 from comal.testing.sessions import SessionBuilder
 
 RESUME_ENTRIES = 10_000

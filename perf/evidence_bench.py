@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from comal.context.view import paged
 from comal.evidence.read import EvidencePage, read_evidence
 from comal.ledger.store import Ledger
+from comal.session import paged
 from comal.testing.sessions import SessionBuilder
 
 _LINE = "2026-01-01T00:00:00Z INFO worker ok ünïcödé 😀 item processed successfully\n"

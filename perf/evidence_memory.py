@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from comal.agent.session import SessionOptions, open_session
+from comal.agent.core.session import SessionOptions, open_session
 from comal.agent.turns import run_session
 from comal.config import load_config
 from comal.evidence.read import read_evidence

@@ -16,7 +16,7 @@ from comal.tools.permissions import PermissionPolicy
 from comal.tools.sandbox import session_sandbox
 from comal.tools.shell import BashTool
 from comal.tools.edits import WriteTool
-from comal.agent.tool_runner import ToolRunner
+from comal.agent.core.tool_runner import ToolRunner
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart
 from comal.testing.fake_server import FakeServer

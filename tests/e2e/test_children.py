@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from comal.agent.children import RECEIPT_KIND, child_session_id
+from comal.agent.children.run import RECEIPT_KIND, child_session_id
 from comal.testing.fake_server import FakeServer
 from tests.e2e.headless_support import WIRES, configure, ledger_at
 from tests.e2e.headless_support import comal_here as comal

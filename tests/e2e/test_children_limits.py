@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from comal.agent.children import DELEGATION_TOOLS, RECEIPT_KIND, child_session_id
+from comal.agent.children.run import DELEGATION_TOOLS, RECEIPT_KIND, child_session_id
 from comal.ledger import Ledger
 from comal.testing.fake_server import FakeServer
 from tests.e2e.headless_support import comal, configure, ledger_at, start

@@ -20,9 +20,9 @@ from typing import Any
 import httpx2
 import pytest
 
-from comal.agent.plugins import load_plugins
-from comal.agent.session import SessionOptions
-from comal.agent.toolset import standard_tools
+from comal.agent.core.plugins import load_plugins
+from comal.agent.core.session import SessionOptions
+from comal.agent.core.toolset import standard_tools
 from comal.agent.turns import Outcome, run_headless
 from comal.config import Config, ProviderConfig
 from comal.ledger.store import Ledger

@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from comal.agent.session_facts import RECEIPT_KIND, open_calls
 from comal.importers.plan import IMPORTED_MODE, INTERRUPTED_TEXT
 from comal.ledger import Entry, Ledger
 from comal.messages import message_from_json
+from comal.session import RECEIPT_KIND, open_calls
 from comal.testing.fake_server import FakeServer
 from tests.e2e.headless_support import Run, comal, configure, ledger_at, start
 from tests.unit.importers.conftest import trajectory

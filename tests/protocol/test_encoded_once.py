@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx2
 
-from comal.agent.loop import run_turn
-from comal.agent.session import SessionOptions, open_session
-from comal.agent.toolset import standard_tools
+from comal.agent.core.loop import run_turn
+from comal.agent.core.session import SessionOptions, open_session
+from comal.agent.core.toolset import standard_tools
 from comal.config import Config, ProviderConfig
 from comal.ledger.store import Ledger
 from comal.messages import user_text

@@ -17,9 +17,9 @@ from typing import Any
 import httpx2
 import pytest
 
-from comal.agent.loop import run_turn
-from comal.agent.session import SessionOptions, open_session
-from comal.agent.toolset import standard_tools
+from comal.agent.core.loop import run_turn
+from comal.agent.core.session import SessionOptions, open_session
+from comal.agent.core.toolset import standard_tools
 from comal.config import Config
 from comal.ledger.store import Ledger
 from comal.messages import InvalidArguments, ToolCallPart, message_from_json

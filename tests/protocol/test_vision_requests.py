@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from comal.agent.session import SessionOptions, engine_settings, open_session
-from comal.agent.toolset import standard_tools
+from comal.agent.core.session import SessionOptions, engine_settings, open_session
+from comal.agent.core.toolset import standard_tools
 from comal.cli.cmd_context import recorded_engine
 from comal.config import Config, ProviderConfig
 from comal.ledger.store import Ledger

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx2
 
-from comal.agent.session import SessionOptions
-from comal.agent.toolset import standard_tools
+from comal.agent.core.session import SessionOptions
+from comal.agent.core.toolset import standard_tools
 from comal.agent.turns import Outcome, run_headless
 from comal.config import Config, ContextConfig, ProviderConfig, WireApi
 from comal.ledger.store import Ledger

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.tool_runner import ToolRunner
-from comal.agent.toolset import standard_tools
+from comal.agent.core.tool_runner import ToolRunner
+from comal.agent.core.toolset import standard_tools
 from comal.config import PermissionsConfig
 from comal.ledger.records import Record
 from comal.ledger.store import Ledger

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from comal.agent.toolset import standard_tools
+from comal.agent.core.toolset import standard_tools
 from comal.config import load_config
 from comal.errors import ComalError
 from comal.ledger.store import Ledger

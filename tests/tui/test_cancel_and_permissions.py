@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.session_facts import open_calls
 from comal.agent.turns import CANCELLED_BEFORE_START
 from comal.config import load_config
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
+from comal.session import open_calls
 from comal.testing.sessions import SessionBuilder
 from comal.tui.widgets.transcript import AssistantItem, NoticeItem, ToolItem
 from tests.tui.conftest import AppFactory, permission_prompt, running_tools, send, settle, until

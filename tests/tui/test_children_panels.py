@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from comal.agent.children import child_session_id
+from comal.agent.children.run import child_session_id
 from comal.ledger.store import Ledger
 from comal.messages import JSONValue, ToolCallPart
 from comal.providers.scripted import ScriptedTurn

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.toolset import standard_tools
+from comal.agent.core.toolset import standard_tools
 from comal.config import load_config
 from comal.ledger.store import Ledger
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.session_status import session_status
 from comal.ledger.records import UserShell
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
+from comal.session import session_status
 from comal.tui.widgets.prompt import PromptArea
 from comal.tui.widgets.reports import TextReport
 from comal.tui.widgets.status import StatusBar

@@ -15,12 +15,12 @@ import httpx2
 import pytest
 import pytest_asyncio
 
-from comal.agent.session_facts import open_calls
-from comal.agent.toolset import standard_tools
+from comal.agent.core.toolset import standard_tools
 from comal.cli.cmd_run import build_provider
 from comal.config import load_config
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
+from comal.session import open_calls
 from comal.testing.fake_server import FakeServer
 from comal.tui.app import ComalApp, SessionStart
 from comal.tui.widgets.transcript import AssistantItem, NoticeItem

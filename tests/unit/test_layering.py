@@ -19,18 +19,20 @@ ALLOWED: dict[str, set[str]] = {
     "providers": {"base"},
     "tools": {"base"},
     "plugins": {"base", "tools"},
-    "context": {"base", "ledger"},
-    "evidence": {"base", "ledger", "context"},
-    "agent": {"base", "ledger", "providers", "tools", "context", "evidence"},
-    "importers": {"base", "ledger", "context"},
-    "replay": {"base", "ledger", "providers", "tools", "context", "importers"},
-    "testing": {"base", "ledger", "providers", "tools", "context", "evidence", "agent"},
-    "tui": {"base", "ledger", "providers", "tools", "context", "evidence", "agent"},
+    "session": {"base", "ledger", "providers"},
+    "context": {"base", "ledger", "session"},
+    "evidence": {"base", "ledger", "session", "context"},
+    "agent": {"base", "ledger", "providers", "tools", "session", "context", "evidence"},
+    "importers": {"base", "ledger", "session", "context"},
+    "replay": {"base", "ledger", "providers", "tools", "session", "context", "importers"},
+    "testing": {"base", "ledger", "providers", "tools", "session", "context", "evidence", "agent"},
+    "tui": {"base", "ledger", "providers", "tools", "session", "context", "evidence", "agent"},
     "cli": {
         "base",
         "ledger",
         "providers",
         "tools",
+        "session",
         "context",
         "evidence",
         "agent",
@@ -41,6 +43,18 @@ ALLOWED: dict[str, set[str]] = {
     },
     "main": {"cli"},
 }
+
+
+ROOMS: dict[str, tuple[str, ...]] = {
+    "context": ("measure", "view", "relief", ""),
+    "agent": ("features", "core", "children", ""),
+}
+"""The sub-folders of a package, lowest first ("" holds the package's own modules): a module
+may import its own room and the rooms before it, never one after it. Imports made for the type
+checker alone (`if TYPE_CHECKING:`) do not count: nothing runs them."""
+
+FRONT_DOORS = {"comal.session"}
+"""Packages read only through their `__init__` (its `__all__`) from outside."""
 
 
 def layer_of_module(module: str) -> str:
@@ -60,9 +74,32 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imported_modules(tree: ast.AST) -> list[str]:
+def type_checking_nodes(tree: ast.AST) -> set[ast.AST]:
+    """The nodes under an `if TYPE_CHECKING:` block."""
+    guarded: set[ast.AST] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in (
+            "TYPE_CHECKING",
+            "typing.TYPE_CHECKING",
+        ):
+            for child in node.body:
+                guarded.update(ast.walk(child))
+    return guarded
+
+
+def room_of(module: str) -> tuple[str, str] | None:
+    """(package, room) of a module of a package with `ROOMS`, else None."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] not in ROOMS:
+        return None
+    return parts[1], parts[2] if len(parts) > 3 and parts[2] in ROOMS[parts[1]] else ""
+
+
+def imported_modules(tree: ast.AST, skip: set[ast.AST] | None = None) -> list[str]:
     found: list[str] = []
     for node in ast.walk(tree):
+        if skip and node in skip:
+            continue
         if isinstance(node, ast.Import):
             found.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -102,11 +139,46 @@ def test_imports_respect_layers(path: Path) -> None:
         assert other in ALLOWED[own], f"{module_name(path)} ({own}) imports {target} ({other})"
 
 
+@pytest.mark.parametrize("path", all_modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_respect_rooms(path: Path) -> None:
+    own = module_name(path)
+    room = room_of(own)
+    if room is None:
+        return
+    package, name = room
+    order = ROOMS[package]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for target in imported_modules(tree, type_checking_nodes(tree)):
+        other = room_of(target)
+        if other is None or other[0] != package:
+            continue
+        assert order.index(other[1]) <= order.index(name), (
+            f"{own} ({package}/{name or '.'}) imports {target} ({package}/{other[1] or '.'})"
+        )
+
+
+@pytest.mark.parametrize("path", all_modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_front_doors(path: Path) -> None:
+    own = module_name(path)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for target in imported_modules(tree):
+        for door in FRONT_DOORS:
+            inside = own == door or own.startswith(door + ".")
+            assert inside or not target.startswith(door + "."), (
+                f"{own} imports {target}: read {door} through its front door ({door})"
+            )
+
+
 def test_the_checker_catches_a_breach(tmp_path: Path) -> None:
-    tree = ast.parse("from comal.agent.loop import run_turn\nimport comal.cli.main\n")
+    tree = ast.parse("from comal.agent.core.loop import run_turn\nimport comal.cli.main\n")
     layers = {layer_of_module(m) for m in imported_modules(tree)}
     assert layers == {"agent", "cli"}
     assert "agent" not in ALLOWED["ledger"]
+    assert room_of("comal.context.view.build") == ("context", "view")
+    assert room_of("comal.context.engine") == ("context", "")
+    assert ROOMS["context"].index("relief") > ROOMS["context"].index("view")
+    guarded = ast.parse("if TYPE_CHECKING:\n    from comal.agent.core.session import Session\n")
+    assert imported_modules(guarded, type_checking_nodes(guarded)) == []
 
 
 @pytest.mark.parametrize("path", all_modules(), ids=lambda p: str(p.relative_to(SRC)))

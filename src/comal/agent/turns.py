@@ -6,7 +6,7 @@ the front ends call these functions and write no ledger entry themselves.
 - A turn runs on an open, locked session (`run_session`), or first settles what a resumed or
   cancelled session left dangling (`resume_session`). Every ComalError becomes a `Failed` event
   plus a `warning` entry marked `"turn": "failed"`.
-- The status is derived from the entries (`agent.session_status`): `finished` only through
+- The status is derived from the entries (`session.status`): `finished` only through
   finish_call, `active` after an answer or a refusal (the session stays open for another
   message), `failed` when a turn of a session that never answered fails (a failed follow-up
   leaves the earlier answer and status standing), `interrupted` when a turn was cancelled —
@@ -28,19 +28,19 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from comal.agent.children import DELEGATION_TOOLS, Delegation, offers_delegation
-from comal.agent.events import Failed, Notice, TextStreamed, TurnFinished
-from comal.agent.loop import run_turn
-from comal.agent.recovery import recover
-from comal.agent.session import Session, SessionOptions, open_session
-from comal.agent.session_facts import final_answer, open_calls, render_state, session_state
-from comal.agent.session_status import FINISHED, index_running, index_status, lifecycle
+from comal.agent.children.run import DELEGATION_TOOLS, Delegation, offers_delegation
+from comal.agent.core.events import Failed, Notice, TextStreamed, TurnFinished
+from comal.agent.core.loop import run_turn
+from comal.agent.core.recovery import recover
+from comal.agent.core.session import Session, SessionOptions, open_session
+from comal.agent.features.state import render_state, session_state
 from comal.config import Config
 from comal.context.engine import Checkpoint
 from comal.errors import ComalError, CompactNotSmallerError, RefusedError
 from comal.ledger.records import CompactCancelled, CompactRequested, Kind, WarningRecord
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
+from comal.session import FINISHED, final_answer, index_running, index_status, lifecycle, open_calls
 from comal.tools.base import Tool
 
 CANCELLED_BEFORE_START = "cancelled by the user (Esc) before it started; it did not run"

@@ -14,28 +14,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from comal.agent.cost import cost_json, render_cost, session_cost
-from comal.agent.instructions import load_instructions
-from comal.agent.plugins import recorded_plugin_owners, recorded_plugin_specs
-from comal.agent.prompt import SYSTEM_PROMPT
-from comal.agent.tool_catalog import recorded_mcp_specs
-from comal.agent.toolset import session_tools, standard_tools
+from comal.agent.core.instructions import load_instructions
+from comal.agent.core.plugins import recorded_plugin_owners, recorded_plugin_specs
+from comal.agent.core.prompt import SYSTEM_PROMPT
+from comal.agent.core.tool_catalog import recorded_mcp_specs
+from comal.agent.core.toolset import session_tools, standard_tools
 from comal.cli.configuring import read_only_config
 from comal.cli.timeline import timeline_of, write_timeline
-from comal.config import DEFAULT_WINDOW_TOKENS, Config
-from comal.context.engine import ContextEngine, EngineSettings, FixedParts
-from comal.ledger.records import (
-    Kind,
-    ProviderRequest,
-    RecordedWindow,
-    SessionResumed,
-    SessionStarted,
-)
+from comal.config import Config
+from comal.context.engine import ContextEngine, FixedParts
+from comal.context.factory import ModelWindow, engine_for
 from comal.ledger.store import Ledger
-from comal.providers import catalog
+from comal.session import cost_json, ran_on, render_cost, session_cost
 
 
 def emit(text: str) -> None:
@@ -50,74 +44,19 @@ def emit_json(value: Any) -> None:
     emit(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
-def _window(window: RecordedWindow | None, model: str) -> tuple[int, str]:
-    """The window a session ran with; an imported one (none recorded) gets its model's."""
-    tokens = None if window is None else window.tokens
-    if window is not None and tokens is not None and tokens > 0:
-        return tokens, "recorded" if window.source is None else window.source
-    entry = catalog.lookup(model) if model else None
-    if entry is not None:
-        return entry.window, "catalog"
-    return DEFAULT_WINDOW_TOKENS, "fallback"
-
-
-def _vision(vision: bool | None, model: str) -> bool:
-    """Whether the session's model took images (recorded; else its catalog entry's word)."""
-    if vision is not None:
-        return vision
-    entry = catalog.lookup(model) if model else None
-    return entry is not None and entry.vision
-
-
-def _last_reserve(ledger: Ledger, session_id: str) -> int | None:
-    """The output reserve the session's latest request was sent with, if any.
-
-    A run may have fixed its reserve with `--max-output-tokens`; the report of the recorded
-    session should show the budget that run really used, not a default.
-    """
-    requests = ledger.entries(session_id, kinds=(Kind.PROVIDER_REQUEST,))
-    if not requests:
-        return None
-    value = ProviderRequest.from_entry(requests[-1]).output_reserve
-    return value if value is not None and value > 0 else None
-
-
 def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextEngine:
     """A context engine for a recorded session (no provider needed)."""
-    info = ledger.session(session_id)
-    # The latest of the start and the resumes: a session resumed on another model is
-    # reported against the window of the model it now runs on.
-    started = ledger.entries(session_id, kinds=(Kind.SESSION_STARTED, Kind.SESSION_RESUMED))
-    latest = started[-1] if started else None
-    ran: SessionStarted | SessionResumed | None = None
-    if latest is not None:
-        ran = (
-            SessionStarted if latest.kind == Kind.SESSION_STARTED else SessionResumed
-        ).from_entry(latest)
-    model_name = (ran.model if ran is not None else "") or info.model
-    window, source = _window(None if ran is None else ran.window, model_name)
-    vision = ran.vision if isinstance(ran, SessionStarted) else None
+    ran = ran_on(ledger, session_id)
+    window = ModelWindow(ran.window_tokens, ran.window_source, vision=ran.vision)
     explicit = config.context.context_window
-    if explicit is not None and explicit < window:
-        window, source = explicit, "explicit"
+    if explicit is not None and explicit < window.tokens:
+        window = replace(window, tokens=explicit, source="explicit")
+    info = ledger.session(session_id)
     workspace = Path(info.cwd) if info.cwd else config.workspace
     instructions = load_instructions(workspace, config.config_dir).text
     # The same catalog a live session offers, so the report counts what the model was sent.
     offered = [*standard_tools(), *session_tools(ledger, session_id, config.checks)]
     tools = tuple(tool.spec for tool in offered)
-    settings = EngineSettings(
-        window_tokens=window,
-        window_source=source,
-        threshold_ratio=config.context.threshold_ratio,
-        large_output_threshold_bytes=config.context.large_output_threshold_bytes,
-        output_reserve_tokens=config.context.output_reserve_tokens
-        or _last_reserve(ledger, session_id),
-        margin_tokens=config.context.margin_tokens,
-        media_budget_tokens=config.context.media_budget_tokens,
-        vision=_vision(vision, model_name),
-        soft_limit=config.context.soft_limit,
-        cache_ttl_s=config.context.cache_ttl_s,
-    )
     # MCP schemas as the session's last process recorded them (no server is started here).
     fixed = FixedParts(
         SYSTEM_PROMPT,
@@ -127,7 +66,15 @@ def recorded_engine(ledger: Ledger, session_id: str, config: Config) -> ContextE
         recorded_plugin_specs(ledger, session_id),
         recorded_plugin_owners(ledger, session_id),
     )
-    return ContextEngine(ledger, session_id, settings, fixed, model=model_name)
+    return engine_for(
+        ledger,
+        session_id,
+        window,
+        fixed,
+        model=ran.model,
+        context=config.context,
+        recorded_reserve=ran.output_reserve,
+    )
 
 
 async def _run(args: argparse.Namespace) -> int:

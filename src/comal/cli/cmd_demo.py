@@ -15,9 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from comal.agent.session import SessionOptions
-from comal.agent.session_facts import render_state, session_state
-from comal.agent.toolset import standard_tools
+from comal.agent.core.session import SessionOptions
+from comal.agent.core.toolset import standard_tools
+from comal.agent.features.state import render_state, session_state
 from comal.agent.turns import run_headless
 from comal.cli.cmd_context import recorded_engine
 from comal.cli.configuring import run_config

@@ -10,8 +10,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from comal.agent.cost import render_cost, session_cost
-from comal.agent.session_status import with_status
 from comal.cli.cmd_context import emit, recorded_engine
 from comal.cli.cmd_sessions import session_json
 from comal.cli.configuring import read_only_config
@@ -19,6 +17,7 @@ from comal.cli.export_render import to_html, to_json, to_markdown, transcript_it
 from comal.cli.timeline import timeline_of, timeline_svg
 from comal.errors import ConfigError
 from comal.ledger.store import Ledger
+from comal.session import render_cost, session_cost, with_status
 
 
 async def _run(args: argparse.Namespace) -> int:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict, dataclass
 
-from comal.agent.plugins import enabled_names, installed_plugins, load_plugins
-from comal.agent.toolset import standard_tools
+from comal.agent.core.plugins import enabled_names, installed_plugins, load_plugins
+from comal.agent.core.toolset import standard_tools
 from comal.cli.cmd_context import emit, emit_json
 from comal.config import load_config
 from comal.context.measure.tokens import counter_for_model

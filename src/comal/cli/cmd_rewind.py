@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from comal.agent.rewind import apply_rewind, plan_rewind, turn_label, turns
+from comal.agent.features.rewind import apply_rewind, plan_rewind, turn_label, turns
 from comal.cli.cmd_context import emit, emit_json
 from comal.config import load_config
 from comal.ledger.store import Ledger

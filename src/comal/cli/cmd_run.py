@@ -23,15 +23,13 @@ from pathlib import Path
 
 import httpx2
 
-from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
-from comal.agent.custom_commands import command_folders, expand_command, load_commands
-from comal.agent.events import Notice, TextStreamed, TurnFinished
-from comal.agent.plugins import load_plugins
-from comal.agent.session import SessionOptions, kept_model
-from comal.agent.session_facts import final_answer, open_calls, render_state, session_state
-from comal.agent.session_status import FINISHED, reindex, session_status
-from comal.agent.tool_catalog import configured_mcp_tools
-from comal.agent.toolset import standard_tools
+from comal.agent.core.events import Notice, TextStreamed, TurnFinished
+from comal.agent.core.plugins import load_plugins
+from comal.agent.core.session import SessionOptions
+from comal.agent.core.tool_catalog import configured_mcp_tools
+from comal.agent.core.toolset import standard_tools
+from comal.agent.features.custom_commands import command_folders, expand_command, load_commands
+from comal.agent.features.state import render_state, session_state
 from comal.agent.turns import Outcome, run_headless
 from comal.cli.configuring import run_config
 from comal.cli.failures import explain
@@ -47,6 +45,18 @@ from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.providers.factory import make_provider, resolve_capabilities
 from comal.providers.wires import list_models
+from comal.session import (
+    FINISHED,
+    SessionCost,
+    cost_json,
+    final_answer,
+    kept_model,
+    open_calls,
+    reindex,
+    render_cost,
+    session_cost,
+    session_status,
+)
 
 
 def _load(args: argparse.Namespace, workspace: Path | None = None) -> Config:

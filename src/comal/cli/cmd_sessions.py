@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, assert_never
 
-from comal.agent.session_status import shown_status, with_status
 from comal.cli.configuring import read_only_config
 from comal.cli.sessions_watch import follow, session_hosts, since_ms, wanted
 from comal.errors import LedgerError
@@ -38,6 +37,7 @@ from comal.messages import (
     message_from_json,
     render_output_text,
 )
+from comal.session import shown_status, with_status
 
 SCREEN_LINES = 20
 """Plain `show` prints this many lines of a tool output…"""

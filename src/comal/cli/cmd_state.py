@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from comal.agent.session_facts import render_state, session_state, state_to_json
+from comal.agent.features.state import render_state, session_state, state_to_json
 from comal.cli.configuring import read_only_config
 from comal.ledger.store import Ledger
 

@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-from comal.agent.tool_runner import call_summary
-from comal.context.view.pairing import pair
+from comal.agent.core.tool_runner import call_summary
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.records import (
     AssistantMessage,
@@ -46,6 +45,7 @@ from comal.messages import (
     message_from_json,
     render_output_text,
 )
+from comal.session import pair
 
 RESULT_CHARS = 6_000
 """A receipt's text shown in Markdown/HTML (the JSON export has every byte)."""

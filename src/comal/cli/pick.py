@@ -34,8 +34,8 @@ def choices(ledger: Ledger, cwd: str, limit: int = PICK_LIMIT) -> list[Choice]:
     Raises:
         UnknownSessionError: none is recorded there.
     """
-    from comal.agent.session_status import shown_status
     from comal.cli.cmd_sessions import age, first_ask
+    from comal.session import shown_status
 
     infos = [i for i in ledger.sessions() if i.cwd == cwd and i.parent_id is None]
     infos.sort(key=lambda i: i.last_activity_at, reverse=True)

@@ -7,7 +7,7 @@ terminal, and with `verbose` the model's running commentary too; warnings and er
 in the README), except the running output of a call (`ToolOutput`, progress only). Every
 failure, early ones included, reaches stdout in the JSON formats.
 
-With `live` (text mode, stderr a terminal) a working line (`comal.agent.progress`) sits at the
+With `live` (text mode, stderr a terminal) a working line (`comal.agent.core.progress`) sits at the
 bottom of stderr while a turn runs, redrawn in place (`\r` + clear line) as events arrive and on
 `tick()`: spinner, elapsed time, tokens in and out, the running command and its last output
 line. Every other line clears it first and it is drawn again after, so nothing is overwritten.
@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from comal.agent.events import (
+from comal.agent.core.events import (
     AgentEvent,
     AssistantReplied,
     ChildActivity,
@@ -51,7 +51,7 @@ from comal.agent.events import (
     progress_line,
     running_output,
 )
-from comal.agent.progress import FRAME_S, Working
+from comal.agent.core.progress import FRAME_S, Working
 from comal.errors import ComalError, RefusedError
 from comal.messages import JSONObject
 
@@ -318,7 +318,7 @@ class Renderer:
     ) -> None:
         """Print the answer (text), the closing object (json), or nothing more (stream-json).
 
-        `cost` is the session's cost object (`agent/cost.py`) and `cost_line` its one-line form.
+        `cost` is the session's cost object (`session/cost.py`) and `cost_line` its one-line form.
         """
         if self.fmt == "json":
             self._json_object(session_id, status, answer, error, cost)

@@ -5,7 +5,7 @@ A session's hosts are those its `lock.acquired` and `lock.reclaimed` entries nam
 and host id: `--host` matches either). `--follow` prints the listing once, then one line per
 change of a session (new, more entries, another status) as it happens: on PostgreSQL each
 append's notification wakes it (LISTEN/NOTIFY), on SQLite it looks again every half second.
-Statuses are derived as everywhere (`agent/session_status.py`), and only for sessions whose
+Statuses are derived as everywhere (`session/status.py`), and only for sessions whose
 row changed since the last look.
 """
 
@@ -17,10 +17,10 @@ import re
 import sys
 from datetime import UTC, datetime
 
-from comal.agent.session_status import with_status
 from comal.ids import now_ms
 from comal.ledger import Ledger, SessionInfo
 from comal.ledger.records import LockAcquired, LockReclaimed
+from comal.session import with_status
 
 _DURATION = re.compile(r"(\d+)\s*([smhd])")
 _UNITS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}

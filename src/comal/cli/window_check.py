@@ -13,8 +13,8 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
-from comal.agent.events import AgentEvent
-from comal.agent.session import SessionOptions, open_session
+from comal.agent.core.events import AgentEvent
+from comal.agent.core.session import SessionOptions, open_session
 from comal.config import Config
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider

@@ -22,10 +22,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Final
 
-from comal.context.measure.units import Utf16Text, utf16_len
 from comal.context.relief.evidence_names import INDEX_REF, ORDINAL
-from comal.context.view.paged import MAX_NEEDLE_UNITS, MIN_BYTES, PagedText, paged_text, snippet_of
-from comal.context.view.pairing import PAIRING_KINDS, pair
 from comal.context.view.rendering import evidence_text
 from comal.errors import (
     DigestMismatchError,
@@ -48,6 +45,17 @@ from comal.ledger.records import (
 )
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, digest_bytes, message_from_json
+from comal.session import (
+    MAX_NEEDLE_UNITS,
+    MIN_BYTES,
+    PAIRING_KINDS,
+    PagedText,
+    Utf16Text,
+    paged_text,
+    pair,
+    snippet_of,
+    utf16_len,
+)
 
 PAGE_UNITS: Final = 8_000
 MAX_HITS: Final = 20

@@ -28,7 +28,9 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from comal.context.engine import ContextEngine, EngineSettings, FixedParts
+from comal.config import ContextConfig
+from comal.context.engine import ContextEngine, FixedParts
+from comal.context.factory import ModelWindow, engine_for
 from comal.context.measure.tokens import TokenCounter
 from comal.context.relief.checkpoint import EVIDENCE_HEADER, WORK_STATE_HEADER
 from comal.context.relief.evidence_names import INDEX_CALL, named_ordinals
@@ -206,19 +208,19 @@ class ComalPolicy:
         # One engine for the whole session, as the agent loop keeps one: it reads the ledger
         # incrementally, and its views are a pure function of the ledger either way.
         if self._engine is None:
-            settings = EngineSettings(
-                window_tokens=self.budget.window,
-                window_source="bench",
-                margin_tokens=self.budget.at(0).margin,
-                cache_ttl_s=self.cache_ttl_s,
+            # Only the margin and the cache's time-to-live are the replay's; every other
+            # setting is the default configuration's, as for a session with no config file.
+            context = ContextConfig(
+                margin_tokens=self.budget.at(0).margin, cache_ttl_s=self.cache_ttl_s
             )
             fixed = FixedParts(system=self.transcript.system, instructions="", tools=())
-            self._engine = ContextEngine(
+            self._engine = engine_for(
                 ledger,
                 self._session,
-                settings,
+                ModelWindow(self.budget.window, "bench"),
                 fixed,
                 model=self.transcript.model,
+                context=context,
                 counter=self.counter,
                 clock=self._clock,
             )

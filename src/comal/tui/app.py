@@ -37,14 +37,20 @@ from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
-from comal.agent.children import Delegation, offers_delegation
-from comal.agent.cost import render_cost, session_cost
-from comal.agent.custom_commands import command_folders, expand_command, load_commands
-from comal.agent.events import AgentEvent, ChildActivity, ToolFinished, ToolStarted, TurnStarted
-from comal.agent.init_file import write_agents_md
-from comal.agent.rewind import apply_rewind, plan_rewind, turns
-from comal.agent.session import Session, SessionOptions, open_session, reconfigure
-from comal.agent.session_facts import render_state, session_state
+from comal.agent.children.run import Delegation, offers_delegation
+from comal.agent.core.events import (
+    AgentEvent,
+    ChildActivity,
+    ToolFinished,
+    ToolStarted,
+    TurnStarted,
+)
+from comal.agent.core.session import Session, SessionOptions, open_session, reconfigure
+from comal.agent.features.custom_commands import command_folders, expand_command, load_commands
+from comal.agent.features.init_file import write_agents_md
+from comal.agent.features.rewind import apply_rewind, plan_rewind, turns
+from comal.agent.features.state import render_state, session_state
+from comal.agent.features.user_shell import ShellRun, offered, run_user_command
 from comal.agent.turns import (
     Compaction,
     Outcome,
@@ -53,12 +59,12 @@ from comal.agent.turns import (
     end_turn,
     start_turn,
 )
-from comal.agent.user_shell import ShellRun, offered, run_user_command
 from comal.config import Config, PermissionRule, add_workspace_rule
 from comal.errors import ComalError, ConfigError
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
 from comal.providers.base import Provider
+from comal.session import render_cost, session_cost
 from comal.tools.base import Tool
 from comal.tools.permissions import PermissionPolicy, suggest_rules
 from comal.tui.commands import HELP_ROWS, SlashCommand, UnknownCommandError, parse_command

@@ -12,16 +12,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from comal.agent.cost import render_cost, session_cost
-from comal.agent.instructions import load_instructions
-from comal.agent.session import Session
-from comal.agent.session_status import with_status
+from comal.agent.core.instructions import load_instructions
+from comal.agent.core.session import Session
 from comal.config import Config
 from comal.ledger.entry import SessionInfo
 from comal.ledger.records import Kind, UserMessage
 from comal.ledger.store import Ledger
 from comal.messages import message_from_json
 from comal.providers.base import Provider
+from comal.session import render_cost, session_cost, with_status
 from comal.tools.base import Tool
 from comal.tools.mcp import McpServerFailure, is_mcp_tool
 

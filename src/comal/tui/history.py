@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import assert_never
 
-from comal.agent.tool_runner import call_summary
-from comal.context.view.pairing import CallSite, pair
+from comal.agent.core.tool_runner import call_summary
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
     AssistantMessage,
@@ -49,6 +48,7 @@ from comal.ledger.records import (
     record_of,
 )
 from comal.messages import JSONObject, ToolCallPart, message_from_json
+from comal.session import CallSite, pair
 
 PAST_ITEMS_LIMIT = 60
 """How many past items a resumed transcript shows (the ledger keeps them all)."""

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from comal.agent.session import SessionOptions
+from comal.agent.core.session import SessionOptions
 from comal.config import Config
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from comal.agent.session import Session, SessionOptions, open_session
-from comal.agent.toolset import standard_tools
+from comal.agent.core.session import Session, SessionOptions, open_session
+from comal.agent.core.toolset import standard_tools
 from comal.config import Config
 from comal.ledger.store import Ledger
 from comal.providers.scripted import ScriptedProvider

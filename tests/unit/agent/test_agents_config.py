@@ -46,7 +46,7 @@ def test_bad_values_are_clear_errors(tmp_path: Path, text: str, message: str) ->
 def test_delegation_is_offered_by_default_only_when_the_window_has_room_for_it(
     tmp_path: Path,
 ) -> None:
-    from comal.agent.children import DELEGATION_MIN_WINDOW, offers_delegation
+    from comal.agent.children.run import DELEGATION_MIN_WINDOW, offers_delegation
     from comal.config import load_config
 
     env = {"COMAL_HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "x")}

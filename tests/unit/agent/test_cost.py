@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from comal.agent.cost import render_cost, session_cost
 from comal.ledger.store import Ledger
 from comal.providers.pricing import price_for
+from comal.session import render_cost, session_cost
 from comal.testing.sessions import SessionBuilder
 from comal.usage import Price, Usage
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.custom_commands import command_folders, expand_command, load_commands
-from comal.agent.init_file import starter_agents_md, write_agents_md
+from comal.agent.features.custom_commands import command_folders, expand_command, load_commands
+from comal.agent.features.init_file import starter_agents_md, write_agents_md
 from comal.errors import ConfigError
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from comal.agent.events import AgentEvent, Notice
-from comal.agent.loop import run_turn
-from comal.agent.session import SessionOptions, reconfigure
+from comal.agent.core.events import AgentEvent, Notice
+from comal.agent.core.loop import run_turn
+from comal.agent.core.session import SessionOptions, reconfigure
 from comal.ledger.records import WarningRecord
 from comal.ledger.store import Ledger
 from comal.providers.catalog import known_not_to_reason

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.children import ChildTask, Delegation, find_child
-from comal.agent.session import SessionOptions, open_session
-from comal.agent.session_facts import RECEIPT_KIND, last_answer, session_state
-from comal.agent.toolset import standard_tools
+from comal.agent.children.run import ChildTask, Delegation, find_child
+from comal.agent.core.session import SessionOptions, open_session
+from comal.agent.core.toolset import standard_tools
+from comal.agent.features.state import session_state
 from comal.config import Config
 from comal.importers import import_files
 from comal.ledger import Ledger
 from comal.providers.scripted import ScriptedProvider
+from comal.session import RECEIPT_KIND, last_answer
 from tests.unit.importers.conftest import trajectory
 
 SPOTTER = "claude-code-2_spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from comal.agent.instructions import load_instructions
+from comal.agent.core.instructions import load_instructions
 
 
 def block(path: Path, text: str) -> str:

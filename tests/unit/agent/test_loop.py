@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from comal.agent.events import (
+from comal.agent.core.events import (
     AssistantReplied,
     Refused,
     TextStreamed,
     ToolFinished,
     TurnStarted,
 )
-from comal.agent.loop import run_turn
+from comal.agent.core.loop import run_turn
 from comal.errors import (
     AuthError,
     BudgetError,

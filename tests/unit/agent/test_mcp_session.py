@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from comal.agent.events import AgentEvent, Notice
-from comal.agent.loop import run_turn
-from comal.agent.recovery import recover
-from comal.agent.session import Session, SessionOptions, open_session
-from comal.agent.tool_catalog import MCP_WARNING, TOOLS_KIND, recorded_mcp_specs
-from comal.agent.toolset import standard_tools
+from comal.agent.core.events import AgentEvent, Notice
+from comal.agent.core.loop import run_turn
+from comal.agent.core.recovery import recover
+from comal.agent.core.session import Session, SessionOptions, open_session
+from comal.agent.core.tool_catalog import MCP_WARNING, TOOLS_KIND, recorded_mcp_specs
+from comal.agent.core.toolset import standard_tools
 from comal.cli.cmd_context import recorded_engine
 from comal.config import Config, McpServerConfig
 from comal.errors import LedgerError

@@ -6,9 +6,9 @@ import base64
 import json
 from pathlib import Path
 
-from comal.agent.mentions import mentioned_paths
-from comal.agent.session import SessionOptions, open_session
-from comal.agent.toolset import standard_tools
+from comal.agent.core.session import SessionOptions, open_session
+from comal.agent.core.toolset import standard_tools
+from comal.agent.features.mentions import mentioned_paths
 from comal.agent.turns import run_session
 from comal.config import load_config
 from comal.evidence.read import read_evidence

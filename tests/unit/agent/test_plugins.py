@@ -16,10 +16,10 @@ from typing import Any
 import httpx2
 import pytest
 
-from comal.agent.plugins import PLUGIN_WARNING, load_plugins, recorded_plugin_specs
-from comal.agent.recovery import recover
-from comal.agent.session import SessionOptions, open_session
-from comal.agent.toolset import standard_tools
+from comal.agent.core.plugins import PLUGIN_WARNING, load_plugins, recorded_plugin_specs
+from comal.agent.core.recovery import recover
+from comal.agent.core.session import SessionOptions, open_session
+from comal.agent.core.toolset import standard_tools
 from comal.agent.turns import run_headless
 from comal.cli.cmd_context import recorded_engine
 from comal.config import Config, PluginsConfig, ProviderConfig

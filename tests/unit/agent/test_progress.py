@@ -3,7 +3,7 @@ elapsed time, token counts, running command and output tail are exact."""
 
 from __future__ import annotations
 
-from comal.agent.events import (
+from comal.agent.core.events import (
     AssistantReplied,
     ChildActivity,
     TextStreamed,
@@ -12,7 +12,7 @@ from comal.agent.events import (
     ToolStarted,
     TurnStarted,
 )
-from comal.agent.progress import Working
+from comal.agent.core.progress import Working
 
 
 def test_the_line_counts_time_and_tokens_and_names_the_running_command() -> None:

@@ -7,8 +7,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from comal.agent.session import Session, SessionOptions, open_session, reconfigure
-from comal.agent.toolset import standard_tools
+from comal.agent.core.session import Session, SessionOptions, open_session, reconfigure
+from comal.agent.core.toolset import standard_tools
 from comal.agent.turns import run_session
 from comal.config import Config, load_config
 from comal.ledger.store import Ledger

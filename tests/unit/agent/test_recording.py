@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import hashlib
 
-from comal.agent.events import AssistantReplied, Notice
-from comal.agent.recording import error_json, record_reply, record_request
+from comal.agent.core.events import AssistantReplied, Notice
+from comal.agent.core.recording import error_json, record_reply, record_request
 from comal.errors import RateLimitError
 from comal.messages import (
     Finish,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from comal.agent.loop import run_turn
+from comal.agent.core.loop import run_turn
 from comal.ledger import Ledger
 from comal.ledger.records import RECORDS
 from comal.messages import JSONObject, JSONValue

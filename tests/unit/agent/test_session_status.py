@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.session_facts import render_state, session_state
-from comal.agent.session_status import derive, session_status
+from comal.agent.features.state import render_state, session_state
 from comal.agent.turns import resume_session, run_session
 from comal.cli.main import main
 from comal.config import load_config
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart, message_to_json, user_text
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
+from comal.session import derive, session_status
 from tests.unit.agent.session_support import opened
 
 ANSWER = "greeting.txt says hello"

@@ -4,9 +4,9 @@ notice. Then in the loop: the call runs, the record keeps the text it came from.
 
 from __future__ import annotations
 
-from comal.agent.events import Notice
-from comal.agent.loop import run_turn
-from comal.agent.text_calls import (
+from comal.agent.core.events import Notice
+from comal.agent.core.loop import run_turn
+from comal.agent.core.text_calls import (
     EMPTY_CODE,
     RECOVERED_CODE,
     UNUSABLE_CODE,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.tool_runner import REPEAT_MODE, ToolRunner
-from comal.agent.toolset import standard_tools
+from comal.agent.core.tool_runner import REPEAT_MODE, ToolRunner
+from comal.agent.core.toolset import standard_tools
 from comal.config import PermissionsConfig
 from comal.ledger.entry import Entry
 from comal.ledger.records import Record

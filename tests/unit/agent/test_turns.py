@@ -11,10 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from comal.agent.events import AgentEvent, TextStreamed, ToolStarted, TurnStarted
-from comal.agent.session import SessionOptions
-from comal.agent.session_facts import open_calls
-from comal.agent.session_status import session_status
+from comal.agent.core.events import AgentEvent, TextStreamed, ToolStarted, TurnStarted
+from comal.agent.core.session import SessionOptions
 from comal.agent.turns import (
     CANCELLED_BEFORE_START,
     cancel_turn,
@@ -26,6 +24,7 @@ from comal.agent.turns import (
 from comal.ledger.store import Ledger
 from comal.messages import ToolCallPart
 from comal.providers.scripted import ScriptedProvider, ScriptedTurn
+from comal.session import open_calls, session_status
 from comal.testing.sessions import SessionBuilder
 from tests.unit.agent.session_support import opened
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from comal.agent.events import (
+from comal.agent.core.events import (
     AssistantReplied,
     Notice,
     SessionOpened,

@@ -40,7 +40,7 @@ HELP_MUST_NOT_LOAD = (
     "comal.context",
     "comal.tools",
 )
-LISTING_MUST_NOT_LOAD = ("httpx2", "textual", "comal.providers", "comal.agent.loop")
+LISTING_MUST_NOT_LOAD = ("httpx2", "textual", "comal.providers", "comal.agent.core.loop")
 
 
 def _loaded(args: list[str], cwd: Path) -> set[str]:

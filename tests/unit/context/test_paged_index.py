@@ -14,11 +14,10 @@ import sqlite3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from comal.context.measure.units import Utf16Text
-from comal.context.view.paged import PagedText
 from comal.evidence.read import MAX_HITS, read_evidence
 from comal.ledger.pages import build_page_index, index_of_bytes, write_page_index
 from comal.ledger.store import Ledger
+from comal.session import PagedText, Utf16Text
 from comal.testing.sessions import SessionBuilder
 
 SEGMENTS = [

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from comal.agent.session_facts import open_calls, recorded_calls, uncertain_calls
+from comal.agent.features.state import recorded_calls
 from comal.context.relief import workstate
 from comal.context.relief.workstate import Call, collect_calls, describe_call, work_state
 from comal.context.view.conversation import conversation_blocks
-from comal.context.view.pairing import pair, tool_calls
 from comal.ledger.entry import Entry
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, Message, TextPart, ToolCallPart, message_to_json
+from comal.session import open_calls, pair, tool_calls, uncertain_calls
 from comal.testing.sessions import SessionBuilder
 from tests.unit.context.conftest import make_engine
 

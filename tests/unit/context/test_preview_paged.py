@@ -15,11 +15,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from comal.context.view.paged import PagedText, pageable
 from comal.context.view.preview_paged import paged_preview_text, paged_reference_text
 from comal.context.view.rendering import ResultFacts, preview_text, reference_text
 from comal.ledger.pages import INDEX_MIN_BYTES, index_of_bytes, write_page_index
 from comal.ledger.store import Ledger
+from comal.session import PagedText, pageable
 
 LINES = [
     "2026-01-01T00:00:00Z INFO worker ok item processed\n",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from comal.context.measure.units import utf16_len
 from comal.context.view.rendering import ResultFacts, evidence_text, preview_text
+from comal.session import utf16_len
 
 LINES = st.sampled_from(
     [

@@ -12,11 +12,11 @@ import pytest
 
 from comal.cli import cmd_checkpoints, cmd_compact, cmd_context, cmd_evidence
 from comal.config import load_config
-from comal.context.measure.units import Utf16Text
 from comal.errors import ComalError, DigestMismatchError, EvidenceAccessError, EvidenceError
 from comal.evidence.read import PAGE_UNITS, LedgerEvidenceReader, read_evidence
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, digest_bytes
+from comal.session import Utf16Text
 from comal.testing.sessions import SessionBuilder
 from comal.tools.evidence import EvidenceReadTool
 from tests.unit.context.conftest import listing

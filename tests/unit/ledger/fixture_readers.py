@@ -18,18 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from comal.agent.cost import cost_json, session_cost
-from comal.agent.receipts import recorded_receipt
-from comal.agent.session_facts import (
-    board_of,
-    final_answer,
-    open_calls,
-    recorded_calls,
-    session_state,
-    state_to_json,
-    uncertain_calls,
-    usage_totals,
-)
+from comal.agent.children.receipts import recorded_receipt
+from comal.agent.features.state import board_of, recorded_calls, session_state, state_to_json
 from comal.cli.cmd_context import recorded_engine
 from comal.cli.timeline import timeline_of
 from comal.config import load_config
@@ -37,6 +27,14 @@ from comal.context.relief.workstate import work_state
 from comal.evidence.read import read_evidence
 from comal.ledger.store import Ledger
 from comal.messages import JSONValue, message_to_json
+from comal.session import (
+    cost_json,
+    final_answer,
+    open_calls,
+    session_cost,
+    uncertain_calls,
+    usage_totals,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "tests" / "fixtures" / "ledgers" / "sessions.db"

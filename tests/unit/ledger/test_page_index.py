@@ -6,8 +6,6 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from comal.context.measure.units import Utf16Text
-from comal.context.view import paged
 from comal.evidence.read import read_evidence
 from comal.ledger.canonical import content_hash, encode_payload
 from comal.ledger.pages import INDEX_MIN_BYTES, index_of_bytes, stored_page_index
@@ -15,6 +13,7 @@ from comal.ledger.salvage import verify_file
 from comal.ledger.schema import SCHEMA_VERSION, m001_initial, m002_forks
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, digest_bytes
+from comal.session import Utf16Text, paged
 from comal.testing.sessions import SessionBuilder
 from tests.pg_support import raw_conn
 

@@ -15,9 +15,9 @@ from typing import cast
 
 import pytest
 
-from comal.agent.events import AgentEvent
-from comal.agent.session import Session, SessionOptions, open_session
-from comal.agent.toolset import standard_tools
+from comal.agent.core.events import AgentEvent
+from comal.agent.core.session import Session, SessionOptions, open_session
+from comal.agent.core.toolset import standard_tools
 from comal.config import Config, PermissionRule, PermissionsConfig
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, Message, TextPart, ToolCallPart, message_to_json

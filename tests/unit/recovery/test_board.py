@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from comal.agent.loop import run_turn
-from comal.agent.recovery import CONTINUE_PLAN, recover
-from comal.agent.session_facts import board_of
+from comal.agent.core.loop import run_turn
+from comal.agent.core.recovery import CONTINUE_PLAN, recover
+from comal.agent.features.state import board_of
 from comal.context.relief.workstate import work_state
 from comal.providers.scripted import ScriptedTurn
 from comal.tools.board import Criterion, board_is_open

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from comal.agent.loop import run_turn
+from comal.agent.core.loop import run_turn
 from comal.providers.scripted import ScriptedTurn
 from tests.unit.recovery.conftest import Bench, call, result_text, results
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from comal.agent.loop import run_turn
-from comal.agent.recovery import recover
+from comal.agent.core.loop import run_turn
+from comal.agent.core.recovery import recover
 from comal.messages import JSONObject
 from comal.providers.scripted import ScriptedTurn
 from tests.unit.recovery.conftest import Bench, call, record_reply, record_started, results

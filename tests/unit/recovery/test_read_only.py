@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from comal.agent.recovery import recover
-from comal.agent.session import Session
-from comal.agent.session_facts import open_calls
+from comal.agent.core.recovery import recover
+from comal.agent.core.session import Session
 from comal.agent.turns import resume_session
 from comal.config import PermissionRule
 from comal.providers.scripted import ScriptedProvider
+from comal.session import open_calls
 from tests.unit.recovery.conftest import (
     Bench,
     call,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from comal.agent.loop import run_turn
-from comal.agent.recovery import recover
-from comal.agent.session_facts import open_calls
+from comal.agent.core.loop import run_turn
+from comal.agent.core.recovery import recover
 from comal.config import PermissionRule
 from comal.messages import digest_bytes
+from comal.session import open_calls
 from tests.unit.recovery.conftest import (
     Bench,
     call,

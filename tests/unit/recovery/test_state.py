@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from comal.agent.recovery import recover
-from comal.agent.session_facts import render_state, session_state, state_to_json
+from comal.agent.core.recovery import recover
+from comal.agent.features.state import render_state, session_state, state_to_json
 from comal.agent.turns import resume_session, run_session
 from comal.providers.scripted import ScriptedTurn
 from comal.usage import Usage

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from comal.agent.tool_runner import ToolRunner
+from comal.agent.core.tool_runner import ToolRunner
 from comal.config import McpServerConfig, PermissionRule, PermissionsConfig
 from comal.messages import JSONObject, ToolCallPart, digest_bytes
 from comal.testing.mcp_server import PNG_1X1, McpHttpServer, big_text

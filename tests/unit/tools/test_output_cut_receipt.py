@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from comal.agent.tool_runner import ToolRunner
+from comal.agent.core.tool_runner import ToolRunner
 from comal.config import PermissionsConfig
 from comal.messages import JSONObject, ToolCallPart
 from comal.tools.base import ToolContext, ToolRegistry

@@ -3,7 +3,7 @@
 Read from ledger entries only (`board.updated`, `tool.started`, `tool.result`, assistant tool
 calls) and kept small: each section is bounded and lists the newest items, each with the `evt_`
 reference that reads its evidence exactly. Each result is read against the call it answers by
-the rule of `context.view.pairing` (the view's), so a checkpoint names the calls the
+the rule of `session.pairing` (the view's), so a checkpoint names the calls the
 conversation it replaces showed. Pure: same entries ⇒ same lines.
 """
 
@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 from comal.context.view.build import BlobSource
 from comal.context.view.conversation import ConversationIndex, ResultEntry, result_entry
-from comal.context.view.pairing import CallSite, Pairing
 from comal.context.view.rendering import evidence_text, salient_lines
 from comal.ledger.entry import Entry
 from comal.ledger.records import BoardUpdated, Kind, ToolStartedRecord
 from comal.ledger.records import fields as f
 from comal.messages import JSONObject, canonical_json
+from comal.session import CallSite, Pairing
 from comal.values import value
 
 MAX_FILES = 16

@@ -30,7 +30,6 @@ from typing import Literal, Protocol
 from comal.context.measure.anchors import Anchor
 from comal.context.measure.tokens import TokenCounter, calibrated
 from comal.context.view.conversation import Block, MediaRef, ResultEntry
-from comal.context.view.paged import pageable
 from comal.context.view.preview_paged import paged_preview_text, paged_reference_text
 from comal.context.view.rendering import full_text, preview_text, reference_text
 from comal.ledger.entry import Entry
@@ -45,6 +44,7 @@ from comal.messages import (
     ToolSpec,
     canonical_json,
 )
+from comal.session import pageable
 from comal.values import value
 
 Mode = Literal["full", "preview", "ref"]

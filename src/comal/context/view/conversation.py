@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from comal.context.view.pairing import Pairing, assistant_message
 from comal.context.view.rendering import ResultFacts
 from comal.ledger.entry import Entry
 from comal.ledger.records import (
@@ -41,6 +40,7 @@ from comal.ledger.records import (
 )
 from comal.ledger.records import fields as f
 from comal.messages import JSONObject, Message, TextPart, ToolCallPart, message_from_json
+from comal.session import Pairing, assistant_message
 from comal.values import value
 
 SUMMARY_MARK = "[summary recorded by"

@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from itertools import accumulate, compress, repeat
 from operator import eq, is_not
 
-from comal.context.measure.units import Utf16Text, utf16_len
-from comal.context.view.paged import PagedText
 from comal.context.view.rendering import (  # the whole-text rules' own parts: one rule each
     _EDGE_LINES,
     _PATH_HINT,
@@ -48,6 +46,7 @@ from comal.context.view.rendering import (  # the whole-text rules' own parts: o
     preview_text,
     trailer,
 )
+from comal.session import PagedText, Utf16Text, utf16_len
 
 _PIECE_POINTS = 16
 """Strides decoded at a time while walking the middle."""

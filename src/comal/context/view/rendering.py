@@ -22,8 +22,8 @@ import re
 from bisect import bisect_right
 from itertools import accumulate, compress
 
-from comal.context.measure.units import utf16_len
 from comal.messages import canonical_json, render_output_text
+from comal.session import utf16_len
 from comal.values import value
 
 PLAIN_STATUSES = frozenset({"ok", "error"})

@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Collapsible, Static
 
-from comal.agent.events import (
+from comal.agent.core.events import (
     AgentEvent,
     ChildActivity,
     ChildFinished,

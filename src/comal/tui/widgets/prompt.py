@@ -13,7 +13,7 @@ from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
 
-from comal.agent.mentions import complete_mention
+from comal.agent.features.mentions import complete_mention
 
 NEWLINE_KEYS = frozenset({"ctrl+j", "shift+enter", "alt+enter"})
 

@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from comal.agent.rewind import Turn, turn_label
+from comal.agent.features.rewind import Turn, turn_label
 
 
 class RewindScreen(ModalScreen[int | None]):

@@ -16,7 +16,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
-from comal.agent.events import (
+from comal.agent.core.events import (
     AgentEvent,
     AssistantReplied,
     ChildActivity,

@@ -1,5 +1,5 @@
 """The working line above the input box while a turn runs: spinner, elapsed time, tokens in
-and out, the running call's command, and "esc to interrupt" (`comal.agent.progress`).
+and out, the running call's command, and "esc to interrupt" (`comal.agent.core.progress`).
 
 Hidden when no turn runs. Redrawn every spinner frame from the events folded so far, so the
 clock moves even while a command prints nothing.
@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from textual.widgets import Static
 
-from comal.agent.events import AgentEvent
-from comal.agent.progress import FRAME_S, Working
+from comal.agent.core.events import AgentEvent
+from comal.agent.core.progress import FRAME_S, Working
 
 
 class WorkingLine(Static):

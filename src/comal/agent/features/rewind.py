@@ -18,7 +18,6 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from comal.context.view.pairing import CallSite, pair
 from comal.errors import LedgerError, RewindError, ToolError
 from comal.ledger.entry import Entry
 from comal.ledger.history import REWOUND_KIND
@@ -33,6 +32,7 @@ from comal.ledger.records import (
 from comal.ledger.records import fields as pf
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, digest_bytes, message_from_json
+from comal.session import CallSite, pair
 from comal.tools.edits import write_atomic
 
 OK_STATUSES = frozenset({"ok", "postcondition_observed"})

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from comal.agent.events import AssistantReplied, Notice
-from comal.agent.session import Session
+from comal.agent.core.events import AssistantReplied, Notice
+from comal.agent.core.session import Session
 from comal.errors import ProviderError
 from comal.ledger.records import (
     AssistantMessage,
@@ -44,7 +44,7 @@ def record_reply(
 ) -> Message:
     """Record a finished reply (and a warning if the server seems to have cut the prompt).
 
-    `recovered` marks calls taken from the reply's text (`comal.agent.text_calls`); `offered`
+    `recovered` marks calls taken from the reply's text (`comal.agent.core.text_calls`); `offered`
     are the tools the request carried (a template that drops them explains a short count).
 
     A refusal is recorded with its text and reason; tool calls in a refused reply are dropped

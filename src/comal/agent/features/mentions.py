@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from comal.agent.session import Session
 from comal.ids import new_id
 from comal.ledger.records import Kind, ToolResult
 from comal.messages import MediaPart, Message, Part, TextPart, ToolCallPart, render_output_text
+
+if TYPE_CHECKING:  # the session is only read here: features sit below core/
+    from comal.agent.core.session import Session
 
 MENTION = re.compile(r"(?<![\w@/])@((?:[\w.~/+-]|\\ )+)")
 MAX_MENTIONS = 10

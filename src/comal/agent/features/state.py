@@ -1,12 +1,10 @@
 """The `/state` view of a session, computed purely from its ledger entries.
 
-`open_calls(entries)` is also what recovery works from: resume state is read from the data
-(dangling `tool.started` receipts, calls never started), never kept in a flag. Everything here
-is a pure function of the entries plus, for `session_state`, the session row and its lock.
-
-Calls are paired by `context.view.pairing`, the rule the conversation view and the work state
-use: a `tool.result` (or `tool.started`) belongs to the most recent assistant message still
-waiting on its call id, so providers that reuse call ids across turns are handled.
+It gathers the session's facts (`comal.session`: open and uncertain calls, answers, usage,
+cost, status) with what the layers above know of it: the board (`tools.board`), the latest
+checkpoint (`context`), the calls a plugin's recovery reads (`recorded_calls`) and the direct
+children. Everything here is a pure function of the entries plus, for `session_state`, the
+session row and its lock.
 """
 
 from __future__ import annotations
@@ -14,27 +12,36 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from comal.agent.cost import SessionCost, cost_json, render_cost, session_cost
-from comal.agent.session_status import FINISHED, session_status
-from comal.agent.session_status import RECEIPT_KIND as RECEIPT_KIND
 from comal.context.relief.recorded import checkpoints
-from comal.context.view.pairing import pair
 from comal.ledger.entry import Entry
 from comal.ledger.locks import LockInfo
 from comal.ledger.records import (
-    AssistantMessage,
     BoardUpdated,
     ChildReceiptRecord,
     Kind,
-    ProviderRequest,
-    ResponseDiscardedRecord,
-    SessionFinished,
     SessionStarted,
     ToolResult,
 )
-from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
-from comal.messages import JSONObject, JSONValue, ToolCallPart, message_from_json
+from comal.messages import JSONObject, JSONValue
+from comal.session import (
+    FINISHED,
+    OpenCall,
+    SessionCost,
+    UncertainCall,
+    UsageTotals,
+    cost_json,
+    final_answer,
+    last_answer,
+    open_calls,
+    pair,
+    render_cost,
+    session_cost,
+    session_status,
+    uncertain_calls,
+    usage_totals,
+)
+from comal.session import RECEIPT_KIND as RECEIPT_KIND
 from comal.tools.board import Criterion, board_is_open, criteria_from_json, render_board
 from comal.tools.plugin import RecordedCall
 from comal.usage import Price, Usage
@@ -62,37 +69,12 @@ def recorded_calls(entries: Sequence[Entry]) -> tuple[RecordedCall, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
-class OpenCall:
-    """A tool call of a recorded assistant message that has no result yet."""
-
-    call: ToolCallPart
-    started: Entry | None
-    """Its `tool.started` receipt, or None when it never started (no effect can have run)."""
-
-
-@dataclass(frozen=True, slots=True)
-class UncertainCall:
-    """A call whose result is `uncertain`: never re-run without explicit permission."""
-
-    call_id: str
-    name: str
-    arguments: JSONObject
-    result_id: str
-    detail: str
-
-
-@dataclass(frozen=True, slots=True)
-class UsageTotals:
-    """Token usage over the session: measured by the provider, and estimated where not."""
-
-    requests: int
-    measured_responses: int
-    """Responses whose provider reported input usage."""
-    measured: Usage
-    """Sum of the reported usage (None fields: never reported)."""
-    estimated_input_tokens: int
-    """Comal's own estimate for requests with no measured input (killed, failed, unreported)."""
+def board_of(entries: Sequence[Entry]) -> tuple[Criterion, ...]:
+    """The board as of the latest `board.updated` entry."""
+    for entry in reversed(entries):
+        if entry.kind == Kind.BOARD_UPDATED:
+            return criteria_from_json(list(BoardUpdated.from_entry(entry).criteria))
+    return ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,105 +119,6 @@ class SessionState:
     def plan_open(self) -> bool:
         """True when the board has pending or in-progress criteria."""
         return board_is_open(self.board)
-
-
-def _assistant_text(entry: Entry) -> str | None:
-    raw = AssistantMessage.from_entry(entry).message
-    if raw is None:
-        return None
-    try:
-        return message_from_json(raw).text
-    except (ValueError, KeyError):
-        return None
-
-
-def _superseded(entries: Sequence[Entry]) -> set[str]:
-    discarded = (
-        ResponseDiscardedRecord.from_entry(e) for e in entries if e.kind == Kind.RESPONSE_DISCARDED
-    )
-    return {d.entry for d in discarded if d.entry}
-
-
-def open_calls(entries: Sequence[Entry]) -> tuple[OpenCall, ...]:
-    """Calls of recorded assistant messages without a result, in ledger order."""
-    return tuple(
-        OpenCall(site.call, site.started)
-        for site in pair(entries).sites
-        if site.message is not None and site.result is None
-    )
-
-
-def board_of(entries: Sequence[Entry]) -> tuple[Criterion, ...]:
-    """The board as of the latest `board.updated` entry."""
-    for entry in reversed(entries):
-        if entry.kind == Kind.BOARD_UPDATED:
-            return criteria_from_json(list(BoardUpdated.from_entry(entry).criteria))
-    return ()
-
-
-def uncertain_calls(entries: Sequence[Entry]) -> tuple[UncertainCall, ...]:
-    """Every `uncertain` result, with the call's arguments from its `tool.started` receipt."""
-    pairing = pair(entries)
-    out: list[UncertainCall] = []
-    for entry in entries:
-        if entry.kind != Kind.TOOL_RESULT:
-            continue
-        result = ToolResult.from_entry(entry)
-        if result.status == "uncertain":
-            detail = f.text(result.observed or {}, "detail")
-            out.append(
-                UncertainCall(
-                    result.call_id or "",
-                    result.name or "",
-                    pairing.ran_arguments(entry),
-                    entry.id,
-                    detail,
-                )
-            )
-    return tuple(out)
-
-
-def final_answer(entries: Sequence[Entry]) -> str | None:
-    """The answer of the latest `session.finished` entry."""
-    for entry in reversed(entries):
-        if entry.kind == Kind.SESSION_FINISHED:
-            return SessionFinished.from_entry(entry).answer
-    return None
-
-
-def last_answer(entries: Sequence[Entry]) -> str | None:
-    """The text of the latest recorded assistant message (None when it was a refusal)."""
-    superseded = _superseded(entries)
-    for entry in reversed(entries):
-        if entry.kind == Kind.MESSAGE_ASSISTANT and entry.id not in superseded:
-            refused = AssistantMessage.from_entry(entry).finish == "refusal"
-            return None if refused else _assistant_text(entry)
-    return None
-
-
-def usage_totals(entries: Sequence[Entry]) -> UsageTotals:
-    """Measured usage summed over responses; Comal's estimate for requests without one."""
-    estimates: dict[str, int] = {}
-    measured = Usage()
-    measured_requests: set[str] = set()
-    count = 0
-    for entry in entries:
-        if entry.kind == Kind.PROVIDER_REQUEST:
-            value = ProviderRequest.from_entry(entry).estimated_input_tokens
-            estimates[entry.id] = value or 0
-        elif entry.kind in (Kind.MESSAGE_ASSISTANT, Kind.RESPONSE_DISCARDED):
-            reply = (
-                AssistantMessage
-                if entry.kind == Kind.MESSAGE_ASSISTANT
-                else ResponseDiscardedRecord
-            ).from_entry(entry)
-            usage = Usage() if reply.usage is None else Usage.from_json(reply.usage)
-            measured = measured + usage
-            if usage.new_input is not None:
-                count += 1
-                measured_requests.add(reply.request_entry or "")
-    estimated = sum(v for k, v in estimates.items() if k not in measured_requests)
-    return UsageTotals(len(estimates), count, measured, estimated)
 
 
 def _child_summary(ledger: Ledger, child_id: str) -> ChildSummary:

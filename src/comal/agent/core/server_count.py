@@ -10,7 +10,7 @@ window that really holds the fixed parts is then used.
 
 from __future__ import annotations
 
-from comal.agent.session import Session
+from comal.agent.core.session import Session
 from comal.context.view.build import PreparedView
 from comal.errors import ContextOverheadError
 from comal.messages import Message, ToolSpec

@@ -11,12 +11,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from comal.agent.session_facts import RECEIPT_KIND
 from comal.errors import UnknownSessionError
 from comal.ledger.entry import Entry
 from comal.ledger.records import ChildOrigin, ChildReceiptRecord, ImportOrigin, Kind, SessionStarted
 from comal.ledger.records import fields as f
 from comal.ledger.store import Ledger
+from comal.session import RECEIPT_KIND
 from comal.usage import Usage
 
 _NAMESPACE = uuid.UUID("6f1c1f43-5b0e-4a57-9c6b-8d4f3f0e2a11")

@@ -21,8 +21,8 @@ import base64
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
-from comal.agent.events import ToolFinished
-from comal.agent.hooks import Hooks, claude_tool_input, tool_response
+from comal.agent.core.events import ToolFinished
+from comal.agent.features.hooks import Hooks, claude_tool_input, tool_response
 from comal.errors import ComalError, ToolError
 from comal.ledger.records import (
     Record,

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from comal.agent.session import Session
 from comal.ledger.records import UserShell
 from comal.tools.base import ToolOutcome, render_outcome
 from comal.tools.shell import BashTool
+
+if TYPE_CHECKING:  # the session is only read here: features sit below core/
+    from comal.agent.core.session import Session
 
 OFFER_CHARS = 16_000
 """How much of a command's output goes with the next message (the ledger keeps it all)."""

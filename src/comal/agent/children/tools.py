@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Protocol
 
-from comal.agent.children import ChildTask, Delegation
-from comal.agent.recovery import preparation_of, settle_started
-from comal.agent.session import Session
-from comal.agent.toolset import LedgerBook
+from comal.agent.children.receipts import ChildReceipt, ChildTask
+from comal.agent.core.recovery import preparation_of, settle_started
+from comal.agent.core.session import Session
+from comal.agent.core.toolset import LedgerBook
 from comal.errors import ComalError, ToolError
 from comal.ledger.entry import Entry
 from comal.ledger.records import Kind, ToolResult, ToolStartedRecord
+from comal.ledger.store import Ledger
 from comal.messages import JSONObject, JSONValue, ToolCallPart, ToolSpec, digest_bytes
 from comal.tools.base import (
     NoPreparation,
@@ -138,6 +140,27 @@ def _budget(arguments: JSONObject) -> tuple[tuple[str, ...] | None, int | None, 
         turns if isinstance(turns, int) else None,
         tokens if isinstance(tokens, int) else None,
     )
+
+
+class Delegation(Protocol):
+    """What the tools ask of the coordinator that runs their children (`run.Delegation`)."""
+
+    ledger: Ledger
+    base_tools: list[Tool]
+    """The tools offered to the coordinator."""
+
+    @property
+    def session(self) -> Session:
+        """The coordinating session."""
+        ...
+
+    def occurrence(self, call_id: str) -> int:
+        """Which use of `call_id` in the coordinator the running call is."""
+        ...
+
+    async def run(self, call_id: str, task: ChildTask) -> ChildReceipt:
+        """Run (or resume, or read back) the child of `call_id` and return its receipt."""
+        ...
 
 
 class _DelegationTool(NoPreparation):

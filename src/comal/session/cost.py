@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from comal.ledger.entry import Entry
 from comal.ledger.records import AssistantMessage, Kind, ProviderRequest, ResponseDiscardedRecord
 from comal.messages import JSONObject
-from comal.providers.pricing import price_for
 from comal.usage import Price, Usage
 
 MILLION = 1_000_000
@@ -56,6 +55,9 @@ def response_cost(usage: Usage, price: Price, estimated_input: int | None) -> tu
 
 def session_cost(entries: Sequence[Entry], configured: Mapping[str, Price]) -> SessionCost:
     """The cost of every response in `entries` (discarded ones included: they were billed)."""
+    # The price table is read when a cost is: listing sessions never loads the providers.
+    from comal.providers.pricing import price_for
+
     estimates: dict[str, int] = {}
     total, count, estimated = 0.0, 0, False
     unpriced: dict[str, None] = {}

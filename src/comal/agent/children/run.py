@@ -27,21 +27,19 @@ from __future__ import annotations
 
 import asyncio
 
-from comal.agent.events import AgentEvent, ChildActivity, ChildFinished, ChildStarted
-from comal.agent.loop import run_turn
-from comal.agent.receipts import (
+from comal.agent.children.receipts import (
     ChildReceipt,
     ChildTask,
     child_session_id,
     find_child,
     recorded_receipt,
 )
-from comal.agent.recovery import recover
-from comal.agent.session import Session, SessionOptions, open_session
-from comal.agent.session_facts import RECEIPT_KIND, last_answer, usage_totals
-from comal.agent.session_status import index_status
+from comal.agent.children.tools import delegation_tools
+from comal.agent.core.events import AgentEvent, ChildActivity, ChildFinished, ChildStarted
+from comal.agent.core.loop import run_turn
+from comal.agent.core.recovery import recover
+from comal.agent.core.session import Session, SessionOptions, open_session
 from comal.config import Config
-from comal.context.view.pairing import PAIRING_KINDS, call_occurrence
 from comal.errors import BudgetError, ComalError, StepLimitError, ToolError
 from comal.ledger.records import (
     ChildOrigin,
@@ -55,6 +53,14 @@ from comal.ledger.records import (
 from comal.ledger.store import Ledger
 from comal.messages import message_to_json, user_text
 from comal.providers.base import Provider
+from comal.session import (
+    PAIRING_KINDS,
+    RECEIPT_KIND,
+    call_occurrence,
+    index_status,
+    last_answer,
+    usage_totals,
+)
 from comal.tools.base import Tool
 
 __all__ = [
@@ -135,9 +141,6 @@ class Delegation:
 
     def tools(self, session_id: str) -> list[Tool]:  # noqa: ARG002 - BoundTools protocol
         """The delegation tools, bound to this coordinator."""
-        # Imported here: the tools module builds on this one's types.
-        from comal.agent.delegation import delegation_tools
-
         return delegation_tools(self, self.offer)
 
     def attach(self, session: Session) -> None:

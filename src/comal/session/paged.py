@@ -22,8 +22,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
-from comal.context.measure.units import Utf16Text, utf16_len
 from comal.ledger.pages import INDEX_MIN_BYTES, PageIndex, ReadRange
+from comal.session.units import Utf16Text, utf16_len
 
 MIN_BYTES: Final = INDEX_MIN_BYTES
 """Smaller outputs are decoded whole: that is already fast."""

@@ -47,13 +47,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from comal.agent.events import Notice, ToolFinished, ToolStarted
-from comal.agent.session import Session
-from comal.agent.session_facts import OpenCall, board_of, last_answer, open_calls, recorded_calls
-from comal.agent.session_status import FINISHED
-from comal.agent.tool_runner import call_summary, media_json
-from comal.agent.toolset import CALL_KINDS
-from comal.context.view.pairing import pair
+from comal.agent.core.events import Notice, ToolFinished, ToolStarted
+from comal.agent.core.session import Session
+from comal.agent.core.tool_runner import call_summary, media_json
+from comal.agent.core.toolset import CALL_KINDS
+from comal.agent.features.state import board_of, recorded_calls
 from comal.ledger.entry import Entry
 from comal.ledger.records import Kind, SessionFinished, ToolResult, ToolStartedRecord, UserMessage
 from comal.messages import (
@@ -63,6 +61,7 @@ from comal.messages import (
     message_to_json,
     user_text,
 )
+from comal.session import FINISHED, OpenCall, last_answer, open_calls, pair
 from comal.tools.base import Observation, Preparation, Rebuildable
 from comal.tools.board import board_is_open, render_board
 from comal.tools.finish import FINISH_NAME

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from comal.agent.events import (
+from comal.agent.core.events import (
     AgentEvent,
     AssistantReplied,
     ChildActivity,

@@ -6,13 +6,12 @@ which tools may not import; they receive small reader/recorder objects built her
 
 from __future__ import annotations
 
-from comal.agent.session_facts import board_of, recorded_calls
-from comal.agent.session_status import index_status
-from comal.context.view.pairing import PAIRING_KINDS
+from comal.agent.features.state import board_of, recorded_calls
 from comal.evidence.read import LedgerEvidenceReader
 from comal.ledger.records import BoardUpdated, Kind, SessionFinished
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject
+from comal.session import PAIRING_KINDS, index_status
 from comal.tools.base import Tool
 from comal.tools.board import BoardTool, Criterion, criteria_to_json
 from comal.tools.evidence import EvidenceReadTool

@@ -16,18 +16,18 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from comal.agent.events import AgentEvent, Notice, SessionOpened, ToolOutput, ToolStarted
-from comal.agent.hooks import Hooks
-from comal.agent.instructions import load_instructions
-from comal.agent.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
-from comal.agent.prompt import SYSTEM_PROMPT
-from comal.agent.session_facts import usage_totals
-from comal.agent.session_status import index_status
-from comal.agent.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
-from comal.agent.tool_runner import CallReceipt, ToolRunner, call_summary
-from comal.agent.toolset import session_tools
+from comal.agent.core.events import AgentEvent, Notice, SessionOpened, ToolOutput, ToolStarted
+from comal.agent.core.instructions import load_instructions
+from comal.agent.core.plugins import PLUGIN_WARNING, LoadedPlugins, record_plugins
+from comal.agent.core.prompt import SYSTEM_PROMPT
+from comal.agent.core.tool_catalog import MCP_NOTICE, MCP_WARNING, record_tool_catalog
+from comal.agent.core.tool_runner import CallReceipt, ToolRunner, call_summary
+from comal.agent.core.toolset import session_tools
+from comal.agent.features.hooks import Hooks
 from comal.config import Config
 from comal.context.engine import ContextEngine, EngineSettings, FixedParts
+from comal.context.factory import ModelWindow, engine_for
+from comal.context.factory import engine_settings as settings_for
 from comal.context.measure.anchors import Fingerprint, tools_digest
 from comal.context.view.entry import DEFAULT_LARGE_OUTPUT_BYTES
 from comal.ledger.entry import Entry
@@ -40,12 +40,12 @@ from comal.ledger.records import (
     SessionResumed,
     SessionStarted,
     WarningRecord,
-    record_of,
 )
 from comal.ledger.store import Ledger
 from comal.messages import JSONObject, ToolCallPart, canonical_json
 from comal.providers.base import Provider
 from comal.providers.catalog import known_not_to_reason
+from comal.session import index_status, usage_totals
 from comal.tools.base import Tool, ToolContext, ToolRegistry
 from comal.tools.mcp import McpNotice, McpServerFailure, is_mcp_tool
 from comal.tools.permissions import AskHook, PermissionPolicy
@@ -181,22 +181,15 @@ def _config_digest(config: Config, instructions: str) -> str:
     return "sha256:" + hashlib.sha256(canonical_json(settings).encode()).hexdigest()
 
 
+def model_window(provider: Provider) -> ModelWindow:
+    """What the provider's model offers the context engine."""
+    caps = provider.capabilities
+    return ModelWindow(caps.context_window, caps.window_source, caps.max_output_tokens, caps.vision)
+
+
 def engine_settings(config: Config, provider: Provider, options: SessionOptions) -> EngineSettings:
     """Context-engine settings from the provider's capabilities and the configuration."""
-    caps = provider.capabilities
-    return EngineSettings(
-        window_tokens=caps.context_window,
-        window_source=caps.window_source,
-        max_output_tokens=caps.max_output_tokens,
-        threshold_ratio=config.context.threshold_ratio,
-        large_output_threshold_bytes=config.context.large_output_threshold_bytes,
-        output_reserve_tokens=options.max_output_tokens or config.context.output_reserve_tokens,
-        margin_tokens=config.context.margin_tokens,
-        media_budget_tokens=config.context.media_budget_tokens,
-        vision=caps.vision,
-        soft_limit=config.context.soft_limit,
-        cache_ttl_s=config.context.cache_ttl_s,
-    )
+    return settings_for(model_window(provider), config.context, reserve=options.max_output_tokens)
 
 
 SANDBOX_WARNING = "SANDBOX_UNAVAILABLE"
@@ -348,12 +341,14 @@ def open_session(
     )
     config_digest = _config_digest(config, instructions.text + options.system_append)
     catalog_digest = tools_digest(fixed.all_tools)
-    engine = ContextEngine(
+    engine = engine_for(
         ledger,
         session_id,
-        engine_settings(config, provider, options),
+        model_window(provider),
         fixed,
         model=provider.model,
+        context=config.context,
+        reserve=options.max_output_tokens,
         # Any change of model, effort, tools or configuration invalidates a measured anchor.
         fingerprint=Fingerprint(
             provider.model,
@@ -411,17 +406,6 @@ def open_session(
     return session
 
 
-def kept_model(ledger: Ledger, session_id: str, provider_name: str) -> str | None:
-    """The model the session last ran on with this provider (a `/model` choice is kept when it
-    is resumed), or None when it last ran on another provider or records none."""
-    entries = ledger.entries(session_id, kinds=(Kind.SESSION_CONFIGURED, Kind.SESSION_RESUMED))
-    for entry in reversed(entries):
-        ran = record_of(entry)
-        if isinstance(ran, SessionConfigured | SessionResumed):
-            return (ran.model or None) if ran.provider == provider_name else None
-    return None
-
-
 def reconfigure(
     session: Session,
     config: Config,
@@ -448,12 +432,14 @@ def reconfigure(
         session.emit(Notice(EFFORT_WARNING, note))
     session.provider = provider
     old = session.engine
-    session.engine = ContextEngine(
+    session.engine = engine_for(
         session.ledger,
         session.id,
-        engine_settings(config, provider, session.options),
+        model_window(provider),
         old.fixed,
         model=provider.model,
+        context=config.context,
+        reserve=session.options.max_output_tokens,
         fingerprint=dataclasses.replace(
             old.fingerprint, model=provider.model, effort=session.options.reasoning_effort
         ),

@@ -1,0 +1,1 @@
+"""Child sessions: the coordinator that runs them, the delegation tools, their receipts."""
