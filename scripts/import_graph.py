@@ -24,13 +24,20 @@ def module_name(path: Path, src: Path) -> str:
 
 
 def imports_of(path: Path, src: Path, known: set[str]) -> set[str]:
-    """The Comal modules `path` imports anywhere in its body, resolved to modules where
-    `from package import name` names a submodule."""
+    """The Comal modules `path` imports at run time, at any depth (a function's local import
+    still ties the two modules together), except under `if TYPE_CHECKING:`. `from a.b import c`
+    imports the package `a.b` too, and the module `a.b.c` when there is one."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     own = module_name(path, src)
     package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only.update(id(n) for stmt in node.body for n in ast.walk(stmt))
     found: set[str] = set()
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -39,9 +46,8 @@ def imports_of(path: Path, src: Path, known: set[str]) -> set[str]:
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                found.add(sub if sub in known else base)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -134,7 +140,7 @@ def main(src: Path) -> None:
     print(f"  cli+tui    {len(front):>3}")
 
     found = circles(graph)
-    print(f"import circles between modules: {len(found)}")
+    print(f"import circles between modules at run time: {len(found)}")
     for component in found:
         print(f"  ({len(component)}) {' '.join(component)}")
 

@@ -24,15 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from comal.importers import (
-    aider,
-    claude_code,
-    codex,
-    gemini_cli,
-    mini_swe_agent,
-    openhands,
-    swe_agent,
-)
+import comal.importers.aider as aider
+import comal.importers.claude_code as claude_code
+import comal.importers.codex as codex
+import comal.importers.gemini_cli as gemini_cli
+import comal.importers.mini_swe_agent as mini_swe_agent
+import comal.importers.openhands as openhands
+import comal.importers.swe_agent as swe_agent
 from comal.importers.plan import ParsedSession, format_error, read_json
 
 

@@ -330,7 +330,7 @@ def salvage(source_path: Path | str, target: Conn, put: BlobPut) -> SalvageRepor
 def _salvage_pg(url: str, target: Conn, put: BlobPut) -> SalvageReport:
     """Salvage from a PostgreSQL ledger: its pages are the server's to keep whole, so the scan
     re-hashes rows and blobs and copies those that match."""
-    from comal.ledger import pg  # psycopg is imported only where PostgreSQL is used
+    import comal.ledger.pg as pg  # psycopg is imported only where PostgreSQL is used
 
     source = pg.open_existing(url)
     try:

@@ -161,7 +161,7 @@ class Ledger:
                 cannot be reached).
         """
         if is_pg_url(target):
-            from comal.ledger import pg  # psycopg is imported only where PostgreSQL is used
+            import comal.ledger.pg as pg  # psycopg is imported only where PostgreSQL is used
 
             return cls(pg.PgEngine(str(target)), pg.connect(str(target)))
         path = sqlite_path(target)

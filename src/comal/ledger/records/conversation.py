@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Self
 
+import comal.ledger.records.fields as f
 from comal.ledger.entry import Entry
-from comal.ledger.records import fields as f
 from comal.ledger.records.base import RecordBase
 from comal.ledger.records.kinds import Kind
 from comal.ledger.records.nested import RecordedMedia, RecordedPermission, RecordedPreparation

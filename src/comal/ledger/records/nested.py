@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Self
 
-from comal.ledger.records import fields as f
+import comal.ledger.records.fields as f
 from comal.messages import JSONObject
 from comal.values import value
 

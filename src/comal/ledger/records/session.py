@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Self
 
-from comal.ledger.records import fields as f
+import comal.ledger.records.fields as f
 from comal.ledger.records.base import RecordBase
 from comal.ledger.records.kinds import Kind
 from comal.ledger.records.nested import (

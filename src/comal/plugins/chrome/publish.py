@@ -21,9 +21,9 @@ import json
 import sys
 from collections.abc import Mapping
 
+import comal.plugins.chrome._browser as br
 from comal.errors import ToolError
 from comal.messages import JSONObject, JSONValue, MediaPart, ToolSpec
-from comal.plugins.chrome import _browser as br
 from comal.plugins.chrome._task import TaskNotes, TaskStore, manifest, manifest_digest
 from comal.tools.base import (
     Preparation,

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import comal.plugins.chrome._browser as br
 from comal.messages import JSONObject, JSONValue, MediaPart
-from comal.plugins.chrome import _browser as br
 from comal.plugins.chrome._task import TaskNotes, TaskStore
 from comal.plugins.chrome.publish import mismatches, served_digests, snapshot_json
 from comal.plugins.chrome.tools import ChromeRecoverTool, known_reads, requested_reads

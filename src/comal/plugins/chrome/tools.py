@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import comal.plugins.chrome._browser as br
 from comal.errors import ToolError
 from comal.messages import JSONObject, JSONValue, MediaPart, ToolSpec
-from comal.plugins.chrome import _browser as br
 from comal.plugins.chrome._playwright import Page, PlaywrightError
 from comal.plugins.chrome._task import TaskNotes, TaskStore
 from comal.tools.base import NoPreparation, Preparation, ToolContext, ToolOutcome, error_outcome
