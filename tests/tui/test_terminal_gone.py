@@ -19,7 +19,7 @@ from comal.tui.terminal import _Sturdy, sturdy
 @contextmanager
 def _dead_terminal() -> Iterator[_Sturdy]:
     master, slave = os.openpty()
-    stream = open(slave, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    stream = os.fdopen(slave, "w", encoding="utf-8")
     os.close(master)  # the terminal is gone: writes to its slave side fail with EIO
     try:
         yield _Sturdy(stream)
@@ -40,10 +40,12 @@ def test_the_writer_thread_outlives_a_closed_terminal() -> None:
     with _dead_terminal() as out:
         writer = WriterThread(out)  # type: ignore[arg-type]
         writer.start()
-        writes = threading.Thread(
-            target=lambda: [writer.write("\x1b[?25h" * 100) for _ in range(MAX_QUEUED_WRITES * 4)],
-            daemon=True,
-        )
+
+        def write_many() -> None:
+            for _ in range(MAX_QUEUED_WRITES * 4):
+                writer.write("\x1b[?25h" * 100)
+
+        writes = threading.Thread(target=write_many, daemon=True)
         writes.start()
         writes.join(timeout=60)  # a liveness bound: blocked writes never end
         alive = writes.is_alive()
