@@ -11,7 +11,8 @@ Invariants kept here:
 - a provider CONTEXT_LENGTH is recovered at most once per turn (recalibrate, then the next
   `prepare()` projects or derives); "input + max_tokens exceed" lowers the reserve instead;
 - pressure is re-checked before every model call, i.e. after every batch of tool results;
-- a run's first request is prepared with the server's exact count where it offers one;
+- a run's first request is prepared with the server's exact count where it offers one, and
+  sent on token bounds where they decide it (`first_request`: recorded when its reply starts);
 - a refusal ends the turn as `RefusedError` once recorded: it is never passed off as an answer;
 - a reply that is a tool call written as text runs as that call when it names an offered tool
   and its arguments validate, else it stands with a notice (`text_calls`).
@@ -19,6 +20,7 @@ Invariants kept here:
 
 from __future__ import annotations
 
+import asyncio
 from functools import partial
 
 from comal.agent.events import (
@@ -28,10 +30,10 @@ from comal.agent.events import (
     Refused,
     ResponseDiscarded,
     TextStreamed,
-    TurnStarted,
 )
+from comal.agent.first_request import RequestRecord, bounded_first
 from comal.agent.mentions import mention_message
-from comal.agent.recording import error_record, record_reply, record_request, record_resent
+from comal.agent.recording import error_record, record_reply, record_resent
 from comal.agent.server_count import prepare_first
 from comal.agent.session import Session
 from comal.agent.text_calls import take_text_calls
@@ -85,7 +87,11 @@ async def run_turn(s: Session, text: str | None) -> str:
     stops = 0
     for step in range(1, s.options.max_turns + 1):
         _check_budget(s)
-        view = await prepare_first(s) if step == 1 else s.engine.prepare()
+        bounded = await bounded_first(s) if step == 1 and not overflow_retried else None
+        if bounded is not None:
+            view = bounded
+        else:
+            view = await prepare_first(s) if step == 1 else s.engine.prepare()
         if view.compact_refused is not None:
             s.emit(Notice(CompactNotSmallerError.code, view.compact_refused))
         for action in view.actions:
@@ -100,12 +106,12 @@ async def run_turn(s: Session, text: str | None) -> str:
         )
         # Encoded once: the bytes hashed into the ledger are the bytes sent.
         encoded = encode_request(s.provider, request)
-        request_entry = record_request(s, encoded, view.estimated_tokens, view.checkpoint_number)
-        s.emit(TurnStarted(step, view.estimated_tokens, view.measured_base, view.output_reserve))
+        record = RequestRecord(s, step, encoded, view, bounded=bounded is not None)
         try:
-            relay = partial(_relay, s, request_entry)
+            relay = partial(_relay, s, record)
             reply = await collect(s.provider.send(encoded), on_event=relay)
         except ContextLengthError as exc:
+            record.entry()
             s.write(error_record(exc))
             if overflow_retried:
                 raise
@@ -113,8 +119,13 @@ async def run_turn(s: Session, text: str | None) -> str:
             s.engine.on_context_length(exc)
             continue
         except ProviderError as exc:
+            record.entry()
             s.write(error_record(exc))
             raise
+        except asyncio.CancelledError:
+            record.entry()  # sent: the ledger names it, as every body sent
+            raise
+        request_entry, view = record.entry(), record.view
         discarded = s.engine.on_unfinished(reply, view.output_reserve)
         if discarded is not None:
             s.emit(ResponseDiscarded(discarded.reason, discarded.output_reserve))
@@ -162,10 +173,12 @@ def _check_budget(s: Session) -> None:
         raise BudgetError(f"the session used {used:,} of its {budget:,}-token budget")
 
 
-def _relay(s: Session, request_entry: str, event: ProviderEvent) -> None:
-    """Stream text to the front end as it arrives; record a body sent again beside its request."""
+def _relay(s: Session, record: RequestRecord, event: ProviderEvent) -> None:
+    """Stream text to the front end as it arrives; record a body sent again beside its request
+    (the request itself is recorded by the reply's first event at the latest)."""
+    record.entry()
     if isinstance(event, Resent):
-        record_resent(s, request_entry, event)
+        record_resent(s, record.entry(), event)
     elif isinstance(event, TextDelta):
         s.emit(TextStreamed(event.text))
     elif isinstance(event, ReasoningDelta):
