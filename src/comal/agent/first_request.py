@@ -4,15 +4,18 @@ as it is on its way.
 A session's first request is usually decided by upper bounds of its counts alone
 (`ContextEngine.bounded_first_view`), so it is sent before the model's vocabulary is loaded
 (o200k takes about 0.6 s of CPU, as long as the rest of start-up). Its `provider.request`
-entry then waits for the first event of the reply, or for the failure that ends it: the exact
+entry then waits for the first event of the reply, or the failure that ends it: the exact
 `prepare()` runs there (it appends nothing, as the bounds decided), its view must be the one
-sent (`InvariantError` otherwise), and its estimate is the one recorded. Whatever the reply
-records comes after the request entry, and no estimate recorded depends on when the
-vocabulary happened to be loaded. A process that dies between the send and that first event
-leaves the user's message without a request, as a process that dies just before sending does.
+sent (`InvariantError` otherwise), and its estimate is the one recorded; a reply slow to start
+holds it back no longer than `RECORD_AFTER_S`. Whatever the reply records comes after the
+request entry, and no estimate recorded depends on when the vocabulary happened to be loaded.
+A process that dies in between leaves the user's message without a request, as a process
+that dies just before sending does.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from comal.agent.events import TurnStarted
 from comal.agent.recording import record_request
@@ -37,6 +40,11 @@ async def bounded_first(s: Session) -> PreparedView | None:
     return view if await s.provider.count_input_tokens(request) is None else None
 
 
+RECORD_AFTER_S = 0.05
+"""How long after a first request on bounds starts on its way its entry is recorded at the
+latest, when no event of the reply came first (a loopback POST is written well within it)."""
+
+
 class RequestRecord:
     """The `provider.request` entry of one model call, recorded once (`entry()`).
 
@@ -57,8 +65,26 @@ class RequestRecord:
         self.view = view
         self._bounded = bounded
         self._entry: str | None = None
+        self._failed: Exception | None = None
+        self._timer: asyncio.TimerHandle | None = None
         if not bounded:
             self.entry()
+        else:
+            self._timer = asyncio.get_running_loop().call_later(RECORD_AFTER_S, self._soon)
+
+    def _soon(self) -> None:
+        """The request is on its way: record it now rather than when a slow reply starts."""
+        self._timer = None
+        try:
+            self.entry()
+        except Exception as exc:  # noqa: BLE001 - raised again by the loop's next `entry()`
+            self._failed = exc
+
+    def close(self) -> None:
+        """Stop the timer (the call is over, or the request was recorded)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def entry(self) -> str:
         """The entry id, recording it (and announcing the call) the first time.
@@ -66,8 +92,11 @@ class RequestRecord:
         Raises:
             InvariantError: the exact view differs from the one sent on bounds.
         """
+        if self._failed is not None:
+            raise self._failed
         if self._entry is not None:
             return self._entry
+        self.close()
         s, view = self._s, self.view
         if self._bounded:
             exact = s.engine.prepare()

@@ -125,6 +125,8 @@ async def run_turn(s: Session, text: str | None) -> str:
         except asyncio.CancelledError:
             record.entry()  # sent: the ledger names it, as every body sent
             raise
+        finally:
+            record.close()
         request_entry, view = record.entry(), record.view
         discarded = s.engine.on_unfinished(reply, view.output_reserve)
         if discarded is not None:
