@@ -50,6 +50,14 @@ def _pane(socket: str, variable: str) -> str:
     return _tmux(socket, "display-message", "-p", "-t", "comal", f"#{{{variable}}}").strip()
 
 
+def _ended(socket: str) -> str:
+    """The pane's exit status, or `signal N` when a signal ended it ("" while it runs)."""
+    if _pane(socket, "pane_dead") != "1":
+        return ""
+    signum = _pane(socket, "pane_dead_signal")
+    return f"signal {signum}" if signum else _pane(socket, "pane_dead_status")
+
+
 def _until(test: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -110,14 +118,15 @@ def test_a_stop_signal_ends_the_tui_and_its_running_command(
         sid, before = session_entries(home, workspace)
         os.kill(pid, signum)
         _until(lambda: not _alive(pid), f"the TUI's end after {signum.name}", timeout_s=30)
-        _until(lambda: _pane(socket, "pane_dead") == "1", "tmux seeing the process end")
-        status = _pane(socket, "pane_dead_status")
+        # tmux may see the terminal close before it reaps the process: wait for how it ended.
+        _until(lambda: bool(_ended(socket)), "tmux seeing how the process ended")
+        status = _ended(socket)
         screen = _tmux(socket, "capture-pane", "-p", "-S", "-", "-t", "comal")
     finally:
         subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
     try:
         assert sid is not None
-        assert status == str(128 + signum)
+        assert status == str(128 + signum), screen
         assert f"Resume this session with: comal --resume {sid}" in screen
         assert f"comal: stopped by {signum.name}" in screen
         time.sleep(5)  # past the moment an orphaned command would have written
