@@ -92,7 +92,11 @@ def test_killed_mid_stream_resumes_to_completion_and_reclaims_the_lock(
 ) -> None:
     env = make_env(
         [
-            _turn("c1", "Write", WRITE, delay_s=0.05, chunk_chars=2),
+            # A pause mid-stream: a first request is recorded only once its reply starts
+            # (sent on token bounds), and the kill must still find the reply unfinished.
+            _turn(
+                "c1", "Write", WRITE, delay_s=0.05, chunk_chars=2, stall_after_events=3, stall_s=4
+            ),
             _turn("c2", "finish_call", FINISH),
         ],
         checks=("grep -qx hello greeting.txt",),

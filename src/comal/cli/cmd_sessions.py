@@ -152,20 +152,24 @@ def session_tree(infos: list[SessionInfo]) -> list[tuple[int, SessionInfo]]:
     return out
 
 
-def _listed(infos: list[SessionInfo], here: str | None, limit: int | None) -> list[SessionInfo]:
+def _listed(
+    infos: list[SessionInfo], here: str | None, limit: int | None
+) -> tuple[list[SessionInfo], int]:
     """The sessions a listing shows: those started in `here` (every one when None), latest
     activity first; `limit` top-level sessions, each with its children and forks (wherever
-    they ran)."""
+    they ran). Second: how many more sessions `limit` left out (one walk for both)."""
     ordered = sorted(infos, key=lambda i: i.last_activity_at, reverse=True)
     chosen: list[SessionInfo] = []
-    roots, keep = 0, False
+    roots, here_ok, shown, everyone = 0, False, False, 0
     for depth, info in session_tree(ordered):
         if depth == 0:
-            keep = (here is None or info.cwd == here) and (limit is None or roots < limit)
-            roots += keep
-        if keep:
+            here_ok = here is None or info.cwd == here
+            shown = here_ok and (limit is None or roots < limit)
+            roots += shown
+        everyone += here_ok
+        if shown:
             chosen.append(info)
-    return chosen
+    return chosen, everyone - len(chosen)
 
 
 async def run_sessions(args: argparse.Namespace) -> int:
@@ -185,8 +189,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
         if filtered:
             hosts = session_hosts(ledger)
             every = [i for i in every if wanted(with_status(ledger, i), hosts, args)]
-        infos = _listed(every, here, limit)
-        more = 0 if limit is None else len(_listed(every, here, None)) - len(infos)
+        infos, more = _listed(every, here, limit)
         shorts = ledger.short_ids()
         asks = ledger.first_entries(Kind.MESSAGE_USER)
         path = ledger.location

@@ -36,7 +36,9 @@ def refuse_overhead(
     ):
         session = open_session(scratch, config, provider, tools, quiet)
         try:
-            session.engine.prepare()
+            # Upper bounds of the counts decide most windows without loading a vocabulary.
+            if session.engine.bounded_first_view() is None:
+                session.engine.prepare()
         finally:
             scratch.release_lock(session.id)
 

@@ -59,6 +59,7 @@ from comal.context.measure.tokens import (
     TokenCounter,
     calibrated,
     counter_for_model,
+    upper_bound,
 )
 from comal.context.measure.unfinished import (
     OUTPUT_LENGTH,
@@ -107,6 +108,7 @@ from comal.context.view.rendering import preview_chars
 from comal.errors import (
     CompactNotSmallerError,
     ContextLengthError,
+    ContextOverheadError,
     ContextPressureLoopError,
     InvariantError,
 )
@@ -114,9 +116,22 @@ from comal.ids import now_ms
 from comal.ledger.entry import Entry
 from comal.ledger.records import Kind
 from comal.ledger.store import Ledger
-from comal.messages import Finish
+from comal.messages import Finish, TextPart
 
 T = TypeVar("T")
+_AFTER_FIRST_REQUEST = frozenset(
+    {
+        "provider.request",
+        "message.assistant",
+        "tool.result",
+        "projection",
+        "checkpoint",
+        "compact.requested",
+        "context.calibrated",
+    }
+)
+"""Kinds that end the first request's decision by bounds (a request was made, or a decision or
+measurement the bounds do not account for is recorded)."""
 __all__ = [
     "Checkpoint",
     "ContextEngine",
@@ -454,6 +469,58 @@ class ContextEngine:
         entries = self.entries()
         self._last_counted = (entries[-1].seq if entries else 0, asm.total_tokens)
         self._send_cap = None
+        return view
+
+    def bounded_first_view(self) -> PreparedView | None:
+        """The session's first request decided from upper bounds of its counts, or None.
+
+        Before any request was made, a view whose bounded counts (`measure/tokens.py`
+        `UpperBound`: no vocabulary is loaded) show that the fixed parts fit, that its estimate
+        is under the target (no pressure event, early or not, is due) and that the request
+        asks for the largest output it may, is the view `prepare()` returns: exact counts are
+        no larger, so they decide each question the same way, and the messages do not depend
+        on counts without a result, a checkpoint or a projection to size. Only its estimate
+        is a bound: the caller records `prepare()`'s (appending nothing, as decided). None
+        when the bounds do not decide, or the session is past its first request.
+        """
+        bound = upper_bound(self.counter)
+        if bound is None or any(e.kind in _AFTER_FIRST_REQUEST for e in self.entries()):
+            return None
+        probe = ContextEngine(
+            self.ledger,
+            self.session_id,
+            self.settings,
+            self.fixed,
+            model=self.model,
+            counter=bound,
+            fingerprint=self.fingerprint,
+            clock=self._clock,
+        )
+        budget = probe.budget()
+        settings = self.settings
+        unbounded = size_output_reserve(
+            (),
+            (),
+            max_output=settings.max_output_tokens,
+            configured=settings.output_reserve_tokens,
+        )
+        state = probe.state()
+        asm = probe.assemble(state)
+        if budget.output_reserve != unbounded or asm.missing or state != ViewState():
+            return None
+        if any(not isinstance(p, TextPart) for m in asm.messages for p in m.parts):
+            return None
+        try:
+            fixed = calibrated(asm.fixed_tokens, probe.ratio(), exact=bound.exact)
+            check_overhead(asm, budget, fixed, settings.max_output_tokens)
+        except ContextOverheadError:
+            return None
+        view = probe._prepared(asm, state, budget, ())
+        cap = settings.max_output_tokens
+        if settings.output_reserve_tokens is not None:
+            cap = min(cap, settings.output_reserve_tokens)
+        if view.estimated_tokens > budget.target or view.output_reserve != cap:
+            return None
         return view
 
     def _inputs(self, budget: Budget, state: ViewState, asm: Assembly) -> ReliefInputs:

@@ -151,7 +151,7 @@ class Tool(Protocol):
     read_only: bool
     """True when the tool changes nothing outside the session's ledger, and what it records
     there is idempotent: it is allowed in `read-only` mode, and recovery runs a call of it
-    again when the process stopped before its result (`agent/recovery.py`)."""
+    again when the process stopped before its result (`agent/core/recovery.py`)."""
 
     def target(self, arguments: JSONObject) -> str | None:
         """The main argument permission rules match on (a path or a command)."""

@@ -83,6 +83,7 @@ from comal.tui.habits import (
 )
 from comal.tui.history import past_items
 from comal.tui.prompt_history import PromptHistory
+from comal.tui.terminal import sturdy
 from comal.tui.widgets.confirm import ConfirmScreen
 from comal.tui.widgets.prompt import PromptArea
 from comal.tui.widgets.reports import CheckpointList, ContextView, HelpView, TextReport
@@ -138,7 +139,7 @@ class ComalApp(App[int]):
     ]
 
     def __init__(self, start: SessionStart) -> None:
-        super().__init__()
+        super().__init__(driver_class=sturdy(App.get_driver_class(self)))
         self.start = start
         self.session: Session | None = None
         self.cancel_event = asyncio.Event()
@@ -459,13 +460,21 @@ class ComalApp(App[int]):
 
     async def action_quit(self) -> None:
         """Leave; a running turn is cancelled first and the lock released by the launcher."""
+        await self._leave(0)
+
+    def stop_by_signal(self, signum: int) -> None:
+        """SIGTERM or SIGHUP: leave as `/quit` does (a running command's process group is
+        killed and its call recorded), exiting 128 + the signal number."""
+        self.run_worker(self._leave(128 + signum), group="quit")
+
+    async def _leave(self, code: int) -> None:
         turn = self.turn
         if turn is not None:
             self._cancelling = True
             self.cancel_event.set()
             turn.cancel()
             await asyncio.gather(turn.wait(), return_exceptions=True)
-        self.exit(0)
+        self.exit(code, return_code=code)
 
     def answer_command(self, command: SlashCommand) -> None:
         """Answer one slash command in the transcript."""

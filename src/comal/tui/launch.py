@@ -8,6 +8,8 @@ server is shown as a notification (`comal -p` says it on stderr).
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -18,6 +20,9 @@ from comal.ledger.store import Ledger
 from comal.providers.base import Provider
 from comal.tools.base import Tool
 from comal.tui.app import ComalApp, ModelList, ModelSwitch, SessionStart
+
+STOP_GRACE_S = 10.0
+"""How long a stop signal waits for the app to leave as `/quit` does before cancelling it."""
 
 
 async def run_tui(
@@ -65,13 +70,63 @@ async def run_tui(
     )
     # A wait on the ledger's server is said in the app, not on the terminal it draws on.
     ledger.on_wait(lambda text: app.notify(text, title="ledger", severity="warning"))
+    stopped = _stop_signals(app)
     try:
         await app.run_async()
+    except asyncio.CancelledError:
+        if not stopped:
+            raise
+        current = asyncio.current_task()
+        if current is not None:
+            current.uncancel()
     finally:
+        for handle in stopped.fallback:
+            handle.cancel()
         if app.session is not None:
             ledger.release_lock(app.session.id)
             print(resume_line(app.session.id), file=out or sys.stdout, flush=True)
+    if stopped:
+        print(f"comal: stopped by {signal.Signals(stopped[0]).name}", file=sys.stderr, flush=True)
+        return 128 + stopped[0]
     return app.return_code or 0
+
+
+class _Stopped(list[int]):
+    """The stop signal received (at most one), and the timer that stops waiting for the app."""
+
+    fallback: list[asyncio.TimerHandle]
+
+
+def _stop_signals(app: ComalApp) -> _Stopped:
+    """SIGTERM and SIGHUP (a closed terminal) stop the app as `/quit` does: the running turn
+    is cancelled, so a running command's process group is killed and its call recorded. A
+    second signal, or an app still running `STOP_GRACE_S` later (a terminal that no longer
+    takes output), cancels the whole run at once, as the command line does for `-p`.
+
+    These replace the command line's handlers while the app runs; the command line removes
+    them when the run ends.
+    """
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    stopped = _Stopped()
+    stopped.fallback = []
+
+    def cancel() -> None:
+        if main is not None and not main.done():
+            main.cancel()
+
+    def stop(signum: int) -> None:
+        if stopped:
+            cancel()
+            return
+        stopped.append(signum)
+        stopped.fallback.append(loop.call_later(STOP_GRACE_S, cancel))
+        if not app.call_later(app.stop_by_signal, signum):
+            cancel()  # the app is not taking messages (not started, or closing)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(signum, stop, signum)
+    return stopped
 
 
 def resume_line(session_id: str) -> str:

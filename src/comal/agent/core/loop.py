@@ -11,7 +11,8 @@ Invariants kept here:
 - a provider CONTEXT_LENGTH is recovered at most once per turn (recalibrate, then the next
   `prepare()` projects or derives); "input + max_tokens exceed" lowers the reserve instead;
 - pressure is re-checked before every model call, i.e. after every batch of tool results;
-- a run's first request is prepared with the server's exact count where it offers one;
+- a run's first request is prepared with the server's exact count where it offers one, and
+  sent on token bounds where they decide it (`first_request`: recorded when its reply starts);
 - a refusal ends the turn as `RefusedError` once recorded: it is never passed off as an answer;
 - a reply that is a tool call written as text runs as that call when it names an offered tool
   and its arguments validate, else it stands with a notice (`text_calls`).
@@ -19,6 +20,7 @@ Invariants kept here:
 
 from __future__ import annotations
 
+import asyncio
 from functools import partial
 
 from comal.agent.core.events import (
@@ -28,9 +30,9 @@ from comal.agent.core.events import (
     Refused,
     ResponseDiscarded,
     TextStreamed,
-    TurnStarted,
 )
-from comal.agent.core.recording import error_record, record_reply, record_request, record_resent
+from comal.agent.core.first_request import RequestRecord, bounded_first
+from comal.agent.core.recording import error_record, record_reply, record_resent
 from comal.agent.core.server_count import prepare_first
 from comal.agent.core.session import Session
 from comal.agent.core.text_calls import take_text_calls
@@ -48,7 +50,6 @@ from comal.errors import (
 from comal.ledger.records import UserMessage, WarningRecord
 from comal.messages import JSONObject, Message, ToolCallPart, message_to_json, user_text
 from comal.providers.base import (
-    EncodedRequest,
     ModelRequest,
     ProviderEvent,
     ReasoningDelta,
@@ -79,12 +80,15 @@ async def run_turn(s: Session, text: str | None) -> str:
     stops = 0
     for step in range(1, s.options.max_turns + 1):
         _check_budget(s)
-        view = await prepare_first(s) if step == 1 else s.engine.prepare()
-        encoded, request_entry = _request(s, view, step)
+        bounded = await bounded_first(s) if step == 1 and not overflow_retried else None
+        view = bounded or (await prepare_first(s) if step == 1 else s.engine.prepare())
+        record = _request(s, view, step, bounded=bounded is not None)
         try:
-            relay = partial(_relay, s, request_entry)
-            reply = await collect(s.provider.send(encoded), on_event=relay)
+            reply = await collect(
+                s.provider.send(record.encoded), on_event=partial(_relay, s, record)
+            )
         except ContextLengthError as exc:
+            record.entry()
             s.write(error_record(exc))
             if overflow_retried:
                 raise
@@ -92,9 +96,15 @@ async def run_turn(s: Session, text: str | None) -> str:
             s.engine.on_context_length(exc)
             continue
         except ProviderError as exc:
+            record.entry()
             s.write(error_record(exc))
             raise
-        message = _recorded_reply(s, reply, view, request_entry)
+        except asyncio.CancelledError:
+            record.entry()  # sent: the ledger names it, as every body sent
+            raise
+        finally:
+            record.close()
+        message = _recorded_reply(s, reply, record.view, record.entry())
         if message is None:
             continue
         if not message.tool_calls:
@@ -137,9 +147,9 @@ async def _stop_hooks(s: Session, answer: str, stops: int) -> bool:
     return True
 
 
-def _request(s: Session, view: PreparedView, step: int) -> tuple[EncodedRequest, str]:
+def _request(s: Session, view: PreparedView, step: int, *, bounded: bool) -> RequestRecord:
     """The request of `view`, encoded once (the bytes hashed into the ledger are the bytes
-    sent) and recorded; (the encoded request, its entry id)."""
+    sent); recorded now, or as soon as it is on its way when `bounded` (`first_request`)."""
     if view.compact_refused is not None:
         s.emit(Notice(CompactNotSmallerError.code, view.compact_refused))
     for action in view.actions:
@@ -152,10 +162,7 @@ def _request(s: Session, view: PreparedView, step: int) -> tuple[EncodedRequest,
         max_output_tokens=view.output_reserve,
         reasoning_effort=s.options.reasoning_effort,
     )
-    encoded = encode_request(s.provider, request)
-    request_entry = record_request(s, encoded, view.estimated_tokens, view.checkpoint_number)
-    s.emit(TurnStarted(step, view.estimated_tokens, view.measured_base, view.output_reserve))
-    return encoded, request_entry
+    return RequestRecord(s, step, encode_request(s.provider, request), view, bounded=bounded)
 
 
 def _recorded_reply(
@@ -206,10 +213,12 @@ def _check_budget(s: Session) -> None:
         raise BudgetError(f"the session used {used:,} of its {budget:,}-token budget")
 
 
-def _relay(s: Session, request_entry: str, event: ProviderEvent) -> None:
-    """Stream text to the front end as it arrives; record a body sent again beside its request."""
+def _relay(s: Session, record: RequestRecord, event: ProviderEvent) -> None:
+    """Stream text to the front end as it arrives; record a body sent again beside its request
+    (the request itself is recorded by the reply's first event at the latest)."""
+    record.entry()
     if isinstance(event, Resent):
-        record_resent(s, request_entry, event)
+        record_resent(s, record.entry(), event)
     elif isinstance(event, TextDelta):
         s.emit(TextStreamed(event.text))
     elif isinstance(event, ReasoningDelta):

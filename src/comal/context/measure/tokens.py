@@ -220,3 +220,45 @@ class ScaledCounter:
     def count(self, text: str) -> int:
         """The calibrated count."""
         return calibrated(self.inner.count(text), self.ratio, exact=self.exact)
+
+
+@dataclass(frozen=True, slots=True)
+class UpperBound:
+    """At least the count `inner` would give, computed without a vocabulary.
+
+    A byte-level BPE token covers at least one byte, so a text has at most as many o200k or
+    cl100k tokens as its UTF-8 bytes (as `_bpe_count` encodes them); an estimate's BPE term
+    is bounded the same way. No tokenizer is loaded: a request whose bounds already decide
+    every budget question can be built before the vocabulary is (`upper_bound`).
+    """
+
+    inner: ExactCounter | EstimateCounter
+
+    @property
+    def name(self) -> str:
+        """`bound:` and the inner counter's name."""
+        return f"bound:{self.inner.name}"
+
+    @property
+    def exact(self) -> bool:
+        """The inner counter's: calibration treats the bound as it treats the count."""
+        return self.inner.exact
+
+    def count(self, text: str) -> int:
+        """An upper bound of `inner.count(text)`."""
+        if not text:
+            return 0
+        size = len(text.encode("utf-8", errors="replace"))
+        inner = self.inner
+        if isinstance(inner, ExactCounter):
+            return size
+        by_chars = math.ceil(len(text) / inner.chars_per_token)
+        return max(by_chars, math.ceil(size * inner.o200k_factor))
+
+
+def upper_bound(counter: TokenCounter) -> UpperBound | None:
+    """The vocabulary-free upper bound of `counter` (None for a counter it cannot bound)."""
+    inner = counter.inner if isinstance(counter, MemoCounter) else counter
+    if isinstance(inner, ExactCounter | EstimateCounter):
+        return UpperBound(inner)
+    return None
