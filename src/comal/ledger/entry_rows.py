@@ -115,6 +115,12 @@ def insert_entry(
     return int(row[0])
 
 
+def blob_ref(body: JSONValue) -> str | None:
+    """The digest a payload's well-formed `body` reference names (None for any other value)."""
+    digest = body.get("blob") if isinstance(body, dict) else None
+    return digest if isinstance(digest, str) else None
+
+
 def require_body_blob(conn: Conn, body: JSONValue) -> None:
     """Check that a payload's `body` reference (if any) names a stored blob.
 
@@ -123,8 +129,8 @@ def require_body_blob(conn: Conn, body: JSONValue) -> None:
     """
     if body is None:
         return
-    digest = body.get("blob") if isinstance(body, dict) else None
-    if not isinstance(digest, str):
+    digest = blob_ref(body)
+    if digest is None:
         raise LedgerError("payload 'body' must be {'blob': 'sha256:…', 'size_bytes': n}")
     if not has_blob(conn, digest):
         raise LedgerError(f"payload 'body' names blob {digest}, which the ledger lacks")
