@@ -106,7 +106,7 @@ class PgConn:
             query = self._queries[sql] = _translate(sql)
         idle = self.in_transaction is False
         try:
-            return self.raw.execute(query, parameters or None)
+            return self.raw.execute(query, parameters or None, binary=True)
         except psycopg.OperationalError as exc:
             if not idle:
                 error = self.lost(exc)
@@ -116,7 +116,7 @@ class PgConn:
             if self._closed or self.url is None or not self.raw.broken:
                 raise
             self.reconnect(_reason(exc))
-            return self.raw.execute(query, parameters or None)
+            return self.raw.execute(query, parameters or None, binary=True)
 
     @contextmanager
     def losing(self) -> Iterator[None]:
