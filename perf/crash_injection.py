@@ -201,10 +201,16 @@ def _run_once(
     def watch(proc: subprocess.Popen[bytes], plan: KillPlan, deadline: float) -> None:
         sid: str | None = None
         seq = 0
+        path = ledger_of(home)
+        # A server is looked at through one connection, not a new one every 10 ms.
+        server = Ledger.open(path) if isinstance(path, str) else None
 
         def ready() -> bool:
             nonlocal sid
-            sid, _ = session_entries(home, workspace)
+            if server is not None:
+                sid = server.latest_session(str(workspace))
+            else:
+                sid, _ = session_entries(home, workspace)
             return sid is not None
 
         def awaited(ledger: Ledger) -> bool:
@@ -215,8 +221,11 @@ def _run_once(
                 seq = fresh[-1].seq
             return any(plan.matches(e) for e in fresh)
 
-        path = ledger_of(home)
-        kill_on_entry(proc, path, plan, deadline, ready=ready, awaited=awaited, poll_s=0.001)
+        try:
+            kill_on_entry(proc, path, plan, deadline, ready=ready, awaited=awaited, poll_s=0.001)
+        finally:
+            if server is not None:
+                server.close()
 
     return run_once(workspace, home, args, plan, timeout, watch)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,26 @@ def server_url() -> str:
     if os.environ.get("CI"):
         pytest.fail("COMAL_TEST_PG_URL is unset under CI: .ci/run must start PostgreSQL")
     pytest.skip("no PostgreSQL server: set COMAL_TEST_PG_URL (scripts/pg-cluster.sh start DIR)")
+
+
+CLUSTER = Path(__file__).parents[1] / "scripts" / "pg-cluster.sh"
+
+
+def cluster_dir() -> str:
+    """The test cluster's directory (`COMAL_TEST_PG_DIR`, to restart it); skips or fails as
+    `server_url` does."""
+    server_url()
+    found = os.environ.get("COMAL_TEST_PG_DIR", "")
+    if found:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail("COMAL_TEST_PG_DIR is unset under CI: .ci/run must export it")
+    pytest.skip("no test cluster to restart: set COMAL_TEST_PG_DIR (scripts/pg-cluster.sh)")
+
+
+def restart_cluster(directory: str, mode: str) -> None:
+    """Restart the test server: `fast` (clients told, then cut) or `immediate` (as a crash)."""
+    subprocess.run(["bash", str(CLUSTER), "restart", directory, mode], check=True)
 
 
 def schema_url(url: str, schema: str) -> str:

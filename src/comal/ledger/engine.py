@@ -26,6 +26,7 @@ from comal.errors import LedgerError
 from comal.ids import now_ms
 from comal.ledger.blobs import blob_ranges, insert_blob, read_blob
 from comal.ledger.conn import Conn
+from comal.ledger.locks import ProcessIdentity
 from comal.ledger.pages import ReadRange
 from comal.ledger.verify import EntryRow, VerifyReport, verify_ledger
 
@@ -60,6 +61,14 @@ class Engine(Protocol):
     def before_append(self, conn: Conn, session_id: str) -> None:
         """Inside the append's transaction, before its seq is drawn: make appends to one
         session commit in seq order."""
+
+    def append_entry(
+        self, conn: Conn, row: EntryRow, holder: ProcessIdentity | None, blob: str | None
+    ) -> tuple[int, int] | None:
+        """Append `row` (its seq ignored) in one round trip to the server, in a transaction of
+        its own, when the session exists, `holder` (if given) holds its lease and the body
+        `blob` (if named) is stored: the stored (seq, created_at). None when it appended
+        nothing: then the general path runs (and says why when it cannot append either)."""
 
     def insert_blob(self, conn: Conn, data: bytes, digest: str | None = None) -> str:
         """Store `data` unless present, in the caller's transaction; return its digest."""
@@ -125,6 +134,15 @@ class SqliteEngine:
 
     def before_append(self, conn: Conn, session_id: str) -> None:
         pass  # BEGIN IMMEDIATE already serialises every writer
+
+    def append_entry(
+        self,
+        conn: Conn,  # noqa: ARG002
+        row: EntryRow,  # noqa: ARG002
+        holder: ProcessIdentity | None,  # noqa: ARG002
+        blob: str | None,  # noqa: ARG002
+    ) -> tuple[int, int] | None:
+        return None  # in process: the general path has no round trips to save
 
     def insert_blob(self, conn: Conn, data: bytes, digest: str | None = None) -> str:
         assert isinstance(conn, sqlite3.Connection)

@@ -12,6 +12,13 @@ Invariants:
   transaction that inserted it writes its chunks (a concurrent one with the same bytes waits on
   the row, then finds it).
 - The URL's password never appears in a message (`engine.redact`).
+- An append without a body is one round trip (`append_entry`): its four statements (BEGIN, the
+  session row locked, a conditional INSERT, COMMIT) go out in one pipeline. The INSERT runs
+  after the lock, in a snapshot of its own, and inserts nothing unless the session exists, this
+  process still holds the session's lease (when it took one) and a referenced body blob is
+  stored; then the general path (`Ledger._append`, one statement per round trip) runs and says
+  which. A connection lost in the pipeline is never re-run blind: the append is retried by its
+  entry id, as a lost transaction is.
 
 The schema (`pg_schema.py`) is the SQLite one table for table, so `session_rows`,
 `entry_rows`, `locks`, `pages` and `history` run unchanged through `PgConn`.
@@ -34,6 +41,7 @@ from comal.errors import LedgerError, LedgerUnavailableError, SchemaTooNewError
 from comal.ids import now_ms
 from comal.ledger.conn import Conn, Rows
 from comal.ledger.engine import COPIED_ENTRY_SQL, redact
+from comal.ledger.locks import ProcessIdentity
 from comal.ledger.pages import (
     INDEX_MIN_BYTES,
     ReadRange,
@@ -98,17 +106,42 @@ class PgConn:
             query = self._queries[sql] = _translate(sql)
         idle = self.in_transaction is False
         try:
-            return self.raw.execute(query, parameters or None)
+            return self.raw.execute(query, parameters or None, binary=True)
         except psycopg.OperationalError as exc:
+            if not idle:
+                error = self.lost(exc)
+                if error is None:
+                    raise
+                raise error from exc
             if self._closed or self.url is None or not self.raw.broken:
                 raise
             self.reconnect(_reason(exc))
-            if not idle:
-                raise LedgerUnavailableError(
-                    f"the connection to ledger {redact(self.url)} was lost mid-transaction"
-                    f" ({_reason(exc)})"
-                ) from exc
-            return self.raw.execute(query, parameters or None)
+            return self.raw.execute(query, parameters or None, binary=True)
+
+    @contextmanager
+    def losing(self) -> Iterator[None]:
+        """Statements run on `raw` inside a transaction: a lost connection raises
+        `LedgerUnavailableError` once the server is back, as `execute` does."""
+        try:
+            yield
+        except psycopg.OperationalError as exc:
+            error = self.lost(exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    def lost(self, exc: psycopg.OperationalError) -> LedgerUnavailableError | None:
+        """After `exc` broke a transaction: the error to raise once the server is back (the
+        connection is made again), or None when the connection is not lost (raise `exc`).
+        A server shutting down says so before it closes the connection (SQLSTATE 57P…), and
+        the driver may not have seen the close yet: that connection is lost too."""
+        gone = self.raw.broken or (exc.sqlstate or "").startswith(("57P", "08"))
+        if self._closed or self.url is None or not gone:
+            return None
+        self.reconnect(_reason(exc))
+        return LedgerUnavailableError(
+            f"the connection to ledger {redact(self.url)} was lost mid-transaction ({_reason(exc)})"
+        )
 
     def reconnect(self, reason: str) -> None:
         """Connect again, waiting up to `wait_s()` for the server, saying so while it waits.
@@ -258,6 +291,70 @@ def migrate(raw: psycopg.Connection[Any], where: str) -> None:
                     "INSERT INTO migrations (name, applied_at) VALUES (%s, %s)", (name, now_ms())
                 )
         raw.execute(GRANTS.encode())
+
+
+# --- appends -------------------------------------------------------------------------------
+
+_LOCK_SESSION = "SELECT 1 FROM sessions WHERE id = %s FOR UPDATE"
+_INSERT_IF = (
+    "INSERT INTO entries (id, session_id, kind, payload, content_hash, created_at)"
+    " SELECT %s, s.id, %s, %s, %s, greatest(%s, s.last_activity_at) FROM sessions s"
+    " WHERE s.id = %s"
+)
+_HOLDER = (
+    " AND EXISTS (SELECT 1 FROM locks l WHERE l.session_id = s.id AND l.pid = %s"
+    " AND l.host = %s AND l.process_start_id = %s)"
+)
+_BLOB = " AND EXISTS (SELECT 1 FROM blobs b WHERE b.hash = %s)"
+
+
+def append_entry(
+    conn: PgConn, row: EntryRow, holder: ProcessIdentity | None, blob: str | None
+) -> tuple[int, int] | None:
+    """Append `row` (its seq ignored) in one round trip; its (seq, created_at), or None when
+    nothing was inserted (see module docstring). `created_at` is the later of the row's and the
+    session's last entry's, so it never decreases along seq whatever the hosts' clocks say."""
+    sql = _INSERT_IF
+    params: list[object] = [
+        row.id,
+        row.kind,
+        row.payload,
+        row.content_hash,
+        row.created_at,
+        row.session_id,
+    ]
+    if holder is not None:
+        sql += _HOLDER
+        params += [holder.pid, holder.host, holder.start_id]
+    if blob is not None:
+        sql += _BLOB
+        params.append(blob)
+    raw = conn.raw
+    try:
+        with raw.pipeline():
+            raw.execute("BEGIN")
+            raw.execute(_LOCK_SESSION, (row.session_id,))
+            inserted = raw.execute(sql + " RETURNING seq, created_at", params)
+            raw.execute("COMMIT")
+        found = inserted.fetchone()
+    except psycopg.OperationalError as exc:
+        error = conn.lost(exc)
+        if error is None:
+            if conn.url is None:
+                raise
+            # A pipeline cut short leaves the connection unusable ("busy"): start afresh.
+            conn.reconnect(_reason(exc))
+            raise LedgerUnavailableError(f"an append was cut short ({_reason(exc)})") from exc
+        raise error from exc
+    except psycopg.Error:
+        _rollback(conn)
+        raise
+    return None if found is None else (int(found[0]), int(found[1]))
+
+
+def _rollback(conn: PgConn) -> None:
+    if conn.in_transaction:
+        conn.raw.execute("ROLLBACK")
 
 
 # --- blobs -----------------------------------------------------------------------------------
@@ -420,9 +517,21 @@ class PgEngine:
     def before_append(self, conn: Conn, session_id: str) -> None:
         conn.execute("SELECT 1 FROM sessions WHERE id = ? FOR UPDATE", (session_id,))
 
+    def append_entry(
+        self, conn: Conn, row: EntryRow, holder: ProcessIdentity | None, blob: str | None
+    ) -> tuple[int, int] | None:
+        assert isinstance(conn, PgConn)
+        try:
+            return append_entry(conn, row, holder, blob)
+        except LedgerError:
+            raise
+        except psycopg.Error as exc:
+            raise LedgerError(f"cannot write ledger {self.location}: {_reason(exc)}") from exc
+
     def insert_blob(self, conn: Conn, data: bytes, digest: str | None = None) -> str:
         assert isinstance(conn, PgConn)
-        return insert_blob(conn, data, digest)
+        with conn.losing():
+            return insert_blob(conn, data, digest)
 
     def read_blob(self, conn: Conn, digest: str) -> bytes | None:
         assert isinstance(conn, PgConn)

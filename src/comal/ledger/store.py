@@ -43,6 +43,7 @@ from comal.ledger.engine import Engine, SqliteEngine, is_pg_url, sqlite_path
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.entry_cache import EntryCache
 from comal.ledger.entry_rows import (
+    blob_ref,
     entry_payload,
     first_entries,
     insert_entry,
@@ -97,7 +98,7 @@ from comal.ledger.session_rows import (
     session_id_to_create,
     short_ids,
 )
-from comal.ledger.verify import VerifyReport, entry_doubts
+from comal.ledger.verify import EntryRow, VerifyReport, entry_doubts
 from comal.messages import JSONObject
 
 __all__ = ["STATUSES", "Ledger"]
@@ -389,6 +390,15 @@ class Ledger:
         digest: str | None,
         entry_id: str,
     ) -> Entry:
+        ref = decoded.get("body")
+        if body is None and kind != SessionMoved.KIND and (ref is None or blob_ref(ref)):
+            row = EntryRow(0, entry_id, session_id, kind, text, content_hash(kind, text), now_ms())
+            with self._mutex:
+                holder = self._me if session_id in self._held else None
+                done = self._engine.append_entry(self._conn, row, holder, blob_ref(ref))
+            if done is not None:
+                seq, created = done
+                return Entry(seq, entry_id, session_id, kind, decoded, row.content_hash, created)
         with self._write() as conn:
             self._engine.before_append(conn, session_id)
             # Stamped under the write lock, so created_at never decreases along seq.

@@ -9,24 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from comal.ledger import Ledger
-from tests.pg_support import fresh_schema, server_url
+from tests.pg_support import cluster_dir, fresh_schema, restart_cluster, server_url
 
 CHILD = Path(__file__).with_name("ledger_child.py")
-CLUSTER = Path(__file__).parents[3] / "scripts" / "pg-cluster.sh"
-
-
-def _cluster_dir() -> str:
-    """The test cluster's directory (to restart it); skips or fails as `server_url` does."""
-    server_url()
-    found = os.environ.get("COMAL_TEST_PG_DIR", "")
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("COMAL_TEST_PG_DIR is unset under CI: .ci/run must export it")
-    pytest.skip("no test cluster to restart: set COMAL_TEST_PG_DIR (scripts/pg-cluster.sh)")
 
 
 def _seqs_until(proc: subprocess.Popen[str], count: int) -> list[int]:
@@ -40,7 +26,7 @@ def _seqs_until(proc: subprocess.Popen[str], count: int) -> list[int]:
 
 
 def test_server_restarts_mid_appends_lose_nothing_and_repeat_nothing() -> None:
-    cluster = _cluster_dir()
+    cluster = cluster_dir()
     with fresh_schema(server_url()) as url:
         with Ledger.open(url) as ledger:
             sid = ledger.create_session(cwd="/w")
@@ -55,7 +41,7 @@ def test_server_restarts_mid_appends_lose_nothing_and_repeat_nothing() -> None:
         try:
             confirmed = _seqs_until(proc, 30)
             for mode in ("fast", "immediate"):
-                subprocess.run(["bash", str(CLUSTER), "restart", cluster, mode], check=True)
+                restart_cluster(cluster, mode)
                 confirmed += _seqs_until(proc, 30)
         finally:
             proc.kill()
