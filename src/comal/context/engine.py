@@ -121,13 +121,13 @@ from comal.messages import Finish, TextPart
 T = TypeVar("T")
 _AFTER_FIRST_REQUEST = frozenset(
     {
-        "provider.request",
-        "message.assistant",
-        "tool.result",
-        "projection",
-        "checkpoint",
-        "compact.requested",
-        "context.calibrated",
+        Kind.PROVIDER_REQUEST,
+        Kind.MESSAGE_ASSISTANT,
+        Kind.TOOL_RESULT,
+        Kind.PROJECTION,
+        Kind.CHECKPOINT,
+        Kind.COMPACT_REQUESTED,
+        Kind.CONTEXT_CALIBRATED,
     }
 )
 """Kinds that end the first request's decision by bounds (a request was made, or a decision or

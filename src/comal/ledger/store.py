@@ -78,8 +78,7 @@ from comal.ledger.pages import (
     stored_page_index,
     write_page_index,
 )
-from comal.ledger.records import Record
-from comal.ledger.records.kinds import Kind
+from comal.ledger.records import Kind, Record
 from comal.ledger.records.session import SessionMoved
 from comal.ledger.salvage import SalvageReport, salvage
 from comal.ledger.schema import connect as connect_sqlite
