@@ -30,6 +30,7 @@ test: lint
 live: $(STAMP)
 	COMAL_LLAMA_SERVER="$$(scripts/build-llama-server.sh)" \
 	COMAL_LIVE_MODEL="$$(scripts/fetch-smollm2.sh)" \
+	COMAL_LIVE_CODER_MODEL="$$(scripts/fetch-qwen-coder.sh)" \
 	$(BIN)/pytest -q -m live tests/live
 
 bench: $(STAMP)
