@@ -13,7 +13,8 @@ from comal.ledger.records import SessionConfigured
 from comal.messages import JSONObject
 from comal.providers.discovery import list_models
 from comal.testing.fake_server import FakeServer
-from tests.e2e.headless_support import comal, configure, ledger_at
+from tests.e2e.headless_support import comal_here as comal
+from tests.e2e.headless_support import configure, ledger_at
 
 pytestmark = pytest.mark.e2e
 
