@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(BIN)/mypy src tests perf
 
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadfile
 	$(BIN)/pytest -q -m slow
 	$(MAKE) live
 
