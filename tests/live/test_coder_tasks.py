@@ -1,7 +1,9 @@
 """Small closed-loop coding tasks for Qwen2.5-Coder-0.5B-Instruct under a real llama-server.
 
 `comal -p` runs each task against the server the conftest started (the model's own chat
-template under `--jinja`, an 8,192-token window, replies stopped at 384 tokens); the test then
+template under `--jinja`, an 8,192-token window) with its output reserve capped at 160 tokens:
+enough for the tasks' calls, while a reply that rambles (as this model does after an edit, for
+thousands of tokens) ends in OUTPUT_LENGTH within a minute instead. The test then
 checks the workspace itself: the file written, the check that passes, the number answered.
 
 This model writes its tool calls as JSON text rather than in the wire's `tool_calls`; Comal
@@ -66,7 +68,9 @@ TASKS = {
     ),
     "answer-a-number-from-a-file": Task(
         {"notes.txt": "The launch code is 4417.\n"},
-        "Read notes.txt, then reply with the launch code only.",
+        # The mention puts the file in the ask (read by Comal, recorded as a Read): asked to
+        # read it with a tool, the model copies finish_call's description as its answer.
+        "@notes.txt What is the launch code? Reply with the number only.",
         lambda _, answer: "4417" in answer,
     ),
 }
@@ -104,10 +108,12 @@ def test_a_small_coder_model_does_the_task_or_comal_says_why_not(
         "--output-format",
         "json",
         "--max-turns",
-        "6",
+        "4",
+        "--max-output-tokens",
+        "160",
         cwd=workspace,
         env_home=home,
-        timeout=900,
+        timeout=1_200,
     )
     # Whatever happened, the run ends with its report, never a traceback.
     assert "Traceback" not in run.stderr, run.stderr
