@@ -23,7 +23,7 @@ lint: $(STAMP)
 	$(BIN)/vulture
 
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadfile
 	$(BIN)/pytest -q -m slow
 	$(MAKE) live
 
@@ -31,6 +31,7 @@ test: lint
 live: $(STAMP)
 	COMAL_LLAMA_SERVER="$$(scripts/build-llama-server.sh)" \
 	COMAL_LIVE_MODEL="$$(scripts/fetch-smollm2.sh)" \
+	COMAL_LIVE_CODER_MODEL="$$(scripts/fetch-qwen-coder.sh)" \
 	$(BIN)/pytest -q -m live tests/live
 
 bench: $(STAMP)

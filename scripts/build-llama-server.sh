@@ -40,7 +40,8 @@ mkdir -p "$CACHE"
 WORK="$(mktemp -d "$CACHE/build-$VERSION.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
-$PIP download -q --no-deps --no-binary :all: "llama-cpp-python==$VERSION" -d "$WORK" >&2
+# Only llama-cpp-python comes as its sdist; pip's build tools (for its metadata) stay wheels.
+$PIP download -q --no-deps --no-binary llama-cpp-python "llama-cpp-python==$VERSION" -d "$WORK" >&2
 tar -xzf "$WORK/llama_cpp_python-$VERSION.tar.gz" -C "$WORK"
 SRC="$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp"
 

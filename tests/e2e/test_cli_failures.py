@@ -1,8 +1,10 @@
 """The CLI never shows a traceback: every failure is one named line, the README's exit code, and
 (in the JSON formats) an error object on stdout — early failures included.
 
-Each test runs `python -m comal` as a real subprocess. The full-disk and read-only cases mount a
-real tmpfs (the suite runs as root in CI, where `.ci/run` runs it).
+What needs a process of its own runs `python -m comal` as a real subprocess: a closed stdin,
+a full or read-only disk (a real tmpfs is mounted; the suite runs as root in CI, where `.ci/run`
+runs it), a session locked by another process. The rest run the CLI in-process (`comal_here`,
+the same `main`), where only what it prints, records and returns is checked.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from comal.cli.failures import explain
 from comal.errors import UnexpectedError
 from comal.ledger import Ledger
 from comal.testing.fake_server import FakeServer
-from tests.e2e.headless_support import Run, comal, configure, ledger_at
+from tests.e2e.headless_support import Run, comal, comal_here, configure, ledger_at
 
 pytestmark = pytest.mark.e2e
 
@@ -141,10 +143,12 @@ def _stream_failed(run: Run) -> dict[str, Any]:
     return failed
 
 
-def in_json_formats(workspace: Path, home: Path, *args: str) -> tuple[Run, Run]:
+def in_json_formats(
+    workspace: Path, home: Path, *args: str, run: Callable[..., Run] = comal_here
+) -> tuple[Run, Run]:
     """`comal ARGS` run twice: with `--output-format json`, then `stream-json`."""
     as_json, as_stream = (
-        comal(*args, "--output-format", form, cwd=workspace, env_home=home)
+        run(*args, "--output-format", form, cwd=workspace, env_home=home)
         for form in ("json", "stream-json")
     )
     return as_json, as_stream
@@ -166,7 +170,8 @@ def test_locked_session_is_an_error_object(workspace: Path, home: Path) -> None:
         ledger.acquire_lock(sid)  # this live test process holds it
         with FakeServer([]) as server:
             configure(workspace, server, "openai-chat")
-            run, streamed = in_json_formats(workspace, home, "--resume", sid, "-p", "x")
+            # Another process: this one holds the lock.
+            run, streamed = in_json_formats(workspace, home, "--resume", sid, "-p", "x", run=comal)
     assert run.code == 3
     assert _json_error(run)["code"] == "SESSION_LOCKED"
     assert _stream_failed(streamed)["code"] == "SESSION_LOCKED"
@@ -183,7 +188,7 @@ def test_bad_config_is_an_error_object(workspace: Path, home: Path) -> None:
 
 
 def test_subcommand_json_failure_is_an_error_object(workspace: Path, home: Path) -> None:
-    run = comal("show", "ffffffff", "--json", cwd=workspace, env_home=home)
+    run = comal_here("show", "ffffffff", "--json", cwd=workspace, env_home=home)
     assert run.code == 3
     assert json.loads(run.stdout)["error"]["code"] == "UNKNOWN_SESSION"
 
@@ -193,7 +198,7 @@ def test_subcommand_json_failure_is_an_error_object(workspace: Path, home: Path)
 
 def test_exit_2_usage_max_turns_must_be_positive(workspace: Path, home: Path) -> None:
     for bad in ("0", "-1"):
-        run = comal("-p", "x", "--max-turns", bad, cwd=workspace, env_home=home)
+        run = comal_here("-p", "x", "--max-turns", bad, cwd=workspace, env_home=home)
         assert run.code == 2
         assert "must be at least 1" in run.stderr
     with ledger_at(home) as ledger:
@@ -203,7 +208,7 @@ def test_exit_2_usage_max_turns_must_be_positive(workspace: Path, home: Path) ->
 def test_exit_3_continue_with_no_session(workspace: Path, home: Path) -> None:
     with FakeServer([]) as server:
         configure(workspace, server, "openai-chat")
-        run = comal("--continue", "-p", cwd=workspace, env_home=home)
+        run = comal_here("--continue", "-p", cwd=workspace, env_home=home)
     no_traceback(run)
     assert run.code == 3
     assert "no session recorded" in run.stderr
@@ -212,10 +217,10 @@ def test_exit_3_continue_with_no_session(workspace: Path, home: Path) -> None:
 def test_exit_3_unknown_checkpoint_and_evidence(workspace: Path, home: Path) -> None:
     with ledger_at(home) as ledger:
         sid = ledger.create_session(cwd=str(workspace))
-    checkpoint = comal("checkpoints", sid, "7", cwd=workspace, env_home=home)
+    checkpoint = comal_here("checkpoints", sid, "7", cwd=workspace, env_home=home)
     assert checkpoint.code == 3
     assert "UNKNOWN_CHECKPOINT" in checkpoint.stderr
-    evidence = comal("evidence", sid, "evt_nothing", cwd=workspace, env_home=home)
+    evidence = comal_here("evidence", sid, "evt_nothing", cwd=workspace, env_home=home)
     no_traceback(evidence)
     assert evidence.code == 3
     assert "EVIDENCE" in evidence.stderr
@@ -225,7 +230,7 @@ def test_exit_6_max_turns_reached(workspace: Path, home: Path) -> None:
     call = {"tool_calls": [{"id": "c1", "name": "Glob", "arguments": {"pattern": "*"}}]}
     with FakeServer([call, call]) as server:
         configure(workspace, server, "openai-chat")
-        run = comal("-p", "loop", "--max-turns", "1", cwd=workspace, env_home=home)
+        run = comal_here("-p", "loop", "--max-turns", "1", cwd=workspace, env_home=home)
     assert run.code == 6, run.stderr
     assert "MAX_TURNS" in run.stderr
 
@@ -236,7 +241,7 @@ def test_exit_6_max_turns_reached(workspace: Path, home: Path) -> None:
 def test_piped_stdin_is_appended_to_the_task(workspace: Path, home: Path) -> None:
     with FakeServer(["Summarised."]) as server:
         configure(workspace, server, "openai-chat")
-        run = comal(
+        run = comal_here(
             "-p",
             "summarise this file",
             cwd=workspace,
@@ -250,7 +255,7 @@ def test_piped_stdin_is_appended_to_the_task(workspace: Path, home: Path) -> Non
 
 
 def test_help_says_stdin_is_appended(workspace: Path, home: Path) -> None:
-    run = comal("--help", cwd=workspace, env_home=home)
+    run = comal_here("--help", cwd=workspace, env_home=home)
     assert "piped stdin is appended" in " ".join(run.stdout.split())
 
 
@@ -268,9 +273,9 @@ def test_text_mode_prints_only_the_final_answer_on_stdout(workspace: Path, home:
     ]
     with FakeServer(turns) as server:
         configure(workspace, server, "openai-chat")
-        quiet = comal("-p", "what is in a.txt?", cwd=workspace, env_home=home)
+        quiet = comal_here("-p", "what is in a.txt?", cwd=workspace, env_home=home)
         server.add_turns(*turns)
-        verbose = comal("-p", "again", "--verbose", cwd=workspace, env_home=home)
+        verbose = comal_here("-p", "again", "--verbose", cwd=workspace, env_home=home)
     assert quiet.code == 0, quiet.stderr
     assert quiet.stdout == "The file says alpha.\n"
     assert "Let me look" not in quiet.stderr  # stderr is not a terminal here: no progress
@@ -317,11 +322,11 @@ def test_verify_lists_damaged_entries_by_id_and_salvage_keeps_the_rest(
     conn.execute("DROP TRIGGER entries_no_update")
     conn.execute("UPDATE entries SET payload = '{\"forged\":1}' WHERE id IN (?, ?)", ids[3:5])
     conn.close()
-    run = comal("verify", cwd=workspace, env_home=home)
+    run = comal_here("verify", cwd=workspace, env_home=home)
     assert run.code == 3
     assert f"damaged entries (2): {ids[3]}, {ids[4]}" in run.stdout
     out = tmp_path / "salvaged.db"
-    salvaged = comal("verify", "--salvage", str(out), cwd=workspace, env_home=home)
+    salvaged = comal_here("verify", "--salvage", str(out), cwd=workspace, env_home=home)
     assert salvaged.code == 0, salvaged.stdout + salvaged.stderr
     assert "salvaged 28 intact entries" in salvaged.stdout
     assert f"left behind (damaged): {ids[3]}, {ids[4]}" in salvaged.stdout
@@ -337,10 +342,10 @@ def test_a_damaged_file_is_named_by_every_command(workspace: Path, home: Path) -
     with FakeServer([]) as server:
         configure(workspace, server, "openai-chat")
         runs = {
-            "verify": comal("verify", cwd=workspace, env_home=home),
-            "show": comal("show", sid, cwd=workspace, env_home=home),
-            "resume": comal("--resume", sid, "-p", "go on", cwd=workspace, env_home=home),
-            "sessions": comal("sessions", cwd=workspace, env_home=home),
+            "verify": comal_here("verify", cwd=workspace, env_home=home),
+            "show": comal_here("show", sid, cwd=workspace, env_home=home),
+            "resume": comal_here("--resume", sid, "-p", "go on", cwd=workspace, env_home=home),
+            "sessions": comal_here("sessions", cwd=workspace, env_home=home),
         }
     for name, run in runs.items():
         no_traceback(run)
@@ -358,7 +363,7 @@ def test_a_window_below_the_fixed_parts_is_refused_before_a_session(
 ) -> None:
     with FakeServer(["never sent"]) as server:
         configure(workspace, server, "openai-chat")
-        run = comal(
+        run = comal_here(
             "-p",
             "hi",
             "--context-window",

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from comal.testing.fake_server import FakeServer
-from tests.e2e.headless_support import comal, configure, ledger_at
+from tests.e2e.headless_support import comal_here as comal
+from tests.e2e.headless_support import configure, ledger_at
 
 pytestmark = pytest.mark.e2e
 

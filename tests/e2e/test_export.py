@@ -10,7 +10,8 @@ import pytest
 
 from comal.testing.fake_server import FakeServer
 from tests.e2e.browser import ARTIFACTS, console_messages, rendered_dom
-from tests.e2e.headless_support import Run, comal, configure, ledger_at
+from tests.e2e.headless_support import Run, configure, ledger_at
+from tests.e2e.headless_support import comal_here as comal
 
 pytestmark = pytest.mark.e2e
 

@@ -30,7 +30,8 @@ from comal.ledger import Entry, Ledger
 from comal.messages import message_from_json
 from comal.session import RECEIPT_KIND, open_calls
 from comal.testing.fake_server import FakeServer
-from tests.e2e.headless_support import Run, comal, configure, ledger_at, start
+from tests.e2e.headless_support import Run, configure, ledger_at, start
+from tests.e2e.headless_support import comal_here as comal
 from tests.unit.importers.conftest import trajectory
 
 pytestmark = pytest.mark.e2e

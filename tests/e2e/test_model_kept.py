@@ -12,7 +12,8 @@ from comal.config import ProviderConfig
 from comal.ledger.records import RecordedWindow, SessionConfigured
 from comal.providers.wires import list_models
 from comal.testing.fake_server import FakeServer
-from tests.e2e.headless_support import comal, configure, ledger_at
+from tests.e2e.headless_support import comal_here as comal
+from tests.e2e.headless_support import configure, ledger_at
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,8 @@ import pytest
 from comal.messages import JSONObject
 from comal.testing.fake_server import FakeServer
 from comal.testing.loopback import LoopbackService
-from tests.e2e.headless_support import WIRES, comal, configure, ledger_at
+from tests.e2e.headless_support import WIRES, configure, ledger_at
+from tests.e2e.headless_support import comal_here as comal
 from tests.protocol.test_recorded_streams import OPENAI_DIR
 
 pytestmark = pytest.mark.e2e

@@ -1,9 +1,11 @@
-"""The live suite: real llama.cpp `llama-server` processes on loopback serving SmolLM2-135M.
+"""The live suite: real llama.cpp `llama-server` processes on loopback serving SmolLM2-135M and
+Qwen2.5-Coder-0.5B-Instruct.
 
-The binary and the model come from `scripts/build-llama-server.sh` and `scripts/fetch-smollm2.sh`
-(run by `.ci/run`, cached outside the checkout by version; `COMAL_LLAMA_SERVER` and
-`COMAL_LIVE_MODEL` name them). Without them the suite skips locally with the command to run,
-and fails under CI: a live suite CI skips is not a test.
+The binary and the models come from `scripts/build-llama-server.sh`, `scripts/fetch-smollm2.sh`
+and `scripts/fetch-qwen-coder.sh` (run by `.ci/run`, cached outside the checkout by version;
+`COMAL_LLAMA_SERVER`, `COMAL_LIVE_MODEL` and `COMAL_LIVE_CODER_MODEL` name them). Without them
+the suite skips locally with the command to run, and fails under CI: a live suite CI skips is not
+a test.
 """
 
 from __future__ import annotations
@@ -43,7 +45,18 @@ def model_file() -> Path:
     return Path(env) if env else CACHE / f"smollm2-{version}" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+def coder_model_file() -> Path:
+    env = os.environ.get("COMAL_LIVE_CODER_MODEL")
+    version = pinned("QWEN_CODER_PARTS_VERSION")
+    return (
+        Path(env)
+        if env
+        else CACHE / f"qwen2.5-coder-0.5b-{version}" / "Qwen2.5-Coder-0.5B-Instruct.gguf"
+    )
+
+
 MODEL_ID = "SmolLM2-135M-Instruct"
+CODER_ID = "Qwen2.5-Coder-0.5B-Instruct"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,23 +81,29 @@ def _free_port() -> int:
         return port
 
 
-def _require_assets() -> tuple[Path, Path]:
-    binary, model = server_binary(), model_file()
+def _require_assets(model: Path) -> Path:
+    binary = server_binary()
     missing = [str(p) for p in (binary, model) if not p.exists()]
     if missing:
         why = (
-            f"live assets missing: {', '.join(missing)}; run scripts/build-llama-server.sh"
-            " and scripts/fetch-smollm2.sh"
+            f"live assets missing: {', '.join(missing)}; run scripts/build-llama-server.sh,"
+            " scripts/fetch-smollm2.sh and scripts/fetch-qwen-coder.sh"
         )
         if os.environ.get("CI"):
             pytest.fail(why)
         pytest.skip(why)
-    return binary, model
+    return binary
 
 
-def start_server(tmp: Path, n_ctx: int, *extra: str) -> Iterator[LlamaServer]:
-    """Start llama-server with a `n_ctx`-token window (one slot) and wait until it is ready."""
-    binary, model = _require_assets()
+def start_server(tmp: Path, n_ctx: int, *extra: str, coder: bool = False) -> Iterator[LlamaServer]:
+    """Start llama-server with a `n_ctx`-token window (one slot) and wait until it is ready:
+    SmolLM2 under Qwen2.5's template, or (`coder`) Qwen2.5-Coder under its own."""
+    model = coder_model_file() if coder else model_file()
+    binary = _require_assets(model)
+    # SmolLM2's own template renders no tools; Qwen2.5's ChatML template (same special tokens,
+    # shipped with llama.cpp and cached beside the binary) does. Qwen2.5-Coder's own does.
+    template = binary.parent.parent / "share" / "Qwen-Qwen2.5-7B-Instruct.jinja"
+    chat_template = () if coder else ("--chat-template-file", str(template))
     port = _free_port()
     log = tmp / f"llama-server-{n_ctx}-{port}.log"
     args = [
@@ -104,12 +123,9 @@ def start_server(tmp: Path, n_ctx: int, *extra: str) -> Iterator[LlamaServer]:
         "--port",
         str(port),
         "--alias",
-        MODEL_ID,
+        CODER_ID if coder else MODEL_ID,
         "--jinja",
-        # SmolLM2's own template renders no tools; Qwen2.5's ChatML template (same special
-        # tokens, shipped with llama.cpp and cached beside the binary) does.
-        "--chat-template-file",
-        str(binary.parent.parent / "share" / "Qwen-Qwen2.5-7B-Instruct.jinja"),
+        *chat_template,
         "--temp",
         "0",
         "--seed",
@@ -163,6 +179,12 @@ def server_clamped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaSe
     yield from start_server(tmp_path_factory.mktemp("llamaclamp"), 4_096, "-n", "24")
 
 
+@pytest.fixture(scope="session")
+def server_coder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """Qwen2.5-Coder-0.5B-Instruct in an 8,192-token window, under its own chat template."""
+    yield from start_server(tmp_path_factory.mktemp("llamacoder"), 8_192, coder=True)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     stats = terminalreporter.stats
     ran = [
@@ -175,5 +197,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         version = pinned("LLAMA_CPP_PYTHON_VERSION")
         terminalreporter.write_line(
             f"live suite: {len(ran)} tests ran against llama-server (llama.cpp vendored in"
-            f" llama-cpp-python {version}) with {MODEL_ID}"
+            f" llama-cpp-python {version}) with {MODEL_ID} and {CODER_ID}"
         )
+    # Which of the coder tasks the model finished (the others ended with a notice or error).
+    for report in ran:
+        for key, value in getattr(report, "user_properties", ()):
+            if key == "coder_task":
+                terminalreporter.write_line(f"{CODER_ID} task {value}")

@@ -49,6 +49,11 @@ TAG_UNCLOSED = '<tool_call>\n{"name": "Bash", "arguments": {"command": "ls"}}\n'
 LLAMA_PARAMETERS = '{"name": "Glob", "parameters": {"pattern": "*.txt"}}'
 STRING_ARGUMENTS = '{"name": "Bash", "arguments": "{\\"command\\": \\"ls -la\\"}"}'
 OPENAI_SHAPE = '{"type": "function", "function": {"name": "Read", "arguments": {"path": "a.py"}}}'
+# Qwen2.5-Coder-0.5B under llama-server, after a call's result: one bare call per line.
+QWEN_LINES = (
+    '{"name": "Read", "arguments": {"path": "notes.txt"}}\n'
+    '{"name": "Glob", "arguments": {"pattern": "*.txt"}}'
+)
 
 
 def test_the_forms_small_models_write_are_parsed_with_their_form_and_lead_in() -> None:
@@ -77,6 +82,11 @@ def test_the_forms_small_models_write_are_parsed_with_their_form_and_lead_in() -
     assert parse_text_calls(OPENAI_SHAPE) == TextCalls(
         "json", "", (TextCall("Read", {"path": "a.py"}),)
     )
+    assert parse_text_calls(QWEN_LINES) == TextCalls(
+        "json",
+        "",
+        (TextCall("Read", {"path": "notes.txt"}), TextCall("Glob", {"pattern": "*.txt"})),
+    )
 
 
 def test_prose_data_and_examples_are_not_calls() -> None:
@@ -91,6 +101,8 @@ def test_prose_data_and_examples_are_not_calls() -> None:
         '```json\n{"name": "Bash", "arguments": {"command": "ls"}',  # unclosed fence
         "<tool_call>\nnot json\n</tool_call>",
         '{"name": "Bash", "arguments": {"command": "ls"}} and then read the file',
+        '{"name": "Bash", "arguments": {"command": "ls"}}\n{"name": "Ada", "age": 36}',
+        '{"name": "Bash", "arguments": {"command": "ls"}}\n{"name": "Read", "argu',
     ]
     assert [parse_text_calls(text) for text in not_calls] == [None] * len(not_calls)
 

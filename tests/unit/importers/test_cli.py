@@ -1,23 +1,22 @@
-"""`comal import` and `comal bench replay` as a user runs them (subprocesses, real ledger)."""
+"""`comal import` and `comal bench replay` as a user runs them (the CLI in-process, real
+ledger: only what the commands print, record and return is checked)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_support import run_cli
 from tests.unit.importers.conftest import FIXTURES
 
 ROLLOUT = next((FIXTURES / "codex").glob("rollout-*.jsonl"))
 
 
 def comal(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "comal", *args], capture_output=True, text=True, timeout=120
-    )
+    return run_cli(*args)
 
 
 @pytest.mark.e2e

@@ -100,6 +100,7 @@ def test_a_ledger_migrated_to_the_other_engine_and_back_is_the_same(
             assert copy.append(main, "message.user", {"text": "later"}).seq > last
 
 
+@pytest.mark.slow  # 4,800 entries copied twice, on both engines: minutes on a loaded machine
 def test_a_killed_migration_shows_only_whole_sessions_and_resumes(
     ledger_target: str, tmp_path: Path
 ) -> None:

@@ -25,6 +25,9 @@ def _seqs_until(proc: subprocess.Popen[str], count: int) -> list[int]:
     return seen
 
 
+# Slow: it restarts the shared test server, which no other test may meet mid-restart, and only
+# the slow suite runs one test at a time (the default suite runs in two workers).
+@pytest.mark.slow
 def test_server_restarts_mid_appends_lose_nothing_and_repeat_nothing() -> None:
     cluster = cluster_dir()
     with fresh_schema(server_url()) as url:

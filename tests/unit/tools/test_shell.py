@@ -24,7 +24,7 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def wait_gone(pid: int, within_s: float = 3.0) -> bool:
+def wait_gone(pid: int, within_s: float = 10.0) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         if not alive(pid):

@@ -7,7 +7,8 @@ left in the content. Such a reply used to end the turn as an answer that did not
 
 The rule, kept deliberately narrow so prose is never run:
 - only a reply with text and no wire tool call is read, and never a refused one;
-- the text must *be* the call: the whole reply is a bare JSON object, or one or more fenced
+- the text must *be* the call: the whole reply is one or more bare JSON objects (only
+  whitespace between them, as Qwen2.5-Coder writes one call per line), or one or more fenced
   blocks (an optional lead-in sentence before the first, nothing after the last), or one or more
   `<tool_call>` blocks (a lead-in allowed, the last closing tag may be missing: templates end
   the reply on it);
@@ -78,11 +79,31 @@ def parse_text_calls(text: str) -> TextCalls | None:
     if "<tool_call>" in stripped:
         return _blocks(stripped, _TAG, "tag")
     if stripped.startswith("{"):
-        call = _call(stripped)
-        return None if call is None else TextCalls("json", "", (call,))
+        calls = [_call(body) for body in _json_objects(stripped)]
+        if not calls or None in calls:
+            return None
+        return TextCalls("json", "", tuple(c for c in calls if c is not None))
     if "```" in stripped:
         return _blocks(stripped, _FENCE, "fenced")
     return None
+
+
+def _json_objects(text: str) -> list[str]:
+    """The JSON values `text` is made of, one after another with only whitespace between;
+    empty when anything else is there."""
+    decoder = json.JSONDecoder()
+    bodies: list[str] = []
+    at = 0
+    while at < len(text):
+        try:
+            _, end = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            return []
+        bodies.append(text[at:end])
+        at = end
+        while at < len(text) and text[at].isspace():
+            at += 1
+    return bodies
 
 
 def _blocks(text: str, pattern: re.Pattern[str], form: str) -> TextCalls | None:
