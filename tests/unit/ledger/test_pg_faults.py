@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from comal.ledger import Ledger
 from tests.pg_support import cluster_dir, fresh_schema, restart_cluster, server_url
 
