@@ -17,27 +17,29 @@ from comal.tui.terminal import _Sturdy, sturdy
 
 
 @contextmanager
-def _dead_terminal() -> Iterator[_Sturdy]:
+def _dead_terminal(gone: list[str]) -> Iterator[_Sturdy]:
     master, slave = os.openpty()
     stream = os.fdopen(slave, "w", encoding="utf-8")
     os.close(master)  # the terminal is gone: writes to its slave side fail with EIO
     try:
-        yield _Sturdy(stream)
+        yield _Sturdy(stream, lambda: gone.append("hang-up"))
     finally:
         with contextlib.suppress(OSError):  # closing flushes what is still buffered
             stream.close()
 
 
-def test_a_write_to_a_closed_terminal_is_dropped_and_marks_it_broken() -> None:
-    with _dead_terminal() as out:
-        assert (out.write("\x1b[?1049l"), out.broken) == (8, False)  # buffered
+def test_a_write_to_a_closed_terminal_is_dropped_marks_it_broken_and_hangs_up() -> None:
+    gone: list[str] = []
+    with _dead_terminal(gone) as out:
+        assert (out.write("\x1b[?1049l"), out.broken, gone) == (8, False, [])  # buffered
         out.flush()
-        assert (out.broken, out.write("more")) == (True, 4)
+        assert (out.broken, out.write("more"), gone) == (True, 4, ["hang-up"])
         out.flush()
+    assert gone == ["hang-up"]  # said once: later failures are dropped silently
 
 
 def test_the_writer_thread_outlives_a_closed_terminal() -> None:
-    with _dead_terminal() as out:
+    with _dead_terminal([]) as out:
         writer = WriterThread(out)  # type: ignore[arg-type]
         writer.start()
 

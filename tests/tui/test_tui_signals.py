@@ -9,12 +9,15 @@ are liveness checks (a TUI that ignores the signal runs until killed), not timin
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -144,3 +147,61 @@ def test_a_stop_signal_ends_the_tui_and_its_running_command(
         assert b"will not repeat it" in out
     finally:
         server.stop()
+
+
+def test_a_tui_without_a_controlling_terminal_ends_when_its_terminal_goes(
+    tmp_path: Path,
+) -> None:
+    """Started under `setsid` (no controlling terminal, as by a harness), the TUI gets no
+    SIGHUP from the kernel when its terminal closes: it must see the hang-up itself, not
+    spin on end-of-file reads with nobody to draw for."""
+    server = FakeServerProcess(tmp_path / "server", ["Done."])
+    master, slave = os.openpty()
+    hang_up, closed = threading.Event(), threading.Event()
+
+    def terminal() -> None:
+        """Read what the app draws (or its writes would block), then close: a descriptor
+        another thread is blocked reading stays open, so the reader closes it itself."""
+        while not hang_up.is_set():
+            if select.select([master], [], [], 0.1)[0]:
+                with contextlib.suppress(OSError):
+                    os.read(master, 65536)
+        os.close(master)
+        closed.set()
+
+    try:
+        workspace, home = make_workspace(tmp_path, server.base_url)
+        env = comal_env(home) | {"TERM": "xterm-256color", "HOME": str(tmp_path)}
+        tui = subprocess.Popen(
+            [sys.executable, "-m", "comal", "say done"],
+            cwd=workspace,
+            env=env,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+        )
+        os.close(slave)
+        threading.Thread(target=terminal, daemon=True).start()
+        answered = lambda: any(  # noqa: E731
+            e.kind == "message.assistant" for e in session_entries(home, workspace)[1]
+        )
+        _until(answered, "the TUI's answer")
+        sid, before = session_entries(home, workspace)
+        hang_up.set()  # the terminal goes away; no SIGHUP reaches a process without it
+        assert closed.wait(timeout=10)
+        try:
+            code = tui.wait(timeout=30)  # liveness: a spinning TUI never ends
+        except subprocess.TimeoutExpired:
+            tui.kill()
+            tui.wait()
+            raise AssertionError("the TUI outlived its terminal") from None
+    finally:
+        server.stop()
+    assert code == 128 + signal.SIGHUP
+    _, after = session_entries(home, workspace)
+    assert after[: len(before)] == before
+    with Ledger.open(home / "ledger.db") as ledger:
+        assert ledger.verify().ok
+        assert sid is not None
+        assert not ledger.lock_holder(sid)

@@ -9,6 +9,8 @@ server is shown as a notification (`comal -p` says it on stderr).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -84,11 +86,25 @@ async def run_tui(
             handle.cancel()
         if app.session is not None:
             ledger.release_lock(app.session.id)
-            print(resume_line(app.session.id), file=out or sys.stdout, flush=True)
+            _say(resume_line(app.session.id), out or sys.stdout, hung_up=stopped == [signal.SIGHUP])
     if stopped:
-        print(f"comal: stopped by {signal.Signals(stopped[0]).name}", file=sys.stderr, flush=True)
+        name = signal.Signals(stopped[0]).name
+        _say(f"comal: stopped by {name}", sys.stderr, hung_up=stopped == [signal.SIGHUP])
         return 128 + stopped[0]
     return app.return_code or 0
+
+
+def _say(line: str, stream: TextIO, *, hung_up: bool) -> None:
+    """Print `line`; after a hang-up the terminal may be gone, and nobody is left to tell that
+    it could not be written (the exit status still says SIGHUP)."""
+    try:
+        print(line, file=stream, flush=True)
+    except OSError:
+        if not hung_up:
+            raise
+        # What stays buffered would fail again when the interpreter flushes it at exit.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
 class _Stopped(list[int]):

@@ -6,21 +6,62 @@ that thread, the queue fills, and the next write blocks the event loop for good 
 handlers of SIGHUP and SIGTERM, so the process outlived its terminal, drawing on nothing.
 `sturdy` wraps the driver's output so that a failed write is dropped: the loop keeps running,
 and the SIGHUP the kernel sends for the closed terminal ends the app as `/quit` does.
+
+The kernel sends that SIGHUP only to a terminal's controlling process group. A TUI started
+without one (by a harness, under `setsid`) learns it only from the terminal itself: reads
+return end-of-file at once, so Textual's input thread spins, and writes fail. A watch thread
+therefore waits on the input for a hang-up (`poll` with no event asked: it wakes only on
+POLLHUP, POLLERR or POLLNVAL, never for input), and the first hang-up or failed write raises
+SIGHUP in the process itself, once: one way out, whoever notices first.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import select
+import signal
+import threading
+from collections.abc import Callable
 from typing import IO
 
 from textual.driver import Driver
 
+HANG_UP_POLL_MS = 500
+"""How often the watch thread looks whether it should stop (it wakes at once on a hang-up)."""
+
+
+class _HangUp:
+    """Raise SIGHUP in this process once, the first time the terminal is seen gone."""
+
+    def __init__(self) -> None:
+        self._raised = threading.Event()
+
+    def __call__(self) -> None:
+        if not self._raised.is_set():
+            self._raised.set()
+            os.kill(os.getpid(), signal.SIGHUP)
+
+    def watch(self, fd: int, stop: threading.Event) -> None:
+        """Wait on `fd` for a hang-up until `stop` is set (runs in its own thread)."""
+        try:
+            poller = select.poll()
+            poller.register(fd, 0)
+            while not stop.is_set() and not self._raised.is_set():
+                if poller.poll(HANG_UP_POLL_MS):
+                    self()
+                    return
+        except (OSError, ValueError):
+            return
+
 
 class _Sturdy:
-    """A text stream whose writes and flushes never raise `OSError` (they are dropped)."""
+    """A text stream whose writes and flushes never raise `OSError` (they are dropped; the
+    first failure is a hang-up)."""
 
-    def __init__(self, inner: IO[str]) -> None:
+    def __init__(self, inner: IO[str], hang_up: Callable[[], None]) -> None:
         self._inner = inner
+        self._hang_up = hang_up
         self.broken = False
 
     def write(self, text: str) -> int:
@@ -29,6 +70,7 @@ class _Sturdy:
                 return self._inner.write(text)
             except OSError:
                 self.broken = True
+                self._hang_up()
         return len(text)
 
     def flush(self) -> None:
@@ -37,6 +79,7 @@ class _Sturdy:
                 self._inner.flush()
             except OSError:
                 self.broken = True
+                self._hang_up()
 
     def fileno(self) -> int:
         return self._inner.fileno()
@@ -48,15 +91,32 @@ class _Sturdy:
 
 
 def sturdy(driver_class: type[Driver]) -> type[Driver]:
-    """`driver_class` with its output wrapped by `_Sturdy` (drivers without a `_file`, such
-    as the headless one of tests, are returned as they are)."""
+    """`driver_class` with its output wrapped by `_Sturdy` and its input watched for a hang-up
+    (drivers without a `_file`, such as the headless one of tests, are returned as they are)."""
 
     class SturdyDriver(driver_class):  # type: ignore[valid-type,misc]
         def __init__(self, *args: object, **kwargs: object) -> None:
             super().__init__(*args, **kwargs)
+            self._hang_up = _HangUp()
+            self._watch_stop = threading.Event()
             file = getattr(self, "_file", None)
             if file is not None:
-                self._file = _Sturdy(file)
+                self._file = _Sturdy(file, self._hang_up)
+
+        def start_application_mode(self) -> None:
+            super().start_application_mode()
+            fd = getattr(self, "fileno", None)
+            if isinstance(fd, int) and getattr(self, "_file", None) is not None:
+                threading.Thread(
+                    target=self._hang_up.watch,
+                    args=(fd, self._watch_stop),
+                    name="comal-hang-up",
+                    daemon=True,
+                ).start()
+
+        def stop_application_mode(self) -> None:
+            self._watch_stop.set()
+            super().stop_application_mode()
 
     SturdyDriver.__name__ = f"Sturdy{driver_class.__name__}"
     return SturdyDriver
