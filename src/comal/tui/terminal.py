@@ -8,7 +8,8 @@ handlers of SIGHUP and SIGTERM, so the process outlived its terminal, drawing on
 and the SIGHUP the kernel sends for the closed terminal ends the app as `/quit` does.
 
 The kernel sends that SIGHUP only to a terminal's controlling process group. A TUI started
-without one (by a harness, under `setsid`) learns it only from the terminal itself: reads
+without one (by a harness, under `setsid`) learns it only from the terminal itself, and only
+then is it watched: reads
 return end-of-file at once, so Textual's input thread spins, and writes fail. A watch thread
 therefore waits on the input for a hang-up (`poll` with no event asked: it wakes only on
 POLLHUP, POLLERR or POLLNVAL, never for input), and the first hang-up or failed write raises
@@ -31,14 +32,25 @@ HANG_UP_POLL_MS = 500
 """How often the watch thread looks whether it should stop (it wakes at once on a hang-up)."""
 
 
+def controlling(fd: int) -> bool:
+    """Whether `fd` is this process's controlling terminal (the kernel's SIGHUP then comes)."""
+    try:
+        os.tcgetpgrp(fd)  # ENOTTY unless `fd` is the calling process's controlling terminal
+    except OSError:
+        return False
+    return True
+
+
 class _HangUp:
-    """Raise SIGHUP in this process once, the first time the terminal is seen gone."""
+    """Raise SIGHUP in this process once, the first time the terminal is seen gone — only
+    where the kernel will not (`armed`: the terminal is not the controlling one)."""
 
     def __init__(self) -> None:
         self._raised = threading.Event()
+        self.armed = False
 
     def __call__(self) -> None:
-        if not self._raised.is_set():
+        if self.armed and not self._raised.is_set():
             self._raised.set()
             os.kill(os.getpid(), signal.SIGHUP)
 
@@ -107,6 +119,9 @@ def sturdy(driver_class: type[Driver]) -> type[Driver]:
             super().start_application_mode()
             fd = getattr(self, "fileno", None)
             if isinstance(fd, int) and getattr(self, "_file", None) is not None:
+                if controlling(fd):
+                    return
+                self._hang_up.armed = True
                 threading.Thread(
                     target=self._hang_up.watch,
                     args=(fd, self._watch_stop),
