@@ -89,13 +89,14 @@ def _started(entries: list[Entry]) -> bool:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_signal_ends_the_tui_and_its_running_command(
-    tmp_path: Path, signum: signal.Signals
+    tmp_path: Path, signum: signal.Signals, request: pytest.FixtureRequest
 ) -> None:
     turns: list[object] = [
         {"tool_calls": [{"id": "c1", "name": "Bash", "arguments": DELAYED_WRITE}]},
         "The command was stopped; I will not repeat it.",
     ]
     server = FakeServerProcess(tmp_path / "server", turns)
+    request.addfinalizer(server.stop)  # also when the TUI's end is never seen
     socket = f"comal-test-{uuid.uuid4().hex[:8]}"
     try:
         workspace, home = make_workspace(tmp_path, server.base_url)
