@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import shlex
 import shutil
 import signal
 import subprocess
@@ -20,7 +19,6 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,6 +31,7 @@ from perf.crash_harness import (
 )
 
 from comal.ledger import Entry, Ledger
+from tests.tui.tmux_support import Pane, alive, until
 
 pytestmark = [
     pytest.mark.tui,
@@ -40,47 +39,6 @@ pytestmark = [
 ]
 
 DELAYED_WRITE = {"command": "sleep 4; touch late.txt"}
-
-
-def _tmux(socket: str, *args: str) -> str:
-    done = subprocess.run(
-        ["tmux", "-L", socket, *args], capture_output=True, text=True, check=True, timeout=20
-    )
-    return done.stdout
-
-
-def _pane(socket: str, variable: str) -> str:
-    return _tmux(socket, "display-message", "-p", "-t", "comal", f"#{{{variable}}}").strip()
-
-
-def _ended(socket: str) -> str:
-    """The pane's exit status, or `signal N` when a signal ended it ("" while it runs)."""
-    if _pane(socket, "pane_dead") != "1":
-        return ""
-    signum = _pane(socket, "pane_dead_signal")
-    return f"signal {signum}" if signum else _pane(socket, "pane_dead_status")
-
-
-def _until(test: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if test():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{what} did not happen within {timeout_s:g} s")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead too: only its parent (tmux, with remain-on-exit) has not reaped it.
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
 
 
 def _started(entries: list[Entry]) -> bool:
@@ -98,36 +56,22 @@ def test_a_stop_signal_ends_the_tui_and_its_running_command(
     server = FakeServerProcess(tmp_path / "server", turns)
     request.addfinalizer(server.stop)  # also when the TUI's end is never seen
     socket = f"comal-test-{uuid.uuid4().hex[:8]}"
+    workspace, home = make_workspace(tmp_path, server.base_url)
+    env = comal_env(home) | {"TERM": "xterm-256color", "HOME": str(tmp_path)}
+    args = ["--permission-mode", "bypassPermissions", "write late.txt slowly"]
+    pane = Pane(socket, workspace, env, args, tmp_path / "status")
     try:
-        workspace, home = make_workspace(tmp_path, server.base_url)
-        env = comal_env(home) | {"TERM": "xterm-256color", "HOME": str(tmp_path)}
-        command = " ".join(
-            [
-                "env",
-                *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
-                shlex.quote(sys.executable),
-                "-m",
-                "comal",
-                "--permission-mode",
-                "bypassPermissions",
-                shlex.quote("write late.txt slowly"),
-            ]
-        )
-        _tmux(socket, "new-session", "-d", "-s", "comal", "-x", "120", "-y", "40")
-        _tmux(socket, "set-option", "-t", "comal", "remain-on-exit", "on")
-        _tmux(socket, "respawn-pane", "-k", "-t", "comal", "-c", str(workspace), command)
-        pid = int(_pane(socket, "pane_pid"))
-        _until(lambda: _started(session_entries(home, workspace)[1]), "the Bash call's start")
+        pid = pane.pid()
+        until(lambda: _started(session_entries(home, workspace)[1]), "the Bash call's start")
         time.sleep(0.5)  # let bash start its `sleep`
         sid, before = session_entries(home, workspace)
         os.kill(pid, signum)
-        _until(lambda: not _alive(pid), f"the TUI's end after {signum.name}", timeout_s=30)
-        # tmux may see the terminal close before it reaps the process: wait for how it ended.
-        _until(lambda: bool(_ended(socket)), "tmux seeing how the process ended")
-        status = _ended(socket)
-        screen = _tmux(socket, "capture-pane", "-p", "-S", "-", "-t", "comal")
+        until(lambda: not alive(pid), f"the TUI's end after {signum.name}", timeout_s=30)
+        until(lambda: bool(pane.ended()), "the TUI's exit status")
+        status = pane.ended()
+        screen = pane.screen_until(lambda s: f"stopped by {signum.name}" in s)
     finally:
-        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+        pane.close()
     try:
         assert sid is not None
         assert status == str(128 + signum), screen
@@ -187,7 +131,7 @@ def test_a_tui_without_a_controlling_terminal_ends_when_its_terminal_goes(
         answered = lambda: any(  # noqa: E731
             e.kind == "message.assistant" for e in session_entries(home, workspace)[1]
         )
-        _until(answered, "the TUI's answer")
+        until(answered, "the TUI's answer")
         sid, before = session_entries(home, workspace)
         hang_up.set()  # the terminal goes away; no SIGHUP reaches a process without it
         assert closed.wait(timeout=10)
