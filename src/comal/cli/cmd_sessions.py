@@ -23,7 +23,7 @@ from comal.cli.configuring import read_only_config
 from comal.cli.sessions_watch import follow, session_hosts, since_ms, wanted
 from comal.errors import LedgerError
 from comal.ids import now_ms
-from comal.ledger import STATUSES, Entry, Ledger, SessionInfo, VerifyReport
+from comal.ledger import Entry, Ledger, SessionInfo, VerifyReport
 from comal.ledger.engine import is_pg_url, redact, sqlite_path
 from comal.ledger.records import Kind, UserMessage, kind_of
 from comal.ledger.salvage import resolve_in_file, verify_file
@@ -37,7 +37,7 @@ from comal.messages import (
     message_from_json,
     render_output_text,
 )
-from comal.session import shown_status, with_status
+from comal.session import SHOWN_STATUSES, shown_status, with_status
 
 SCREEN_LINES = 20
 """Plain `show` prints this many lines of a tool output…"""
@@ -172,6 +172,11 @@ def _listed(
     return chosen, everyone - len(chosen)
 
 
+def _shown(ledger: Ledger, info: SessionInfo) -> SessionInfo:
+    """The row with its status as people read it (`shown_status`)."""
+    return dataclasses.replace(info, status=shown_status(ledger, info))
+
+
 async def run_sessions(args: argparse.Namespace) -> int:
     """List this directory's sessions (`--all`: every one), latest activity first, children
     under their coordinator: short id, age (of the last activity), status, cwd and title;
@@ -188,7 +193,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
         every = ledger.sessions()
         if filtered:
             hosts = session_hosts(ledger)
-            every = [i for i in every if wanted(with_status(ledger, i), hosts, args)]
+            every = [i for i in every if wanted(_shown(ledger, i), hosts, args)]
         infos, more = _listed(every, here, limit)
         shorts = ledger.short_ids()
         asks = ledger.first_entries(Kind.MESSAGE_USER)
@@ -196,7 +201,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
         if args.json:
             infos = [with_status(ledger, info) for info in infos]
         else:
-            infos = [dataclasses.replace(i, status=shown_status(ledger, i)) for i in infos]
+            infos = [_shown(ledger, i) for i in infos]
     tree = session_tree(infos)
     titles = {info.id: info.title or first_ask(asks.get(info.id)) for info in infos}
     if args.json:
@@ -599,7 +604,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="then print each change as it happens (every host sharing the ledger)",
     )
     sessions.add_argument("--host", metavar="H", help="only sessions a process on host H ran")
-    sessions.add_argument("--status", choices=STATUSES, help="only sessions with this status")
+    sessions.add_argument("--status", choices=SHOWN_STATUSES, help="only sessions with this status")
     sessions.add_argument(
         "--since",
         metavar="T",

@@ -5,8 +5,9 @@ A session's hosts are those its `lock.acquired` and `lock.reclaimed` entries nam
 and host id: `--host` matches either). `--follow` prints the listing once, then one line per
 change of a session (new, more entries, another status) as it happens: on PostgreSQL each
 append's notification wakes it (LISTEN/NOTIFY), on SQLite it looks again every half second.
-Statuses are derived as everywhere (`session/status.py`), and only for sessions whose
-row changed since the last look.
+Statuses are shown as `comal sessions` shows them (`session/status.py`: `answered` and
+`running`, never the indexed `active`), derived only for sessions whose row changed since the
+last look.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import argparse
 import asyncio
 import re
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from comal.ids import now_ms
 from comal.ledger import Ledger, SessionInfo
 from comal.ledger.records import LockAcquired, LockReclaimed
-from comal.session import with_status
+from comal.session import shown_status, shows_as
 
 _DURATION = re.compile(r"(\d+)\s*([smhd])")
 _UNITS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -62,10 +64,11 @@ def session_hosts(ledger: Ledger) -> dict[str, list[str]]:
 
 
 def wanted(info: SessionInfo, hosts: dict[str, list[str]], args: argparse.Namespace) -> bool:
-    """Whether the session passes `--host`, `--status` and `--since`."""
+    """Whether the session passes `--host`, `--status` and `--since` (`info` with its status
+    as shown; `--status active` also takes the indexed name of `answered` and `running`)."""
     if args.host is not None and args.host not in hosts.get(info.id, []):
         return False
-    if args.status is not None and info.status != args.status:
+    if args.status is not None and not shows_as(info.status, args.status):
         return False
     return args.since is None or info.last_activity_at >= args.since
 
@@ -91,7 +94,7 @@ async def follow(ledger: Ledger, args: argparse.Namespace) -> int:
             hosts = session_hosts(ledger)
             shorts = ledger.short_ids()
             for info in sorted(changed, key=lambda i: (i.last_activity_at, i.id)):
-                info = with_status(ledger, info)
+                info = replace(info, status=shown_status(ledger, info))
                 before = seen.get(info.id)
                 seen[info.id] = (info.entries, info.status)
                 if not wanted(info, hosts, args):

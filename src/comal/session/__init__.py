@@ -49,6 +49,7 @@ from comal.session.ran_on import RanOn, kept_model, ran_on
 from comal.session.status import (
     FINISHED,
     RECEIPT_KIND,
+    SHOWN_STATUSES,
     Lifecycle,
     derive,
     index_running,
@@ -57,6 +58,7 @@ from comal.session.status import (
     reindex,
     session_status,
     shown_status,
+    shows_as,
     with_status,
 )
 from comal.session.units import Utf16Text, utf16_len
@@ -67,6 +69,7 @@ __all__ = [
     "MIN_BYTES",
     "PAIRING_KINDS",
     "RECEIPT_KIND",
+    "SHOWN_STATUSES",
     "CallSite",
     "Lifecycle",
     "OpenCall",
@@ -97,6 +100,7 @@ __all__ = [
     "session_cost",
     "session_status",
     "shown_status",
+    "shows_as",
     "snippet_of",
     "tool_calls",
     "uncertain_calls",

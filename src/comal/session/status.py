@@ -187,6 +187,14 @@ def session_status(ledger: Ledger, session_id: str) -> str:
 
 ANSWERED = "answered"
 RUNNING = "running"
+SHOWN_STATUSES = (ANSWERED, RUNNING, FINISHED, FAILED, INTERRUPTED, ACTIVE)
+"""What `--status` takes: the statuses people read, and `active` (the indexed name of both
+`answered` and `running`)."""
+
+
+def shows_as(shown: str, asked: str) -> bool:
+    """Whether a session shown as `shown` is one `--status asked` asks for."""
+    return asked == shown or (asked == ACTIVE and shown in (ANSWERED, RUNNING))
 
 
 def shown_status(ledger: Ledger, info: SessionInfo) -> str:

@@ -55,6 +55,9 @@ def test_sessions_are_filtered_by_host_status_and_time(
     assert _listed(ledger_target, "--host", "host-b") == [on_b]
     assert _listed(ledger_target, "--host", "host-c") == []
     assert _listed(ledger_target, "--status", "finished") == [on_b]
+    assert _listed(ledger_target, "--status", "answered") == [on_a]
+    assert _listed(ledger_target, "--status", "active") == [on_a]  # the indexed name
+    assert _listed(ledger_target, "--status", "running") == []
     assert set(_listed(ledger_target, "--since", "10m")) == {on_a, on_b}
     assert _listed(ledger_target, "--since", "2000-01-01", "--host", "host-a") == [on_a]
     assert _listed(ledger_target, "--since", "2999-01-01") == []
@@ -110,6 +113,7 @@ def test_follow_shows_sessions_of_every_host_as_they_change(
             short = ledger.short_id(first)
         shown = lines.until(short)
         assert " now " in shown
+        assert " answered " in shown  # as `comal sessions` says it, not the indexed `active`
         assert "host host-a" in shown
         second = _session_on(ledger_target, "host-b", monkeypatch, "second")
         with Ledger.open(ledger_target) as ledger:
