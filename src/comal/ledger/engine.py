@@ -29,6 +29,7 @@ from comal.ledger.conn import Conn
 from comal.ledger.locks import ProcessIdentity
 from comal.ledger.pages import ReadRange
 from comal.ledger.verify import EntryRow, VerifyReport, verify_ledger
+from comal.ledger.writer_turn import WriterTurn
 
 COPIED_ENTRY_SQL = (
     "INSERT INTO entries (seq, id, session_id, kind, payload, content_hash, created_at)"
@@ -57,6 +58,10 @@ class Engine(Protocol):
 
     def begin(self, conn: Conn) -> None:
         """Open a write transaction."""
+
+    def end(self, conn: Conn) -> None:
+        """After the write transaction committed or rolled back (always called once `begin`
+        returned): let the next writer in."""
 
     def before_append(self, conn: Conn, session_id: str) -> None:
         """Inside the append's transaction, before its seq is drawn: make appends to one
@@ -101,6 +106,35 @@ class Engine(Protocol):
         """Close what the engine opened besides the main connection."""
 
 
+@contextmanager
+def write_transaction(engine: Engine, conn: Conn) -> Iterator[Conn]:
+    """One write transaction on `conn`: committed when the block ends, rolled back on error;
+    the driver's errors become `LedgerError`. The engine's `end` follows whatever happened."""
+    try:
+        engine.begin(conn)
+    except engine.errors as exc:
+        raise LedgerError(f"cannot write ledger {engine.location}: {exc}") from exc
+    try:
+        try:
+            yield conn
+        except BaseException as exc:
+            # SQLite already rolled back on SQLITE_FULL and some I/O errors; a second
+            # ROLLBACK would replace the real cause with "no transaction is active".
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(exc, engine.errors):
+                raise LedgerError(f"cannot write ledger {engine.location}: {exc}") from exc
+            raise
+        try:
+            conn.execute("COMMIT")
+        except engine.errors as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise LedgerError(f"cannot commit to ledger {engine.location}: {exc}") from exc
+    finally:
+        engine.end(conn)
+
+
 def is_pg_url(target: str | Path) -> bool:
     """Whether `target` names a PostgreSQL ledger."""
     return isinstance(target, str) and target.startswith(PG_SCHEMES)
@@ -128,9 +162,18 @@ class SqliteEngine:
         self.path = path
         self.location = str(path)
         self._ranges: sqlite3.Connection | None = None
+        self._turn = WriterTurn(path)
 
     def begin(self, conn: Conn) -> None:
-        conn.execute("BEGIN IMMEDIATE")
+        self._turn.take()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._turn.give()
+            raise
+
+    def end(self, conn: Conn) -> None:  # noqa: ARG002 (the turn is the engine's, not the conn's)
+        self._turn.give()
 
     def before_append(self, conn: Conn, session_id: str) -> None:
         pass  # BEGIN IMMEDIATE already serialises every writer
@@ -200,6 +243,7 @@ class SqliteEngine:
         time.sleep(min(timeout_s, POLL_S))
 
     def close(self) -> None:
+        self._turn.close()
         if self._ranges is not None:
             self._ranges.close()
             self._ranges = None

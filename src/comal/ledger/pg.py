@@ -514,6 +514,9 @@ class PgEngine:
     def begin(self, conn: Conn) -> None:
         conn.execute("BEGIN")
 
+    def end(self, conn: Conn) -> None:
+        pass  # the server queues writers itself, and wakes the next at once
+
     def before_append(self, conn: Conn, session_id: str) -> None:
         conn.execute("SELECT 1 FROM sessions WHERE id = ? FOR UPDATE", (session_id,))
 

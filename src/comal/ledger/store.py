@@ -7,8 +7,8 @@ Invariants (both engines; `ledger/engine.py` says what differs between them):
 - Entries and blobs are never updated or deleted (triggers in `schema.py`); only a session's
   status and title and the locks table change.
 - Blobs are content-addressed (`sha256:<hex>`) and stored once.
-- The database file and its WAL/SHM companions are created 0600 (SQLite gives the companions
-  the main file's mode). A ledger written by a newer schema is refused before any write.
+- The database file and its companions (WAL, SHM, the writers' turn) are created 0600. A
+  ledger written by a newer schema is refused before any write.
 - All SQL lives in this package (the tables' statements in `session_rows`, `entry_rows`,
   `blobs` and `locks`; this class holds the transactions around them); callers see only
   `Entry`, `SessionInfo`, `LockInfo` and `VerifyReport` values, whichever engine stands
@@ -39,7 +39,7 @@ from comal.ledger.copy import (
     fingerprint,
     ordered,
 )
-from comal.ledger.engine import Engine, SqliteEngine, is_pg_url, sqlite_path
+from comal.ledger.engine import Engine, SqliteEngine, is_pg_url, sqlite_path, write_transaction
 from comal.ledger.entry import Entry, SessionInfo
 from comal.ledger.entry_cache import EntryCache
 from comal.ledger.entry_rows import (
@@ -199,28 +199,8 @@ class Ledger:
     def _write(self) -> Iterator[Conn]:
         """One write transaction (IMMEDIATE on SQLite): committed when the block ends, rolled
         back on error."""
-        errors = self._engine.errors
-        with self._mutex:
-            try:
-                self._engine.begin(self._conn)
-            except errors as exc:
-                raise LedgerError(f"cannot write ledger {self.location}: {exc}") from exc
-            try:
-                yield self._conn
-            except BaseException as exc:
-                # SQLite already rolled back on SQLITE_FULL and some I/O errors; a second
-                # ROLLBACK would replace the real cause with "no transaction is active".
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                if isinstance(exc, errors):
-                    raise LedgerError(f"cannot write ledger {self.location}: {exc}") from exc
-                raise
-            try:
-                self._conn.execute("COMMIT")
-            except errors as exc:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise LedgerError(f"cannot commit to ledger {self.location}: {exc}") from exc
+        with self._mutex, write_transaction(self._engine, self._conn) as conn:
+            yield conn
 
     # --- sessions ---------------------------------------------------------------------------
 

@@ -104,7 +104,7 @@ def test_files_are_private(ledger_path: Path) -> None:
     with Ledger.open(ledger_path) as ledger:
         ledger.append(ledger.create_session(cwd="/w"), "message.user", {})
         names = sorted(p.name for p in ledger_path.parent.iterdir())
-        assert names == ["ledger.db", "ledger.db-shm", "ledger.db-wal"]
+        assert names == ["ledger.db", "ledger.db-shm", "ledger.db-turn", "ledger.db-wal"]
         for path in ledger_path.parent.iterdir():
             assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
     assert stat.S_IMODE(ledger_path.parent.stat().st_mode) == 0o700
