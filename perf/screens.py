@@ -5,9 +5,10 @@ Run: `.venv/bin/python -m perf.screens [--out docs/screens] [--session FILE]`.
 - `working-line.txt`: `tmux capture-pane -p` of the TUI while a 30-second Bash command runs
   (spinner, elapsed time, tokens, "esc to interrupt", the running command and its output's
   tail), against the loopback fake server (`comal.testing.fake_server`). Needs tmux.
-- `export.png`: `comal export --html` of a recorded Claude Code session (imported with
-  `comal import`; default: the smallest of `../shared/trajectories/claude-code_vsla`),
-  rendered by Debian's chromium through Playwright, the page's first 2,400 pixels.
+- `export.png`: `comal export --html` of a session rendered by Debian's chromium through
+  Playwright, the page's first 1,400 pixels. By default the session is Comal's own, made here
+  against the fake server in a throwaway `demo-project` (so no recorded person's paths show);
+  `--session FILE` exports a recorded Claude Code session imported with `comal import`.
 
 Everything runs in a temporary `COMAL_HOME`; nothing is read from or written to the user's.
 """
@@ -31,7 +32,6 @@ from comal.testing.fake_server import FakeServer
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = 'for i in $(seq 1 30); do echo "compiling module $i of 30"; sleep 1; done'
-TRAJECTORIES = ROOT.parent / "shared" / "trajectories" / "claude-code_vsla"
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -112,8 +112,60 @@ def _comal(home: Path, cwd: Path, *args: str) -> str:
     return done.stdout
 
 
-def export_png(out: Path, session: Path, height: int = 2400) -> None:
-    """`comal export --html` of `session` (a recorded Claude Code file) as a PNG in chromium."""
+CHECK = "python3 -c 'from src.slug import slug; print(slug(\"a  b\"))'"
+DEMO_TURNS: list[str | dict[str, Any]] = [
+    {"tool_calls": [{"id": "c1", "name": "Bash", "arguments": {"command": "ls -la src"}}]},
+    {"tool_calls": [{"id": "c2", "name": "Read", "arguments": {"path": "src/slug.py"}}]},
+    {
+        "tool_calls": [
+            {
+                "id": "c3",
+                "name": "Edit",
+                "arguments": {
+                    "path": "src/slug.py",
+                    "edits": [
+                        {
+                            "old_string": 'return text.lower().replace(" ", "-")',
+                            "new_string": 'return "-".join(text.lower().split())',
+                        }
+                    ],
+                },
+            }
+        ]
+    },
+    {"tool_calls": [{"id": "c4", "name": "Bash", "arguments": {"command": CHECK}}]},
+    "## Fixed\n\n`slug()` now collapses **every run of whitespace** into one dash:\n\n"
+    '```python\ndef slug(text: str) -> str:\n    return "-".join(text.lower().split())\n```'
+    '\n\n- `slug("a  b")` now gives `a-b`\n- no other caller changes',
+]
+DEMO_FILES = {
+    "src/slug.py": 'def slug(text: str) -> str:\n    return text.lower().replace(" ", "-")\n',
+    "src/__init__.py": "",
+}
+
+
+def _demo_session(root: Path, home: Path) -> str:
+    """A session of Comal's own in `root/demo-project`, against the fake server; its id."""
+    workspace = root / "demo-project"
+    for name, text in DEMO_FILES.items():
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(text)
+    with FakeServer(DEMO_TURNS) as server:
+        (workspace / ".comal").mkdir()
+        (workspace / ".comal" / "config.toml").write_text(
+            'default_provider = "fake"\n\n[providers.fake]\nwire = "openai-chat"\n'
+            f'base_url = "{server.openai_base_url}"\nmodel = "fake-model"\n'
+            "context_window = 32768\n"
+        )
+        task = "slug() leaves double dashes for double spaces; fix it and run the tests"
+        _comal(home, workspace, "--permission-mode", "bypassPermissions", "-p", task)
+    listed = json.loads(_comal(home, root, "sessions", "--all", "--json"))
+    return str(listed[0]["id"])
+
+
+def export_png(out: Path, session: Path | None, height: int = 1400) -> None:
+    """`comal export --html` of a session as a PNG in chromium: `session`, a recorded Claude
+    Code file, imported; without one, a session of Comal's own made against the fake server."""
     from playwright.sync_api import sync_playwright
 
     browser_path = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -123,10 +175,13 @@ def export_png(out: Path, session: Path, height: int = 2400) -> None:
         root = Path(tmp)
         home = root / "home"
         home.mkdir()
-        _comal(home, root, "import", str(session))
-        listed = json.loads(_comal(home, root, "sessions", "--all", "--json"))
+        if session is None:
+            session_id = _demo_session(root, home)
+        else:
+            _comal(home, root, "import", str(session))
+            session_id = json.loads(_comal(home, root, "sessions", "--all", "--json"))[0]["id"]
         page_file = root / "export.html"
-        _comal(home, root, "export", listed[0]["id"], "--format", "html", "-o", str(page_file))
+        _comal(home, root, "export", session_id, "--format", "html", "-o", str(page_file))
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=browser_path, args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 1280, "height": height})
@@ -147,9 +202,9 @@ def main() -> None:
     if opts.only in (None, "working-line"):
         print(working_line(opts.out / "working-line.txt"))
     if opts.only in (None, "export"):
-        session = opts.session or min(TRAJECTORIES.glob("*.jsonl"), key=lambda p: p.stat().st_size)
-        export_png(opts.out / "export.png", session)
-        print(f"wrote {opts.out / 'export.png'} from {session.name}")
+        export_png(opts.out / "export.png", opts.session)
+        made = opts.session.name if opts.session else "a demo session against the fake server"
+        print(f"wrote {opts.out / 'export.png'} from {made}")
 
 
 if __name__ == "__main__":

@@ -116,6 +116,7 @@ def test_markdown_and_json(recorded: tuple[Path, Path, str]) -> None:
     ws, home, sid = recorded
     md = _ok(comal("export", sid, "--format", "md", cwd=ws, env_home=home)).stdout
     assert md.startswith(f"# Session {sid}")
+    assert " · answered · " in md  # the status people read, not the indexed `active`
     assert "## user" in md
     assert "do it" in md
     assert "**→ Write a.txt** · ok" in md
@@ -124,6 +125,7 @@ def test_markdown_and_json(recorded: tuple[Path, Path, str]) -> None:
     with ledger_at(home) as ledger:
         ids = [e.id for e in ledger.entries(sid)]
     assert [e["id"] for e in data["entries"]] == ids
+    assert data["session"]["status"] == "active"  # JSON keeps the indexed name
     result = next(e for e in data["entries"] if e["kind"] == "tool.result")
     assert result["body_text"] == "receipt-<b>&-42\n"
 
