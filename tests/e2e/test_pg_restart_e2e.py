@@ -17,7 +17,9 @@ from comal.testing.fake_server import FakeServer
 from tests.e2e.headless_support import COMAL, comal_env, configure
 from tests.pg_support import cluster_dir, fresh_schema, restart_cluster, server_url
 
-pytestmark = pytest.mark.e2e
+# Slow: it crashes the shared test server, which no other test may meet mid-restart, and only
+# the slow suite runs one test at a time (the default suite runs in two workers).
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def _entries(url: str, workspace: Path) -> list[Entry]:
