@@ -43,6 +43,7 @@ from comal.errors import ConfigError, UnknownSessionError
 from comal.ledger.records import Kind, SessionMoved
 from comal.ledger.store import Ledger
 from comal.providers.base import Provider
+from comal.providers.client import model_client
 from comal.providers.factory import make_provider, resolve_capabilities
 from comal.providers.wires import list_models
 from comal.session import (
@@ -236,13 +237,13 @@ async def _run(
             finished = session_status(ledger, session_id) == FINISHED
             if prompt is None and not interactive and finished and _settled(ledger, session_id):
                 return _show_finished(renderer, ledger, session_id)
-        async with httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=10.0)) as client:
-            cfg = await choose_provider(config, args.provider, args.model)
-            if session_id is not None and not args.model:
-                # A model chosen in the session (`/model`) is kept when it is resumed.
-                kept = kept_model(ledger, session_id, cfg.name)
-                if kept is not None and kept != cfg.model:
-                    cfg = dataclasses.replace(cfg, model=kept)
+        cfg = await choose_provider(config, args.provider, args.model)
+        if session_id is not None and not args.model:
+            # A model chosen in the session (`/model`) is kept when it is resumed.
+            kept = kept_model(ledger, session_id, cfg.name)
+            if kept is not None and kept != cfg.model:
+                cfg = dataclasses.replace(cfg, model=kept)
+        async with model_client(cfg.base_url) as client:
             provider = await provider_for(config, cfg, client)
             options = SessionOptions(
                 max_turns=args.max_turns or config.max_turns,
