@@ -7,7 +7,6 @@ out and skips matplotlib). Without `-o` the export goes to stdout.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from comal.cli.export_render import to_html, to_json, to_markdown, transcript_it
 from comal.cli.timeline import timeline_of, timeline_svg
 from comal.errors import ConfigError
 from comal.ledger.store import Ledger
-from comal.session import render_cost, session_cost, shown_status, with_status
+from comal.session import render_cost, session_cost, with_shown_status, with_status
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -28,7 +27,7 @@ async def _run(args: argparse.Namespace) -> int:
         row = ledger.session(session_id)
         # JSON keeps the indexed status, as `sessions --json` does; people read the shown one.
         info = with_status(ledger, row)
-        shown = dataclasses.replace(row, status=shown_status(ledger, row))
+        shown = with_shown_status(ledger, row)
         entries = ledger.entries(session_id)
         bodies = {e.id: ledger.body(e) for e in entries if e.body_hash is not None}
         cost_line = render_cost(session_cost(entries, config.prices))

@@ -11,7 +11,6 @@ Plain mode shortens long tool outputs; `--json` always carries every byte as tex
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from comal.messages import (
     message_from_json,
     render_output_text,
 )
-from comal.session import SHOWN_STATUSES, shown_status, with_status
+from comal.session import SHOWN_STATUSES, shown_status, with_shown_status, with_status
 
 SCREEN_LINES = 20
 """Plain `show` prints this many lines of a tool output…"""
@@ -172,11 +171,6 @@ def _listed(
     return chosen, everyone - len(chosen)
 
 
-def _shown(ledger: Ledger, info: SessionInfo) -> SessionInfo:
-    """The row with its status as people read it (`shown_status`)."""
-    return dataclasses.replace(info, status=shown_status(ledger, info))
-
-
 async def run_sessions(args: argparse.Namespace) -> int:
     """List this directory's sessions (`--all`: every one), latest activity first, children
     under their coordinator: short id, age (of the last activity), status, cwd and title;
@@ -193,7 +187,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
         every = ledger.sessions()
         if filtered:
             hosts = session_hosts(ledger)
-            every = [i for i in every if wanted(_shown(ledger, i), hosts, args)]
+            every = [i for i in every if wanted(with_shown_status(ledger, i), hosts, args)]
         infos, more = _listed(every, here, limit)
         shorts = ledger.short_ids()
         asks = ledger.first_entries(Kind.MESSAGE_USER)
@@ -201,7 +195,7 @@ async def run_sessions(args: argparse.Namespace) -> int:
         if args.json:
             infos = [with_status(ledger, info) for info in infos]
         else:
-            infos = [_shown(ledger, i) for i in infos]
+            infos = [with_shown_status(ledger, i) for i in infos]
     tree = session_tree(infos)
     titles = {info.id: info.title or first_ask(asks.get(info.id)) for info in infos}
     if args.json:

@@ -16,13 +16,12 @@ import argparse
 import asyncio
 import re
 import sys
-from dataclasses import replace
 from datetime import UTC, datetime
 
 from comal.ids import now_ms
 from comal.ledger import Ledger, SessionInfo
 from comal.ledger.records import LockAcquired, LockReclaimed
-from comal.session import shown_status, shows_as
+from comal.session import shows_as, with_shown_status
 
 _DURATION = re.compile(r"(\d+)\s*([smhd])")
 _UNITS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -94,7 +93,7 @@ async def follow(ledger: Ledger, args: argparse.Namespace) -> int:
             hosts = session_hosts(ledger)
             shorts = ledger.short_ids()
             for info in sorted(changed, key=lambda i: (i.last_activity_at, i.id)):
-                info = replace(info, status=shown_status(ledger, info))
+                info = with_shown_status(ledger, info)
                 before = seen.get(info.id)
                 seen[info.id] = (info.entries, info.status)
                 if not wanted(info, hosts, args):

@@ -59,6 +59,7 @@ from comal.session.status import (
     session_status,
     shown_status,
     shows_as,
+    with_shown_status,
     with_status,
 )
 from comal.session.units import Utf16Text, utf16_len
@@ -106,5 +107,6 @@ __all__ = [
     "uncertain_calls",
     "usage_totals",
     "utf16_len",
+    "with_shown_status",
     "with_status",
 ]

@@ -245,6 +245,11 @@ def with_status(ledger: Ledger, info: SessionInfo) -> SessionInfo:
     return dataclasses.replace(info, status=session_status(ledger, info.id))
 
 
+def with_shown_status(ledger: Ledger, info: SessionInfo) -> SessionInfo:
+    """The session row with the status a person reads (`shown_status`)."""
+    return dataclasses.replace(info, status=shown_status(ledger, info))
+
+
 def reindex(ledger: Ledger, session_id: str) -> None:
     """Index the derived status under the session's lock, as every opener does (a resume that
     shows a finished session without opening it); a live holder is left to keep its own.
